@@ -477,7 +477,7 @@ def main() -> None:
             result = worker.handle(request)
             protocol.send({"id": req_id, "ok": True, "result": result})
         except SpecError as exc:
-            protocol.send({"id": req_id, "ok": False, "error": _error("spec", str(exc))})
+            protocol.send({"id": req_id, "ok": False, "error": dict(_error("spec", exc.message), field=exc.field)})
         except NoGpu:
             protocol.send({"id": req_id, "ok": False, "error": _error(
                 "no_gpu", "No GPU is visible to TensorFlow on this machine, so nothing was run. "

@@ -1,0 +1,90 @@
+"""What the parent works out from a worker's plain result, without TensorFlow.
+
+``annotate`` adds the fusions found between stages and warnings about things TensorFlow did
+that the graphs alone would hide; ``annotate_bench`` adds the statistics of a benchmark.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .graphs import Graph
+
+STAGE_PAIRS = (("traced", "optimized"), ("optimized", "executed"), ("traced", "executed"))
+
+# Log lines by which TensorFlow admits it gave up on optimising, and what they mean for a person.
+TF_FAILURES = (
+    ("Ignoring multi-device function optimization failure",
+     "Grappler failed on this function and TensorFlow silently ran it with no Grappler optimisation "
+     "at all: the graph 'after Grappler' is the traced graph."),
+    ("does not specify an operation",
+     "The remapper produced a node with no op (a TensorFlow defect), which made Grappler give up."),
+    ("Fusion is not implemented",
+     "The remapper made a fused node whose kernel does not implement that combination (a TensorFlow defect)."),
+)
+
+
+def graphs_of(result: dict) -> dict[str, Graph]:
+    return {name: Graph.from_dict(g) for name, g in result.get("stages", {}).items()}
+
+
+def fusion_dict(fusion) -> dict:
+    data = dataclasses.asdict(fusion)
+    data["description"] = fusion.describe()
+    return data
+
+
+def annotate(result: dict) -> dict:
+    from .fusion import find_fusions, find_renames
+
+    graphs = graphs_of(result)
+    result = dict(result)
+    fusions, renames = {}, {}
+    for before, after in STAGE_PAIRS:
+        if before in graphs and after in graphs:
+            key = f"{before}->{after}"
+            fusions[key] = [fusion_dict(f) for f in find_fusions(graphs[before], graphs[after])]
+            renames[key] = [list(r) for r in find_renames(graphs[before], graphs[after])]
+    result["fusions"] = fusions.get("traced->optimized", [])
+    result["fusions_by_pair"] = fusions
+    result["renames_by_pair"] = renames
+    result["warnings"] = tf_warnings(result, graphs)
+    return result
+
+
+def tf_warnings(result: dict, graphs: dict[str, Graph]) -> list[str]:
+    lines = (result.get("grappler") or {}).get("notable", [])
+    warnings = []
+    for needle, meaning in TF_FAILURES:
+        hits = [ln for ln in lines if needle in ln]
+        if hits:
+            warnings.append(f"{meaning} TensorFlow logged: {hits[0]}")
+    traced, optimized = graphs.get("traced"), graphs.get("optimized")
+    if traced is not None and optimized is not None and traced.to_dict()["nodes"] == optimized.to_dict()["nodes"]:
+        warnings.append("The graph after Grappler is identical to the traced graph: Grappler changed nothing "
+                        "(or did not run).")
+    return warnings
+
+
+def annotate_bench(result: dict) -> dict:
+    from .stats import bench_summary
+
+    result = dict(result)
+    result["summary"] = bench_summary(result)
+    proof = result.get("proof", {})
+    fused_ops = [n["op"] for n in proof.get("fused", {}).get("fused_nodes", [])]
+    problems = []
+    if result.get("reinstantiated_during_timing"):
+        problems.append(f"{result['reinstantiated_during_timing']} function(s) were re-instantiated while timing, "
+                        "so a variant may not have run the graph shown.")
+    if proof.get("fused", {}).get("executed_ops") == proof.get("unfused", {}).get("executed_ops"):
+        problems.append("Both variants executed the same ops: the remapper fused nothing here, so the two "
+                        "timings compare the same graph.")
+    result["proof_summary"] = {
+        "fused_executed": proof.get("fused", {}).get("executed_ops", []),
+        "unfused_executed": proof.get("unfused", {}).get("executed_ops", []),
+        "fused_nodes": fused_ops,
+        "verified": not result.get("reinstantiated_during_timing"),
+        "problems": problems,
+    }
+    return result

@@ -1,0 +1,181 @@
+"""The command line: the same engine as the page, for scripts and for people without a browser.
+
+    python -m explorer presets [--json]
+    python -m explorer inspect PRESET [--device cpu|gpu] [--env NAME=VALUE ...] [--set PARAM=VALUE ...]
+                                      [--grappler SWITCH=on|off ...] [--json]
+    python -m explorer bench PRESET [same options] [--reps N] [--warmup N] [--max-seconds S] [--json]
+
+PRESET is a preset id, or ``chain`` with ``--chain FIELD=VALUE`` options for a custom op chain.
+Scripts rely on these names and options: keep them stable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .catalog import PRESETS
+from .errors import ExplorerError, SpecError
+from .flags import DEVICES, Config, parse_assignment
+from .spec import Chain, resolve
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, non-zero: scripts read the message, people too
+        self.exit(2, f"explorer: error: {message}\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m explorer", description="See and measure what Grappler's remapper does.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = sub.add_parser("presets", help="list the ready models")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    for name, helptext in (("inspect", "show the graph stages, fusions and Grappler's log"),
+                           ("bench", "time the fused graph against the unfused one")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("preset", help="a preset id (see `presets`), or 'chain' with --chain options")
+        p.add_argument("--device", default="cpu", choices=sorted(DEVICES))
+        p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="an environment flag")
+        p.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE", help="a model parameter")
+        p.add_argument("--grappler", action="append", default=[], metavar="SWITCH=on|off", help="a Grappler switch")
+        p.add_argument("--chain", action="append", default=[], metavar="FIELD=VALUE",
+                       help="with PRESET 'chain': contraction, bias, norm, activation, squeeze, side_add")
+        p.add_argument("--no-cache", action="store_true", help="run even if this configuration was run before")
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        if name == "bench":
+            p.add_argument("--reps", type=int, default=60, help="timed repetitions of each variant (default 60)")
+            p.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5)")
+            p.add_argument("--max-seconds", type=float, default=60.0, help="time budget of the timed loop")
+    return parser
+
+
+def spec_from_args(args) -> dict:
+    params = dict(parse_assignment(a, "--set") for a in args.set)
+    if args.preset == "chain":
+        chain = {}
+        for item in args.chain:
+            key, value = parse_assignment(item, "--chain")
+            chain[key] = {"true": True, "false": False}.get(value.lower(), value) if key in ("squeeze", "side_add") else value
+        return {"chain": chain, "params": params}
+    if args.chain:
+        raise SpecError("--chain", "only applies with PRESET 'chain'")
+    return {"preset": args.preset, "params": params}
+
+
+def config_from_args(args) -> Config:
+    env = dict(parse_assignment(a, "--env") for a in args.env)
+    grappler = dict(parse_assignment(a, "--grappler") for a in args.grappler)
+    return Config.make(args.device, env, grappler)
+
+
+def command_line(spec: dict, config: Config, command: str = "inspect") -> str:
+    """The exact command that reproduces a run, with its environment."""
+    resolved = resolve(spec)
+    if resolved.preset:
+        head = [resolved.preset]
+        params = {k: v for k, v in spec.get("params", {}).items()}
+    else:
+        head = ["chain"] + [a for k, v in resolved.chain.to_dict().items() for a in ("--chain", f"{k}={v}")]
+        params = dict(resolved.params)
+    parts = ["python", "-m", "explorer", command] + head
+    for key, value in params.items():
+        parts += ["--set", f"{key}={value}"]
+    parts += config.cli_args()
+    return " ".join(parts)
+
+
+def _print_presets(as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([p.to_dict() for p in PRESETS.values()], indent=2))
+        return
+    width = max(len(p) for p in PRESETS)
+    for preset in PRESETS.values():
+        print(f"{preset.id:<{width}}  {preset.title}")
+        print(f"{'':<{width}}  -> {preset.fused_op}; fuses on: {preset.where}")
+
+
+def _print_inspect(result: dict) -> None:
+    from .analysis import graphs_of
+    from .graphs import STAGES
+
+    fp = result["fingerprint"]
+    print(f"TensorFlow {fp['tensorflow']} | oneDNN {'on' if fp['onednn'] else 'off'} | device {fp['device']} | "
+          f"{fp['cpu_model']} | flags {fp['flags'] or 'defaults'}")
+    for stage, graph in graphs_of(result).items():
+        print(f"\n{STAGES[stage]} ({len(graph)} nodes): {' '.join(graph.compute_ops())}")
+    print("\nFusions (traced -> after Grappler):")
+    for fusion in result.get("fusions", []) or []:
+        print(f"  {fusion['description']}")
+    if not result.get("fusions"):
+        print("  none")
+    renames = result.get("renames_by_pair", {}).get("optimized->executed", [])
+    if renames:
+        print("Renamed when executed: " + ", ".join(f"{old} -> {new}" for _, old, new in renames))
+    grappler = result["grappler"]
+    print("\nRemapper log:" + ("" if grappler["remapper_log"] else " (nothing logged)"))
+    for line in grappler["remapper_log"]:
+        print(f"  {line}")
+    from .pipeline import main_run
+
+    run = main_run(grappler)
+    if run:
+        print("\nGrappler passes that changed the graph:")
+        for iteration in run["iterations"]:
+            for p in iteration["passes"]:
+                if p.get("changed"):
+                    print(f"  iteration {iteration['index']}: {p['pass']:<28} nodes {p['nodes']} ({p['nodes_delta']:+d}), "
+                          f"edges {p['edges']} ({p['edges_delta']:+d}), {p['time_ms']:.2f} ms")
+    for warning in result.get("warnings", []):
+        print(f"\nWARNING: {warning}")
+
+
+def _print_bench(result: dict) -> None:
+    s = result["summary"]
+    fp = result["fingerprint"]
+    print(f"TensorFlow {fp['tensorflow']} | oneDNN {'on' if fp['onednn'] else 'off'} | device {fp['device']} | "
+          f"{fp['cpu_model']} | {result['reps_done']} interleaved reps after {result['warmup']} warm-up")
+    for name in ("fused", "unfused"):
+        v = s[name]
+        print(f"  {name:<8} median {v['median_ms']:.4f} ms   p10 {v['p10_ms']:.4f}   p90 {v['p90_ms']:.4f}   "
+              f"n={v['n']}")
+    sp = s["speedup"]
+    ci = "" if sp.get("ci_low") is None else f" (95% CI {sp['ci_low']:.2f}–{sp['ci_high']:.2f})"
+    print(f"  speedup  {sp['estimate']:.2f}x{ci}: {sp['verdict']}")
+    a = result["agreement"]
+    print(f"  outputs  max abs diff {a['max_abs']:.3g}, max rel diff {a['max_rel']:.3g} "
+          f"({'within' if a['within_tolerance'] else 'OUTSIDE'} tolerance {a['tolerance']:g})")
+    proof = result["proof_summary"]
+    print(f"  fused ran:   {' '.join(proof['fused_executed'])}")
+    print(f"  unfused ran: {' '.join(proof['unfused_executed'])}")
+    print(f"  proof: {'verified (no re-instantiation while timing)' if proof['verified'] else 'NOT verified'}")
+    for problem in proof["problems"]:
+        print(f"  WARNING: {problem}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "presets":
+        _print_presets(args.json)
+        return 0
+    from .engine import DEFAULT_CACHE_DIR, Engine
+
+    engine = None
+    try:
+        spec = spec_from_args(args)
+        config = config_from_args(args)
+        resolve(spec)  # checked before any process starts
+        engine = Engine(cache_dir=None if args.no_cache else DEFAULT_CACHE_DIR)
+        if args.command == "inspect":
+            result = engine.inspect(spec, config, use_cache=not args.no_cache)
+            print(json.dumps(result, indent=1)) if args.json else _print_inspect(result)
+        else:
+            result = engine.bench(spec, config, reps=args.reps, warmup=args.warmup, max_seconds=args.max_seconds)
+            print(json.dumps(result, indent=1)) if args.json else _print_bench(result)
+        return 0
+    except ExplorerError as exc:
+        print(f"explorer: error: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, SpecError) else 1
+    finally:
+        if engine is not None:
+            engine.close()

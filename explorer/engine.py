@@ -1,0 +1,249 @@
+"""The engine: validated requests in, plain result data out.
+
+It checks a spec and a configuration before any TensorFlow runs, routes the request to the warm
+worker of that configuration, keeps benchmarks on one device from running beside anything else
+(two timings sharing two cores measure each other), caches graph results on disk, and adds the
+analysis that needs no TensorFlow (the fusions found) to what the worker returns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from contextlib import contextmanager
+from importlib import metadata
+from pathlib import Path
+
+from .errors import SpecError, WorkerError
+from .flags import Config
+from .runner import Limits, Pool, WorkerProcess
+from .spec import ModelSpec, resolve
+
+# Bounds a request must stay within; the page and the CLI state them.
+MAX_REPS = 2000
+MAX_WARMUP = 200
+MAX_BENCH_SECONDS = 300.0
+MAX_SWEEP_POINTS = 12
+
+DEFAULT_CACHE_DIR = Path(os.environ.get("EXPLORER_CACHE_DIR", Path(__file__).resolve().parent.parent / ".cache" / "results"))
+
+
+def tensorflow_version() -> str:
+    try:
+        return metadata.version("tensorflow")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class DeviceQueue:
+    """Per-device admission: graph requests share, a benchmark runs alone, in arrival order."""
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._tickets = 0
+        self._serving: list[tuple[int, str]] = []  # (ticket, kind) admitted and running
+        self._waiting: list[tuple[int, str]] = []
+        self.benches_run = 0
+        self.overlaps = 0  # a benchmark admitted while anything else ran: must stay 0
+
+    def position(self, ticket: int) -> int:
+        with self._cond:
+            return next((i for i, (t, _) in enumerate(self._waiting) if t == ticket), -1) + 1
+
+    def _admissible(self, ticket: int, kind: str) -> bool:
+        first = self._waiting[0][0] == ticket
+        if kind == "bench":
+            return first and not self._serving
+        ahead = [k for t, k in self._waiting if t < ticket]
+        return "bench" not in ahead and all(k != "bench" for _, k in self._serving)
+
+    @contextmanager
+    def slot(self, kind: str, on_wait=None):
+        with self._cond:
+            self._tickets += 1
+            ticket = self._tickets
+            self._waiting.append((ticket, kind))
+            while not self._admissible(ticket, kind):
+                if on_wait is not None:
+                    place = next(i for i, (t, _) in enumerate(self._waiting) if t == ticket) + 1
+                    on_wait({"fraction": 0.0, "message": f"waiting in the queue (place {place}, "
+                             f"{len(self._serving)} running)", "queue_position": place})
+                self._cond.wait(timeout=0.5)
+            self._waiting = [(t, k) for t, k in self._waiting if t != ticket]
+            if kind == "bench" and self._serving:
+                self.overlaps += 1
+            self._serving.append((ticket, kind))
+            started_with = len(self._serving) - 1
+        try:
+            yield {"ticket": ticket, "others_running_at_start": started_with}
+        finally:
+            with self._cond:
+                self._serving = [(t, k) for t, k in self._serving if t != ticket]
+                if kind == "bench":
+                    self.benches_run += 1
+                self._cond.notify_all()
+
+
+class ResultCache:
+    """Graph results on disk, keyed by request, so repeat visits survive a server restart."""
+
+    def __init__(self, directory: Path | None):
+        self.directory = Path(directory) if directory else None
+        self._memory: dict[str, dict] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(kind: str, spec: ModelSpec, config: Config, extra: dict | None = None) -> str:
+        payload = {"kind": kind, "spec": spec.to_dict(), "config": config.to_dict(), "tf": tensorflow_version(),
+                   "extra": extra or {}}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
+
+    def get(self, key: str) -> dict | None:
+        with self._lock:
+            if key in self._memory:
+                return self._memory[key]
+        if self.directory is None:
+            return None
+        path = self.directory / f"{key}.json"
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        with self._lock:
+            self._memory[key] = data
+        return data
+
+    def put(self, key: str, value: dict) -> None:
+        with self._lock:
+            self._memory[key] = value
+            if len(self._memory) > 256:
+                self._memory.pop(next(iter(self._memory)))
+        if self.directory is None:
+            return
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            tmp = self.directory / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"
+            tmp.write_text(json.dumps(value))
+            os.replace(tmp, self.directory / f"{key}.json")
+        except OSError:
+            pass  # a read-only or full disk only costs the cache
+
+
+def _config(config) -> Config:
+    if isinstance(config, Config):
+        return config
+    if config is None:
+        return Config()
+    return Config.from_dict(config)
+
+
+class Engine:
+    def __init__(self, limits: Limits | None = None, cache_dir: Path | str | None = DEFAULT_CACHE_DIR):
+        self.pool = Pool(limits)
+        self.cache = ResultCache(Path(cache_dir) if cache_dir else None)
+        self.queues: dict[str, DeviceQueue] = {}
+        self._lock = threading.Lock()
+
+    def queue(self, device: str) -> DeviceQueue:
+        with self._lock:
+            return self.queues.setdefault(device, DeviceQueue())
+
+    def is_warm(self, config) -> bool:
+        return self.pool.has_warm(_config(config))
+
+    def _run(self, config: Config, op: str, payload: dict, timeout: float, on_progress=None) -> tuple[dict, dict]:
+        started = time.perf_counter()
+        fresh = not self.pool.has_warm(config)
+        if fresh and on_progress:
+            on_progress({"fraction": 0.0, "message": "starting TensorFlow in a new worker process (a few seconds)"})
+        worker: WorkerProcess = self.pool.get(config)
+        try:
+            result = worker.request(op, payload, timeout, on_progress)
+        except WorkerError as exc:
+            if exc.kind in ("crash", "timeout", "memory"):
+                self.pool.discard(worker)
+            raise
+        info = {"pid": worker.pid, "new_process": fresh, "startup_s": round(worker.startup_s, 3) if fresh else 0.0,
+                "wall_s": round(time.perf_counter() - started, 3)}
+        return result, info
+
+    def fingerprint(self, config=None) -> dict:
+        config = _config(config)
+        with self.queue(config.device).slot("graph"):
+            worker = self.pool.get(config)
+        return worker.fingerprint
+
+    def inspect(self, spec, config=None, *, on_progress=None, use_cache: bool = True) -> dict:
+        """The model's graphs at every stage, the fusions found and Grappler's own account."""
+        spec, config = resolve(spec), _config(config)
+        key = ResultCache.key("inspect", spec, config)
+        if use_cache:
+            cached = self.cache.get(key)
+            if cached is not None:
+                return dict(cached, cached=True)
+        payload = {"spec": spec.to_dict(), "grappler": config.grappler_dict}
+        with self.queue(config.device).slot("graph", on_progress):
+            result, info = self._run(config, "inspect", payload, self.pool.limits.inspect_s, on_progress)
+        result = dict(result, config=config.to_dict(), worker=info, cached=False, key=key)
+        from .analysis import annotate
+
+        result = annotate(result)
+        self.cache.put(key, result)
+        return result
+
+    def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
+              on_progress=None) -> dict:
+        """Fused against unfused, interleaved, with proof of which graph each variant ran."""
+        spec, config = resolve(spec), _config(config)
+        _check_range("reps", reps, 3, MAX_REPS)
+        _check_range("warmup", warmup, 0, MAX_WARMUP)
+        _check_range("max_seconds", max_seconds, 1, MAX_BENCH_SECONDS)
+        payload = {"spec": spec.to_dict(), "grappler": config.grappler_dict, "reps": int(reps),
+                   "warmup": int(warmup), "max_seconds": float(max_seconds)}
+        timeout = float(max_seconds) + self.pool.limits.bench_extra_s
+        device_queue = self.queue(config.device)
+        load_before = os.getloadavg()[0]
+        with device_queue.slot("bench", on_progress) as slot:
+            result, info = self._run(config, "bench", payload, timeout, on_progress)
+            overlaps = device_queue.overlaps
+        from .analysis import annotate_bench
+
+        return annotate_bench(dict(
+            result, config=config.to_dict(), worker=info,
+            isolation={"others_running_at_start": slot["others_running_at_start"], "overlaps_seen": overlaps,
+                       "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)},
+            measured_at=time.strftime("%Y-%m-%d %H:%M:%S"),
+        ))
+
+    def sweep(self, spec, config=None, *, param: str, values: list, reps: int = 30, warmup: int = 3,
+              max_seconds: float = 30.0, on_progress=None) -> list[dict]:
+        """bench() at each value of one size parameter: where fusion starts to pay."""
+        spec = resolve(spec)
+        if param not in spec.p or not isinstance(spec.p[param], int) or isinstance(spec.p[param], bool):
+            sizes = [k for k, v in spec.p.items() if isinstance(v, int) and not isinstance(v, bool)]
+            raise SpecError("sweep.param", f"{param!r} is not a size of this model; choose one of {sizes}")
+        if not values or len(values) > MAX_SWEEP_POINTS:
+            raise SpecError("sweep.values", f"give 1..{MAX_SWEEP_POINTS} values")
+        specs = [spec.with_params(**{param: v}) for v in values]  # all checked before anything runs
+        points = []
+        for i, point_spec in enumerate(specs):
+            def progress(p, i=i):
+                if on_progress:
+                    on_progress({"fraction": (i + p.get("fraction", 0)) / len(specs),
+                                 "message": f"{param}={values[i]}: {p.get('message', '')}"})
+
+            result = self.bench(point_spec, config, reps=reps, warmup=warmup, max_seconds=max_seconds,
+                                on_progress=progress)
+            points.append({"value": point_spec.p[param], "result": result})
+        return points
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+def _check_range(name: str, value, low, high) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        raise SpecError(name, f"{value!r} is out of range; allowed {low}..{high}")

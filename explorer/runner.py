@@ -1,0 +1,305 @@
+"""The parent side of the worker processes: start, talk to, watch and replace them.
+
+One worker process per (device, environment flags): TensorFlow reads several flags once, at
+import or first use, so a process cannot change configuration. Workers stay warm between
+requests, each serves one request at a time, and the pool evicts the least recently used idle
+worker when it is full. A worker that dies, hangs past its deadline or grows past its memory
+cap is killed and reported as a ``WorkerError``; the next request starts a fresh one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import SpecError, WorkerError
+from .flags import ENV_FLAGS, Config
+
+log = logging.getLogger(__name__)
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# What the worker logs: each remapper fusion and every Grappler pass (with a graph dump per pass).
+VMODULE = "remapper=2,meta_optimizer=4"
+
+
+@dataclass(frozen=True)
+class Limits:
+    startup_s: float = 120.0  # TensorFlow's import takes ~3 s here; CI machines can be slower
+    inspect_s: float = 120.0
+    bench_extra_s: float = 120.0  # on top of the benchmark's own time budget
+    memory_bytes: int = 6 << 30  # resident memory of one worker
+    max_workers: int = 4
+    idle_s: float = 900.0  # a worker unused this long is stopped
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+class WorkerProcess:
+    """One live ``python -m explorer.worker`` and the pipe protocol to it."""
+
+    def __init__(self, config: Config, limits: Limits):
+        self.config = config
+        self.limits = limits
+        self.lock = threading.Lock()
+        self.last_used = time.monotonic()
+        self.requests = 0
+        self._ids = itertools.count(1)
+        self.workdir = tempfile.mkdtemp(prefix="explorer-worker-")
+        self.dump_dir = os.path.join(self.workdir, "dumps")
+        os.makedirs(self.dump_dir)
+        self.stderr_path = os.path.join(self.workdir, "stderr.log")
+        self._stderr = open(self.stderr_path, "w+b")
+        env = self._environment()
+        started = time.perf_counter()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "explorer.worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+            env=env, cwd=str(PROJECT_ROOT), text=True, bufsize=1, start_new_session=True,
+        )
+        self._lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        ready = self._next(time.monotonic() + limits.startup_s, "start")
+        if not ready.get("ready"):
+            error = ready.get("error") or {}
+            self.kill()
+            raise WorkerError("tensorflow", error.get("message", "the worker failed to start"), error.get("detail", ""))
+        self.fingerprint = ready["fingerprint"]
+        self.startup_s = time.perf_counter() - started
+
+    def _environment(self) -> dict:
+        env = {k: v for k, v in os.environ.items() if k not in _OWNED_ENV}
+        env.update(self.config.env_dict)
+        env["TF_CPP_VMODULE"] = VMODULE
+        env["TF_CPP_MIN_LOG_LEVEL"] = "0"
+        env["TF_DUMP_GRAPH_PREFIX"] = self.dump_dir
+        env["EXPLORER_DEVICE"] = self.config.device
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH", "")]))
+        if self.config.device == "cpu":
+            # Hide GPUs from CPU runs: placement cannot drift and CUDA is never initialised.
+            env["CUDA_VISIBLE_DEVICES"] = "-1"
+        return env
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def _rss(self) -> int:
+        try:
+            with open(f"/proc/{self.proc.pid}/statm") as handle:
+                return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            return 0
+
+    def stderr_tail(self, lines: int = 40) -> str:
+        try:
+            with open(self.stderr_path, "rb") as handle:
+                handle.seek(0, os.SEEK_END)
+                size = handle.tell()
+                handle.seek(max(0, size - 64_000))
+                text = handle.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+        keep = [ln for ln in text.splitlines() if "dump_graph.cc" not in ln and "meta_optimizer.cc" not in ln]
+        return "\n".join(keep[-lines:])
+
+    def _next(self, deadline: float, what: str) -> dict:
+        """The next protocol message, watching the deadline, the memory cap and the process."""
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.kill()
+                raise WorkerError(
+                    "timeout",
+                    f"The worker did not finish the {what} request in time "
+                    f"({self.limits_for(what):.0f} s); it was stopped and the next request starts a new one.",
+                    self.stderr_tail(),
+                )
+            try:
+                line = self._lines.get(timeout=min(0.25, remaining))
+            except queue.Empty:
+                rss = self._rss()
+                if rss > self.limits.memory_bytes:
+                    self.kill()
+                    raise WorkerError(
+                        "memory",
+                        f"The worker used {rss / 2**30:.1f} GiB, over its cap of "
+                        f"{self.limits.memory_bytes / 2**30:.1f} GiB; it was stopped. Try smaller sizes.",
+                        self.stderr_tail(),
+                    ) from None
+                continue
+            if line is None:
+                code = self.proc.wait(timeout=10)
+                how = f"killed by {_signal_name(code)}" if code < 0 else f"exit code {code}"
+                raise WorkerError(
+                    "crash",
+                    f"The worker process died during the {what} request ({how}); "
+                    "the next request starts a new one.",
+                    self.stderr_tail(),
+                )
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                log.warning("worker wrote a non-protocol line: %r", line[:200])
+
+    def limits_for(self, what: str) -> float:
+        return {"start": self.limits.startup_s}.get(what, self._timeout)
+
+    def request(self, op: str, payload: dict, timeout: float, on_progress=None) -> dict:
+        """Send one request and wait for its answer; raises WorkerError on any failure."""
+        with self.lock:
+            self.last_used = time.monotonic()
+            self.requests += 1
+            self._timeout = timeout
+            req_id = next(self._ids)
+            message = dict(payload, id=req_id, op=op)
+            try:
+                self.proc.stdin.write(json.dumps(message) + "\n")
+                self.proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                self.kill()
+                raise WorkerError("crash", "The worker process had died; the next request starts a new one.",
+                                  self.stderr_tail()) from None
+            deadline = time.monotonic() + timeout
+            while True:
+                reply = self._next(deadline, op)
+                if reply.get("id") != req_id:
+                    continue
+                if "progress" in reply:
+                    if on_progress is not None:
+                        on_progress(reply["progress"])
+                    continue
+                self.last_used = time.monotonic()
+                if reply.get("ok"):
+                    return reply["result"]
+                error = reply.get("error") or {}
+                kind = error.get("kind", "tensorflow")
+                if kind == "spec":
+                    raise SpecError(error.get("field", "spec"), error.get("message", ""))
+                raise WorkerError(kind, error.get("message", "the worker failed"), error.get("detail", ""))
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+        self._stderr.close()
+        for root, dirs, files in os.walk(self.workdir, topdown=False):
+            for name in files:
+                try:
+                    os.unlink(os.path.join(root, name))
+                except OSError:
+                    pass
+            for name in dirs:
+                try:
+                    os.rmdir(os.path.join(root, name))
+                except OSError:
+                    pass
+        try:
+            os.rmdir(self.workdir)
+        except OSError:
+            pass
+
+
+# Variables the parent sets for each worker; the caller's own values never leak in.
+_OWNED_ENV = {"TF_CPP_VMODULE", "TF_CPP_MIN_LOG_LEVEL", "TF_DUMP_GRAPH_PREFIX", "EXPLORER_DEVICE",
+              "CUDA_VISIBLE_DEVICES"} | set(ENV_FLAGS)
+
+
+class Pool:
+    """Warm workers keyed by process configuration, bounded and evicting idle ones."""
+
+    def __init__(self, limits: Limits | None = None):
+        self.limits = limits or Limits()
+        self._workers: OrderedDict[tuple, WorkerProcess] = OrderedDict()
+        self._lock = threading.Lock()
+        self._starting: dict[tuple, threading.Lock] = {}
+
+    def has_warm(self, config: Config) -> bool:
+        worker = self._workers.get(config.process_key())
+        return worker is not None and worker.alive()
+
+    def get(self, config: Config) -> WorkerProcess:
+        key = config.process_key()
+        with self._lock:
+            start_lock = self._starting.setdefault(key, threading.Lock())
+        with start_lock:
+            with self._lock:
+                worker = self._workers.get(key)
+                if worker is not None and worker.alive():
+                    self._workers.move_to_end(key)
+                    return worker
+                if worker is not None:
+                    self._workers.pop(key).close()
+                self._evict_locked()
+            worker = WorkerProcess(Config.make(config.device, config.env_dict), self.limits)
+            with self._lock:
+                self._workers[key] = worker
+            return worker
+
+    def _evict_locked(self) -> None:
+        now = time.monotonic()
+        for key, worker in list(self._workers.items()):
+            if not worker.lock.locked() and (now - worker.last_used > self.limits.idle_s or not worker.alive()):
+                self._workers.pop(key).close()
+        while len(self._workers) >= self.limits.max_workers:
+            idle = [k for k, w in self._workers.items() if not w.lock.locked()]
+            if not idle:
+                break
+            self._workers.pop(idle[0]).close()
+
+    def discard(self, worker: WorkerProcess) -> None:
+        with self._lock:
+            for key, w in list(self._workers.items()):
+                if w is worker:
+                    self._workers.pop(key)
+        worker.close()
+
+    def workers(self) -> list[WorkerProcess]:
+        with self._lock:
+            return list(self._workers.values())
+
+    def close(self) -> None:
+        with self._lock:
+            workers = list(self._workers.values())
+            self._workers.clear()
+        for worker in workers:
+            worker.close()
