@@ -296,7 +296,8 @@ def resolve(data, presets: dict | None = None) -> ModelSpec:
     unknown = set(data) - {"preset", "chain", "params"}
     if unknown:
         raise SpecError("spec", f"unknown field(s) {sorted(unknown)}")
-    params_in = data.get("params") or {}
+    params_in = data.get("params")
+    params_in = {} if params_in is None else params_in
     if not isinstance(params_in, dict):
         raise SpecError("params", "expected an object of name: value")
     preset_id = data.get("preset")

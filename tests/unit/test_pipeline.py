@@ -1,0 +1,52 @@
+"""Grappler's log, as TensorFlow 2.21 prints it, turned into passes."""
+
+from explorer.pipeline import main_run, parse_log, split_line
+
+LOG = """\
+I0000 00:00:1795308399.996640    4275 meta_optimizer.cc:791] Optimize GrapplerItem: item.id=__inference_model_39 num_optimizers=13, num nodes = 20
+I0000 00:00:1795308399.996647    4275 meta_optimizer.cc:826] Starting optimization iteration 0
+I0000 00:00:1795308399.997207    4275 dump_graph.cc:245] Dumped Graph to /d/before_MetaOptimizer_iteration_0_1407.pbtxt
+I0000 00:00:1795308361.470844    4241 meta_optimizer.cc:930] Replace function library with a stub for model_pruner
+I0000 00:00:1795308361.470920    4241 meta_optimizer.cc:973] model_pruner: Graph size after: 19 nodes (-1), 20 edges (-1), time = 0.07ms.
+I0000 00:00:1795308399.997502    4275 dump_graph.cc:245] Dumped Graph to /d/after_MetaOptimizer_iteration_0_model_pruner_1407.pbtxt
+I0000 00:00:1795308361.471704    4241 meta_optimizer.cc:973] tfg_optimizer{any(tfg-consolidate-attrs,tfg-toposort)}: Graph size after: 19 nodes (0), 20 edges (0), time = 0.742ms.
+I0000 00:00:1795308361.472037    4241 meta_optimizer.cc:930] Replace function library with a stub for shape_optimizer
+I0000 00:00:1795308361.472491    4241 meta_optimizer.cc:930] Replace function library with a stub for remapper
+I0000 00:00:1795308361.472934    4241 remapper.cc:3377] Fuse MatMul with BiasAdd:  bias_add=BiasAdd contraction=MatMul
+I0000 00:00:1795308361.473104    4241 meta_optimizer.cc:973] remapper: Graph size after: 19 nodes (-1), 21 edges (-1), time = 0.605ms.
+I0000 00:00:1795308399.997502    4275 dump_graph.cc:245] Dumped Graph to /d/after_MetaOptimizer_iteration_0_remapper_1407.pbtxt
+I0000 00:00:1795308361.473687    4241 meta_optimizer.cc:826] Starting optimization iteration 1
+I0000 00:00:1795308361.473104    4241 meta_optimizer.cc:973] remapper: Graph size after: 9 nodes (-9), 4 edges (-16), time = 0.265ms.
+To enable the following instructions: AVX2, rebuild TensorFlow
+W0000 00:00:1795308361.473104    4241 function.cc:11] Ignoring multi-device function optimization failure: INVALID_ARGUMENT: Node 'Relu' does not specify an operation
+I0000 00:00:1795308399.996640    4275 meta_optimizer.cc:791] Optimize GrapplerItem: item.id=__inference_model_39 num_optimizers=1, num nodes = 5
+"""
+
+
+def test_split_line_reads_the_prefix_and_skips_continuations():
+    assert split_line(LOG.splitlines()[0])["file"] == "meta_optimizer.cc"
+    assert split_line("To enable the following instructions") is None
+
+
+def test_passes_iterations_and_remapper_lines():
+    parsed = parse_log(LOG.splitlines())
+    assert [it["optimizers"] for it in parsed["items"]] == [13, 1]
+    run = main_run(parsed)
+    assert run["optimizers"] == 13 and len(run["iterations"]) == 2
+    first = run["iterations"][0]
+    assert first["before_dump"] == "/d/before_MetaOptimizer_iteration_0_1407.pbtxt"
+    names = [p["pass"] for p in first["passes"]]
+    assert names == ["model_pruner", "tfg_optimizer", "shape_optimizer", "remapper"]
+    pruner, tfg, shape, remapper = first["passes"]
+    assert pruner["changed"] and pruner["nodes_delta"] == -1 and pruner["dump"].endswith("model_pruner_1407.pbtxt")
+    assert tfg["ran"] and not tfg["changed"] and tfg["time_ms"] == 0.742
+    assert shape["ran"] is False
+    assert remapper["log"] == ["Fuse MatMul with BiasAdd:  bias_add=BiasAdd contraction=MatMul"]
+    assert remapper["dump"].endswith("remapper_1407.pbtxt")
+    assert run["iterations"][1]["passes"][0]["nodes"] == 9
+    assert parsed["remapper_log"] == ["Fuse MatMul with BiasAdd:  bias_add=BiasAdd contraction=MatMul"]
+    assert any("Ignoring multi-device" in line for line in parsed["notable"])
+
+
+def test_no_log_gives_no_run():
+    assert main_run(parse_log([])) is None

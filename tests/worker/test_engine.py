@@ -1,0 +1,216 @@
+"""The engine on real TensorFlow, in real worker processes, on this machine's CPU."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from explorer.engine import Engine
+from explorer.errors import SpecError, WorkerError
+from explorer.flags import Config
+from explorer.graphs import Graph
+from explorer.runner import Limits
+
+pytestmark = pytest.mark.tf
+
+SMALL_MATMUL = {"m": 64, "k": 32, "n": 16}
+SMALL_CONV = {"batch": 2, "height": 8, "width": 8, "in_channels": 4, "out_channels": 8, "filter_size": 3}
+ONEDNN_OFF = Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "0"})
+REMAPPER_OFF = Config.make("cpu", grappler={"remapping": "off"})
+GELU_APPROX_OPS = {"Pow", "Mul", "AddV2", "Tanh"}
+
+
+@pytest.fixture(scope="module")
+def engine():
+    engine = Engine(cache_dir=None)
+    yield engine
+    engine.close()
+
+
+def optimized(result) -> Graph:
+    return Graph.from_dict(result["stages"]["optimized"])
+
+
+def fused_nodes(graph: Graph):
+    return [n for n in graph.nodes if n.fused_ops]
+
+
+@pytest.mark.parametrize("preset,activation", [
+    ("matmul_bias_gelu_approx", "GeluApproximate"),
+    ("matmul_bias_gelu_exact", "GeluExact"),
+])
+def test_onednn_fuses_matmul_bias_gelu_into_one_node(engine, preset, activation):
+    result = engine.inspect({"preset": preset, "params": SMALL_MATMUL})
+    assert result["fingerprint"]["onednn"] is True
+    graph = optimized(result)
+    assert graph.compute_ops() == ["_FusedMatMul"]
+    (node,) = fused_nodes(graph)
+    assert node.fused_ops == ("BiasAdd", activation)
+    executed = Graph.from_dict(result["stages"]["executed"])
+    assert [n.op for n in fused_nodes(executed)] == ["_MklNativeFusedMatMul"]
+    (fusion,) = result["fusions"]
+    assert fusion["op"] == "_FusedMatMul"
+    assert {"MatMul", "BiasAdd"} <= set(fusion["absorbed_ops"])
+
+
+def test_gelu_fusion_absorbs_every_gelu_op(engine):
+    result = engine.inspect({"preset": "matmul_bias_gelu_approx", "params": SMALL_MATMUL})
+    traced = Graph.from_dict(result["stages"]["traced"])
+    (fusion,) = result["fusions"]
+    traced_compute = {n.name for n in traced.nodes if n.op not in ("_Arg", "_Retval", "Const", "Identity")}
+    assert traced_compute <= set(fusion["absorbed"])
+    assert GELU_APPROX_OPS <= set(fusion["absorbed_ops"])
+
+
+@pytest.mark.parametrize("preset,left", [
+    ("matmul_bias_gelu_approx", {"Square", "Tanh"}),
+    ("matmul_bias_gelu_exact", {"Erfc"}),
+])
+def test_without_onednn_only_matmul_and_bias_fuse(engine, preset, left):
+    result = engine.inspect({"preset": preset, "params": SMALL_MATMUL}, ONEDNN_OFF)
+    assert result["fingerprint"]["onednn"] is False
+    graph = optimized(result)
+    (node,) = fused_nodes(graph)
+    assert node.op == "_FusedMatMul" and node.fused_ops == ("BiasAdd",)
+    assert left <= set(graph.compute_ops())
+    assert "MatMul" not in graph.compute_ops() and "BiasAdd" not in graph.compute_ops()
+    assert result["grappler"]["remapper_log"], "the remapper logs the MatMul+BiasAdd fusion"
+    assert any("Fuse MatMul with BiasAdd" in line for line in result["grappler"]["remapper_log"])
+
+
+@pytest.mark.parametrize("config", [Config(), ONEDNN_OFF], ids=["onednn", "stock"])
+def test_conv2d_bias_relu_fuses(engine, config):
+    result = engine.inspect({"preset": "conv2d_bias_relu", "params": SMALL_CONV}, config)
+    graph = optimized(result)
+    (node,) = fused_nodes(graph)
+    assert node.op == "_FusedConv2D" and node.fused_ops == ("BiasAdd", "Relu")
+    assert graph.compute_ops() == ["_FusedConv2D"]
+
+
+def test_remapper_off_leaves_the_traced_ops(engine):
+    result = engine.inspect({"preset": "matmul_bias_relu", "params": SMALL_MATMUL}, REMAPPER_OFF)
+    graph = optimized(result)
+    assert not fused_nodes(graph)
+    assert sorted(graph.compute_ops()) == ["BiasAdd", "MatMul", "Relu"]
+    assert result["fusions"] == []
+    passes = [p["pass"] for it in result["grappler"]["items"] for i in it["iterations"] for p in i["passes"]]
+    assert "remapper" not in passes
+
+
+def test_grappler_pass_pipeline_is_captured(engine):
+    result = engine.inspect({"preset": "matmul_bias_gelu_approx", "params": SMALL_MATMUL})
+    from explorer.pipeline import main_run
+
+    run = main_run(result["grappler"])
+    assert run is not None and len(run["iterations"]) == 2
+    remapper = [p for it in run["iterations"] for p in it["passes"] if p["pass"] == "remapper"]
+    assert len(remapper) == 2 and all(p["changed"] for p in remapper)
+    # the second remapper pass is the one that folds the GELU into the _FusedMatMul
+    second = remapper[1]
+    assert second["dump"] and os.path.basename(second["dump"]) in result["grappler"]["pass_graphs"]
+    after = Graph.from_dict(result["grappler"]["pass_graphs"][os.path.basename(second["dump"])])
+    assert [n.fused_ops for n in fused_nodes(after)] == [("BiasAdd", "GeluApproximate")]
+
+
+def test_bench_outputs_agree_and_prove_each_graph(engine):
+    result = engine.bench({"preset": "matmul_bias_gelu_approx", "params": {"m": 512, "k": 64, "n": 128}},
+                          reps=12, warmup=2)
+    assert result["agreement"]["within_tolerance"], result["agreement"]
+    assert result["agreement"]["max_abs"] < 1e-3
+    proof = result["proof_summary"]
+    assert proof["verified"] and result["reinstantiated_during_timing"] == 0
+    assert proof["fused_executed"] == ["_MklNativeFusedMatMul"]
+    assert "Tanh" in proof["unfused_executed"] and "_MklNativeFusedMatMul" not in proof["unfused_executed"]
+    assert len(result["samples_ns"]["fused"]) == len(result["samples_ns"]["unfused"]) == 12
+    summary = result["summary"]
+    assert summary["fused"]["median_ms"] > 0 and summary["speedup"]["estimate"] > 0
+
+
+def test_bench_agreement_without_onednn(engine):
+    result = engine.bench({"preset": "conv2d_bias_relu", "params": SMALL_CONV}, ONEDNN_OFF, reps=6, warmup=1)
+    assert result["agreement"]["within_tolerance"]
+    assert result["proof_summary"]["fused_executed"] == ["_FusedConv2D"]
+    assert set(result["proof_summary"]["unfused_executed"]) == {"Conv2D", "BiasAdd", "Relu"}
+
+
+def test_gpu_request_without_gpu_is_refused_clearly(engine):
+    with pytest.raises(WorkerError) as info:
+        engine.inspect({"preset": "matmul_bias_relu", "params": SMALL_MATMUL}, Config.make("gpu"))
+    assert info.value.kind == "no_gpu"
+    assert "No GPU" in str(info.value)
+
+
+def test_bad_spec_is_refused_before_any_worker_starts():
+    engine = Engine(cache_dir=None)
+    try:
+        with pytest.raises(SpecError, match="params.m"):
+            engine.inspect({"preset": "matmul_bias_relu", "params": {"m": -1}})
+        with pytest.raises(SpecError, match="MiB"):
+            engine.inspect({"preset": "matmul_bias_relu", "params": {"m": 1 << 20, "k": 1 << 10}})
+        assert engine.pool.workers() == []
+    finally:
+        engine.close()
+
+
+def _kill_when_busy(engine, sig, delay=0.5):
+    def run():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            busy = [w for w in engine.pool.workers() if w.lock.locked()]
+            if busy:
+                time.sleep(delay)
+                os.kill(busy[0].pid, sig)
+                return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_crashed_worker_is_reported_and_replaced():
+    engine = Engine(cache_dir=None)
+    try:
+        engine.inspect({"preset": "matmul_bias_relu", "params": SMALL_MATMUL})  # warm
+        first_pid = engine.pool.workers()[0].pid
+        _kill_when_busy(engine, signal.SIGKILL)
+        with pytest.raises(WorkerError) as info:
+            engine.bench({"preset": "matmul_bias_relu", "params": {"m": 2048, "k": 256, "n": 256}},
+                         reps=2000, warmup=0, max_seconds=60)
+        assert info.value.kind == "crash" and "SIGKILL" in str(info.value)
+        result = engine.inspect({"preset": "matmul_bias_relu", "params": SMALL_MATMUL}, use_cache=False)
+        assert result["worker"]["pid"] != first_pid and result["worker"]["new_process"]
+    finally:
+        engine.close()
+
+
+def test_hung_worker_times_out_and_the_next_request_works():
+    engine = Engine(limits=Limits(inspect_s=6), cache_dir=None)
+    try:
+        engine.inspect({"preset": "matmul_bias_relu", "params": SMALL_MATMUL})  # warm
+        _kill_when_busy(engine, signal.SIGSTOP, delay=0.0)
+        started = time.monotonic()
+        with pytest.raises(WorkerError) as info:
+            engine.inspect({"preset": "matmul_bias_relu", "params": {"m": 65, "k": 32, "n": 16}})
+        assert info.value.kind == "timeout"
+        assert time.monotonic() - started < 30
+        result = engine.inspect({"preset": "matmul_bias_relu", "params": SMALL_MATMUL}, use_cache=False)
+        assert result["fusions"]
+    finally:
+        engine.close()
+
+
+def test_worker_over_its_memory_cap_is_stopped():
+    engine = Engine(limits=Limits(memory_bytes=1200 << 20), cache_dir=None)
+    try:
+        with pytest.raises(WorkerError) as info:
+            engine.inspect({"preset": "matmul_bias_relu", "params": {"m": 8192, "k": 4096, "n": 4096}})
+        assert info.value.kind == "memory" and "cap" in str(info.value)
+        result = engine.inspect({"preset": "matmul_bias_relu", "params": SMALL_MATMUL})
+        assert result["fusions"]
+    finally:
+        engine.close()
