@@ -6,8 +6,6 @@ that the graphs alone would hide; ``annotate_bench`` adds the statistics of a be
 
 from __future__ import annotations
 
-import dataclasses
-
 from .graphs import Graph
 
 STAGE_PAIRS = (("traced", "optimized"), ("optimized", "executed"), ("traced", "executed"))
@@ -29,9 +27,7 @@ def graphs_of(result: dict) -> dict[str, Graph]:
 
 
 def fusion_dict(fusion) -> dict:
-    data = dataclasses.asdict(fusion)
-    data["description"] = fusion.describe()
-    return data
+    return dict(fusion.to_dict(), description=fusion.describe())
 
 
 def annotate(result: dict) -> dict:
