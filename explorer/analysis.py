@@ -45,6 +45,10 @@ def annotate(result: dict) -> dict:
     result["fusions_by_pair"] = fusions
     result["renames_by_pair"] = renames
     result["warnings"] = tf_warnings(result, graphs)
+    if "spec" in result and "optimized" in graphs:
+        from .patterns import explain
+
+        result["explanation"] = explain(result)
     return result
 
 

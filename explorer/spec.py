@@ -336,6 +336,8 @@ def _check_combination(spec: ModelSpec) -> None:
         raise SpecError("params.width", "Squeeze removes the width dimension, so width must be 1")
     if c.contraction == "DepthwiseConv2dNative" and p["dtype"] == "bfloat16":
         pass  # allowed; TF reports at run time if the CPU lacks support
+    if c.norm != "none" and p["dtype"] == "float64":
+        raise SpecError("params.dtype", "FusedBatchNorm takes float32, float16 or bfloat16, not float64")
     ret = p["return_intermediate"]
     if ret == "bias" and c.bias == "none":
         raise SpecError("params.return_intermediate", "there is no bias output to return in this chain")

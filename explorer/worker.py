@@ -124,6 +124,7 @@ class Worker:
             "devices": [d.name for d in tf.config.list_physical_devices()],
             "gpus": gpu_details,
             "cpu_model": _cpu_model(),
+            "cpu_flags": _cpu_flags(),
             "cpu_count": os.cpu_count(),
             "flags": {name: os.environ[name] for name in ENV_FLAGS if name in os.environ},
             "device": self.device,
@@ -220,6 +221,7 @@ class Worker:
         ctx = self.context
         self._set_grappler(switches, remapping)
         ctx.enable_run_metadata()
+        ctx.export_run_metadata()  # drop graphs left by an earlier request that failed mid-call
         try:
             out = self._call(fn, args)
             metadata = ctx.export_run_metadata()
@@ -436,6 +438,23 @@ def _attr_text(value) -> str:
     return ""
 
 
+# CPU features that decide which dtypes oneDNN fuses (IsDataTypeSupportedByOneDNNOnThisCPU).
+ONEDNN_CPU_FLAGS = ("avx512f", "avx512bw", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_fp16",
+                    "avx_vnni", "avx512_vnni", "avx_ne_convert")
+
+
+def _cpu_flags() -> list[str]:
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("flags"):
+                    present = set(line.split(":", 1)[1].split())
+                    return [f for f in ONEDNN_CPU_FLAGS if f in present]
+    except OSError:
+        pass
+    return []
+
+
 def _cpu_model() -> str:
     try:
         with open("/proc/cpuinfo") as handle:
@@ -445,6 +464,15 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def _error_line(message: str) -> str:
+    """The line of a TF error that says what went wrong, not where ('Graph execution error:')."""
+    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
+    skip = ("Graph execution error", "Detected at node", "[[", "in user code", "File ", "Traceback")
+    useful = [ln for ln in lines if not ln.startswith(skip) and not ln.endswith(":")]
+    text = useful[-1] if useful else (lines[-1] if lines else "")
+    return text.split(" [Op:")[0].split("\t [[")[0].strip()
 
 
 def _error(kind: str, message: str, detail: str = "") -> dict:
@@ -486,8 +514,7 @@ def main() -> None:
             protocol.send({"id": req_id, "ok": False, "error": _error("protocol", str(exc))})
         except Exception as exc:  # TensorFlow refused or failed: report its words, keep serving
             worker._reset_grappler()
-            message = getattr(exc, "message", None) or str(exc)
-            first = message.strip().splitlines()[0] if message.strip() else type(exc).__name__
+            first = _error_line(getattr(exc, "message", None) or str(exc)) or type(exc).__name__
             log = worker.capture.read()
             protocol.send({"id": req_id, "ok": False, "error": _error(
                 "tensorflow", f"TensorFlow failed: {type(exc).__name__}: {first[:400]}",
