@@ -126,6 +126,15 @@ def _print_inspect(result: dict) -> None:
                 if p.get("changed"):
                     print(f"  iteration {iteration['index']}: {p['pass']:<28} nodes {p['nodes']} ({p['nodes_delta']:+d}), "
                           f"edges {p['edges']} ({p['edges_delta']:+d}), {p['time_ms']:.2f} ms")
+    explanation = result.get("explanation")
+    if explanation:
+        print(f"\nVerdict for {explanation['pattern']}: {explanation['verdict'].upper()} - {explanation['why']}")
+        for check in explanation["checks"]:
+            mark = {True: "ok", False: "NO", None: "??"}[check["ok"]]
+            fix = f"  -> {check['fix']}" if check["fix"] and check["ok"] is False else ""
+            print(f"  [{mark}] {check['name']}: {check['detail']}{fix}")
+        for note in explanation["notes"]:
+            print(f"  note: {note}")
     for warning in result.get("warnings", []):
         print(f"\nWARNING: {warning}")
 
