@@ -86,10 +86,13 @@ class GraphDiff:
         return None
 
     def clusters(self, side: str = "before") -> dict[str, list[str]]:
-        """One group per fusion, for render.to_dot(clusters=...): the absorbed nodes (before) or the fused node (after)."""
+        """One group per fusion, for render.to_dot(clusters=...): the absorbed nodes (before) or the fused node (after).
+
+        Keys name the fused node, so two fusions into the same op stay apart.
+        """
         if side not in SIDES:
             raise ValueError(f"side must be one of {SIDES}, not {side!r}")
-        return {f.describe(): list(f.absorbed) if side == "before" else [f.node] for f in self.fusions}
+        return {f"→ {f.target()} ({f.node})": list(f.absorbed) if side == "before" else [f.node] for f in self.fusions}
 
     def counts(self) -> dict[str, int]:
         return {

@@ -87,8 +87,8 @@ def test_squeeze_case_statuses():
     # the BiasAdd's name now belongs to a Squeeze reading the fused conv
     assert d.status("BiasAdd", "after") == "changed"
     assert d.reason("BiasAdd") == "op BiasAdd → Squeeze; inputs Squeeze, args_2 → Conv2D"
-    assert d.clusters("before") == {"Conv2D + Squeeze + BiasAdd → _FusedConv2D [BiasAdd]": ["Conv2D", "Squeeze", "BiasAdd"]}
-    assert d.clusters("after") == {"Conv2D + Squeeze + BiasAdd → _FusedConv2D [BiasAdd]": ["Conv2D"]}
+    assert d.clusters("before") == {"→ _FusedConv2D [BiasAdd] (Conv2D)": ["Conv2D", "Squeeze", "BiasAdd"]}
+    assert d.clusters("after") == {"→ _FusedConv2D [BiasAdd] (Conv2D)": ["Conv2D"]}
 
 
 def test_layout_pass_fusion_with_remapping_off():
