@@ -1,0 +1,369 @@
+"""Neutral graph (+ a diff overlay) -> DOT text; DOT -> SVG. The only module that imports pydot.
+
+DOT ids are synthetic (n0, n1 ... in graph order; m0 ... for inputs that name a missing node):
+TF names never reach DOT as ids, because pydot reads ``a:1`` as a node:port reference and
+``^a`` as a name. Names appear only inside HTML-like labels (escaped here) and tooltips.
+Every string attribute is quoted here rather than by pydot, which does not escape backslashes.
+
+``to_dot`` needs no Graphviz binary (the page renders DOT in the browser); ``to_svg`` runs
+``dot`` for downloads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import logging
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+import pydot
+
+from .errors import ExplorerError
+from .fusion import is_fused_node
+from .graphs import BOILERPLATE_OPS, Edge, Graph, Node
+
+log = logging.getLogger(__name__)
+
+# Folded by fold_boilerplate. _Arg and _Retval stay: they are the function's inputs and outputs,
+# few, and they anchor the picture.
+FOLDED_OPS = BOILERPLATE_OPS - {"_Arg", "_Retval"}
+PASS_THROUGH_OPS = frozenset({"Identity", "ReadVariableOp"})  # folded by wiring their input to their consumers
+CONST_OPS = frozenset({"Const", "_HostConst"})
+
+# Fused kernels without a fused_ops attribute: what their name implies.
+IMPLIED_FUSED_OPS = {
+    "_MklNativeConv2DWithBias": ("BiasAdd",),
+    "_MklConv2DWithBias": ("BiasAdd",),
+}
+
+FONT = "Helvetica"
+MAX_NAME = 48  # longer names are shortened in the label (the tooltip has them whole)
+HIGHLIGHT_COLOR = "#e4572e"
+
+
+@dataclass(frozen=True)
+class Style:
+    status: str
+    fill: str
+    border: str
+    style: str  # Graphviz node style
+    penwidth: float
+    meaning: str
+
+
+LEGEND: tuple[Style, ...] = (
+    Style("fused", "#ddd3f7", "#5b2c9f", "rounded,filled,bold", 2.5, "a fused node made by this step"),
+    Style("absorbed", "#ececec", "#8a8a8a", "rounded,filled,dashed", 1.2, "folded into a fused node by this step"),
+    Style("removed", "#f9d4d0", "#c0392b", "rounded,filled", 1.2, "gone after this step"),
+    Style("added", "#d5f2d8", "#2e8b45", "rounded,filled", 1.2, "new after this step"),
+    Style("changed", "#fde8b5", "#c98a0b", "rounded,filled", 1.2, "same name; op, fused ops or inputs differ"),
+    Style("unchanged", "#ffffff", "#555555", "rounded,filled", 1.0, "same before and after"),
+)
+PALETTE: dict[str, Style] = {s.status: s for s in LEGEND}
+# A fused node that was already there (e.g. in a diff of two later stages): tinted, not bold.
+KEPT_FUSED = Style("unchanged", "#f4f0fd", "#5b2c9f", "rounded,filled", 1.6, "a fused op that this step did not make")
+MISSING = Style("missing", "#ffffff", "#b0b0b0", "dotted", 1.0, "an input that names no node of this graph")
+
+EDGE_LEGEND = (
+    ("data", "solid", "a tensor flows from producer to consumer"),
+    ("control", "dashed", "a control dependency (^name): runs after, no data"),
+    (":1", "solid", "the producer's output port, when it is not 0"),
+)
+
+
+# ---- escaping ------------------------------------------------------------------------------
+
+_CONTROL = {i: 0x2400 + i for i in range(32)}  # control chars -> their Unicode "control pictures"
+_CONTROL[127] = 0x2421
+
+
+def _visible(text: str) -> str:
+    return str(text).translate(_CONTROL)
+
+
+def _html(text: str) -> str:
+    """Text for inside an HTML-like label: escaped, control characters made visible.
+
+    Graphviz expands \\N, \\G ... even in HTML labels (after entities), so backslashes are doubled.
+    """
+    return html.escape(_visible(text), quote=False).replace('"', "&quot;").replace("\\", "\\\\")
+
+
+def _quoted(text: str) -> str:
+    """A DOT double-quoted string; newlines become the escString line break."""
+    lines = [_visible(line).replace("\\", "\u29f5").replace('"', '\\"') for line in str(text).split("\n")]
+    # Backslashes are replaced, not escaped: Graphviz 2.43 expands tooltips' escapes twice.
+    return '"' + "\\n".join(lines) + '"'
+
+
+def html_id(name: str, prefix: str = "") -> str:
+    """A stable, HTML-safe element id for a TF node name (the same in every stage and run)."""
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "_", name)[:40]
+    digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"fx-{prefix}{slug}-{digest}"
+
+
+def _css(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", text)
+
+
+def _shorten(name: str, limit: int = MAX_NAME) -> str:
+    if len(name) <= limit:
+        return name
+    keep = (limit - 1) // 2
+    return name[:keep] + "…" + name[-(limit - 1 - keep):]
+
+
+# ---- labels --------------------------------------------------------------------------------
+
+def fused_ops_of(node: Node) -> tuple[str, ...]:
+    return node.fused_ops or IMPLIED_FUSED_OPS.get(node.op, ())
+
+
+def _attr_note(node: Node) -> str:
+    a = node.attr
+    notes = []
+    if node.op in CONST_OPS and "value" in a:
+        notes.append(f"= {a['value']}")
+    notes += [a[key] for key in ("data_format", "padding") if a.get(key)]
+    if a.get("approximate"):
+        notes.append(f"approximate={a['approximate']}")
+    for key, short in (("transpose_a", "Tᵃ"), ("transpose_b", "Tᵇ"), ("adj_x", "adj_x"), ("adj_y", "adj_y")):
+        if a.get(key) == "True":
+            notes.append(short)
+    return " ".join(notes)
+
+
+def node_label(node: Node, folded_consts: int = 0) -> str:
+    """The HTML-like label: op (bold), fused ops, name, then dtype · device · shape."""
+    rows = [f"<b>{_html(node.op)}</b>"]
+    fused = fused_ops_of(node)
+    if fused:
+        implied = "" if node.fused_ops else " (by op name)"
+        rows.append(f'<font point-size="9" color="#4b2a8a">[{_html(", ".join(fused))}]{implied}</font>')
+    rows.append(f'<font point-size="9">{_html(_shorten(node.name))}</font>')
+    details = " · ".join(x for x in (node.dtype, node.device, node.shape) if x)
+    if details:
+        rows.append(f'<font point-size="8" color="#555555">{_html(details)}</font>')
+    note = _attr_note(node)
+    if note:
+        rows.append(f'<font point-size="8" color="#555555">{_html(note)}</font>')
+    if folded_consts:
+        rows.append(f'<font point-size="8" color="#777777">+{folded_consts} const</font>')
+    cells = "".join(f"<tr><td>{r}</td></tr>" for r in rows)
+    return f'<<table border="0" cellborder="0" cellspacing="0" cellpadding="1">{cells}</table>>'
+
+
+def node_tooltip(node: Node, status: str = "", folded: list[str] | None = None) -> str:
+    """Plain text, one fact per line (newlines inside names are shown as ␊, not as breaks)."""
+    fused = fused_ops_of(node)
+    lines = [node.name, f"op: {node.op}"]
+    if fused:
+        lines.append(f"fused_ops: {', '.join(fused)}")
+    for key, value in (("status", status), ("dtype", node.dtype), ("device", node.device), ("shape", node.shape)):
+        if value:
+            lines.append(f"{key}: {value}")
+    lines += [f"{key}: {value}" for key, value in node.attrs]
+    lines += [f"in: {'^' if e.control else ''}{e.src}{f':{e.port}' if e.port else ''}" for e in node.inputs]
+    if folded:
+        lines.append(f"folded: {', '.join(folded)}")
+    return "\n".join(_visible(line) for line in lines)
+
+
+# ---- folding -------------------------------------------------------------------------------
+
+def _resolve(edge: Edge, graph: Graph, folded: set[str]) -> tuple[str, Edge | None]:
+    """Where an edge into a shown node really comes from once folded nodes are hidden.
+
+    Returns ("edge", edge) for a shown or missing producer, ("const", edge) for a folded constant
+    and ("drop", None) for anything else (NoOp, a control edge from a constant).
+    """
+    seen = set()
+    control = edge.control
+    while edge.src in folded and edge.src not in seen:
+        seen.add(edge.src)
+        producer = graph[edge.src]
+        if producer.op in CONST_OPS:
+            return ("drop", None) if control else ("const", edge)
+        if producer.op in PASS_THROUGH_OPS and producer.data_inputs:
+            inner = producer.data_inputs[0]
+            edge = Edge(inner.src, inner.port, control)
+            continue
+        return "drop", None
+    if edge.src in folded:  # a cycle of pass-throughs
+        return "drop", None
+    return "edge", edge
+
+
+# ---- DOT -----------------------------------------------------------------------------------
+
+def _style_attrs(style: Style) -> dict[str, str]:
+    return {
+        "style": _quoted(style.style), "fillcolor": _quoted(style.fill), "color": _quoted(style.border),
+        "penwidth": str(style.penwidth),
+    }
+
+
+def _new_dot(title: str) -> pydot.Dot:
+    dot = pydot.Dot(graph_type="digraph")
+    dot.set("rankdir", "TB")
+    dot.set("nodesep", "0.25")
+    dot.set("ranksep", "0.35")
+    dot.set("fontname", _quoted(FONT))
+    if title:
+        dot.set("label", f"<<b>{_html(title)}</b>>")
+        dot.set("labelloc", "t")
+    dot.set_node_defaults(shape="box", fontname=_quoted(FONT), fontsize="10", margin=_quoted("0.08,0.04"))
+    dot.set_edge_defaults(fontname=_quoted(FONT), fontsize="8", arrowsize="0.6", color=_quoted("#444444"))
+    return dot
+
+
+def to_dot(
+    graph: Graph,
+    overlay: dict[str, str] | None = None,
+    *,
+    title: str = "",
+    fold_boilerplate: bool = False,
+    clusters: dict[str, list[str]] | None = None,
+    highlight: set[str] | None = None,
+    id_prefix: str = "",
+) -> str:
+    """DOT text for a graph, nodes coloured by ``overlay`` (name -> status, see LEGEND).
+
+    fold_boilerplate hides FOLDED_OPS: constants become "+N const" on their consumer, Identity and
+    ReadVariableOp are bridged, NoOp and control edges from constants are dropped. ``clusters``
+    (label -> node names; a node goes in the first that lists it) draws each group in one box.
+    ``highlight`` outlines nodes; ``id_prefix`` keeps element ids unique when two graphs share a page.
+    """
+    overlay = overlay or {}
+    highlight = highlight or set()
+    folded = {n.name for n in graph.nodes if n.op in FOLDED_OPS} if fold_boilerplate else set()
+    shown = [n for n in graph.nodes if n.name not in folded]
+    ids = {n.name: f"n{i}" for i, n in enumerate(shown)}
+
+    # Edges first (in consumer order), so that folded constants can be counted on their consumers.
+    edges: list[tuple[str, str, Edge]] = []  # (producer name, consumer name, edge)
+    const_counts: dict[str, list[str]] = {}
+    missing: dict[str, str] = {}
+    for n in shown:
+        for e in n.inputs:
+            kind, resolved = _resolve(e, graph, folded)
+            if kind == "const":
+                value = graph[resolved.src].attr.get("value") or graph[resolved.src].shape
+                const_counts.setdefault(n.name, []).append(f"{resolved.src} = {value}" if value else resolved.src)
+            elif kind == "edge":
+                if resolved.src not in graph and resolved.src not in missing:
+                    missing[resolved.src] = f"m{len(missing)}"
+                edges.append((resolved.src, n.name, resolved))
+
+    dot = _new_dot(title)
+    membership: dict[str, int] = {}
+    cluster_list = list((clusters or {}).items())
+    for i, (_, names) in enumerate(cluster_list):
+        for name in names:
+            if name in ids:
+                membership.setdefault(name, i)
+    subgraphs: dict[int, pydot.Cluster] = {}
+    for i, (label, _) in enumerate(cluster_list):
+        if i in membership.values():
+            sub = pydot.Cluster(
+                f"fusion{i}", label=f"<<i>{_html(label)}</i>>", style=_quoted("rounded,filled"),
+                fillcolor=_quoted("#f3effc"), color=_quoted("#9b7fd4"), fontsize="9", fontname=_quoted(FONT),
+            )
+            sub.set("id", _quoted(f"fx-{id_prefix}cluster-{i}"))
+            subgraphs[i] = sub
+
+    for n in shown:
+        status = overlay.get(n.name, "unchanged")
+        style = PALETTE.get(status, PALETTE["unchanged"])
+        if status == "unchanged" and is_fused_node(n):
+            style = KEPT_FUSED
+        consts = const_counts.get(n.name, [])
+        attrs = {
+            "label": node_label(n, len(consts)),
+            "tooltip": _quoted(node_tooltip(n, overlay.get(n.name, ""), consts)),
+            "id": _quoted(html_id(n.name, id_prefix)),
+            "class": _quoted(f"fx-node fx-{_css(status)} fx-op-{_css(n.op)}" + (" fx-highlight" if n.name in highlight else "")),
+            **_style_attrs(style),
+        }
+        if n.name in highlight:
+            attrs["color"] = _quoted(HIGHLIGHT_COLOR)
+            attrs["penwidth"] = "3.5"
+        target = subgraphs.get(membership.get(n.name, -1), dot)
+        target.add_node(pydot.Node(ids[n.name], **attrs))
+    for name, mid in missing.items():
+        dot.add_node(pydot.Node(
+            mid, label=f"<<i>missing</i><br/>{_html(_shorten(name))}>", shape="ellipse",
+            tooltip=_quoted(f"{name}\nnot a node of this graph"), id=_quoted(html_id(name, id_prefix + "missing-")),
+            **{"class": _quoted("fx-node fx-missing")}, **_style_attrs(MISSING),
+        ))
+    for i in sorted(subgraphs):
+        dot.add_subgraph(subgraphs[i])
+    for src, dst, e in edges:
+        attrs = {"class": _quoted("fx-edge fx-control" if e.control else "fx-edge")}
+        if e.control:
+            attrs.update(style="dashed", color=_quoted("#8a8a8a"), arrowhead="odot")
+        if e.port:
+            attrs["taillabel"] = _quoted(f":{e.port}")
+        tip = f"{'^' if e.control else ''}{src}{f':{e.port}' if e.port else ''} → {dst}"
+        attrs["tooltip"] = _quoted(tip)
+        dot.add_edge(pydot.Edge(ids.get(src) or missing[src], ids[dst], **attrs))
+    return dot.to_string()
+
+
+def legend_dot() -> str:
+    """A small DOT picture of LEGEND and the edge styles, for the page to show beside a graph."""
+    dot = _new_dot("")
+    rows = []
+    for style in LEGEND:
+        cell_style = ' style="dashed"' if "dashed" in style.style else ""
+        rows.append(
+            f'<tr><td bgcolor="{style.fill}" color="{style.border}" border="{2 if "bold" in style.style else 1}"'
+            f'{cell_style} width="26"> </td><td align="left"><b>{_html(style.status)}</b></td>'
+            f'<td align="left"><font point-size="9">{_html(style.meaning)}</font></td></tr>'
+        )
+    table = f'<<table border="0" cellborder="0" cellspacing="3" cellpadding="2">{"".join(rows)}</table>>'
+    dot.add_node(pydot.Node("statuses", label=table, shape="plaintext", id=_quoted("fx-legend-statuses")))
+    for i, (name, style, meaning) in enumerate(EDGE_LEGEND):
+        a, b = f"e{i}a", f"e{i}b"
+        for nid in (a, b):
+            dot.add_node(pydot.Node(nid, label='""', shape="point", width="0.08"))
+        dot.add_edge(pydot.Edge("statuses", a, style="invis"))
+        attrs = {"label": _quoted(f" {name}: {meaning}"), "style": style}
+        if name == "control":
+            attrs.update(color=_quoted("#8a8a8a"), arrowhead="odot")
+        if name == ":1":
+            attrs["taillabel"] = _quoted(":1")
+        dot.add_edge(pydot.Edge(a, b, **attrs))
+    return dot.to_string()
+
+
+def legend() -> list[dict[str, str]]:
+    """LEGEND as plain rows (status, fill, border, meaning) for a table or markdown."""
+    return [{"status": s.status, "fill": s.fill, "border": s.border, "meaning": s.meaning} for s in LEGEND]
+
+
+# ---- SVG -----------------------------------------------------------------------------------
+
+def to_svg(dot_text: str, *, timeout: float = 30.0, dot_binary: str = "dot") -> str:
+    """Run Graphviz ``dot -Tsvg``; ExplorerError if it is missing, fails or takes too long."""
+    exe = shutil.which(dot_binary)
+    if exe is None:
+        raise ExplorerError(
+            f"Graphviz '{dot_binary}' was not found, so the graph cannot be exported as SVG; "
+            "install the graphviz package (apt-get install graphviz) or download the DOT text instead."
+        )
+    try:
+        done = subprocess.run([exe, "-Tsvg"], input=dot_text.encode("utf-8"), capture_output=True, timeout=timeout,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        raise ExplorerError(f"Graphviz took more than {timeout:g} s to lay out the graph; try folding boilerplate.") from None
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip()
+        raise ExplorerError(f"Graphviz could not render the graph: {message[:500] or f'exit code {done.returncode}'}")
+    if done.stderr:
+        log.debug("dot: %s", done.stderr.decode("utf-8", "replace").strip())
+    return done.stdout.decode("utf-8")
