@@ -1,0 +1,15 @@
+"""The Streamlit page of TF Fusion Explorer: small modules that collect input, call the engine and show its data.
+
+Only this package and ``app.py`` import streamlit. Nothing here holds TensorFlow logic: the
+engine (``explorer.engine``) runs the models, ``explorer.render`` draws graphs, ``explorer.charts``
+draws figures; these modules decide where things go on the page.
+
+- ``state``: session-state keys and their defaults (tests set them by these names).
+- ``cached``: the one shared Engine, the machine's fingerprint, DOT/SVG strings.
+- ``sidebar``: the model builder, device, environment flags and Grappler switches -> ``Choice``.
+- ``frame``: title, the "what is fusion" intro, the configuration as environment + command line.
+- ``graphs``: the before/after graph panel (a fragment).
+- ``bench``: fused against unfused, and the size sweep.
+- ``whatif``: pin a result, change one thing, compare.
+- ``page``: the composition ``app.py`` runs.
+"""

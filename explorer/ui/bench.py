@@ -1,0 +1,220 @@
+"""Fused against unfused: the run button, its progress, the charts and numbers; and the size sweep."""
+
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+from .. import charts, stats
+from ..engine import MAX_BENCH_SECONDS, MAX_REPS, MAX_SWEEP_POINTS, MAX_WARMUP, ResultCache
+from ..errors import ExplorerError
+from ..spec import PARAMS
+from . import cached, frame, state
+from .sidebar import PARAM_LABELS, Choice
+
+MAX_SWEEP_REPS = 200  # per point; a sweep of 12 points at 200 reps is already minutes
+
+
+def run_key(choice: Choice) -> str:
+    """Which model and configuration a benchmark belongs to (the engine's own cache key)."""
+    return ResultCache.key("bench", choice.model, choice.config)
+
+
+def _progress_runner(label: str):
+    """A st.status with a progress bar, and the on_progress callback that feeds both."""
+    status = st.status(label, expanded=True)
+    bar = status.progress(0.0, text="queued")
+
+    def on_progress(p: dict) -> None:
+        fraction = min(max(float(p.get("fraction") or 0.0), 0.0), 1.0)
+        message = p.get("message") or ""
+        bar.progress(fraction, text=message)
+        if "new worker" in message or "starting TensorFlow" in message:
+            status.update(label=f"{label} — {message}")
+
+    return status, bar, on_progress
+
+
+def run(choice: Choice, reps: int, warmup: int, max_seconds: float) -> dict | None:
+    """Benchmark the current choice with progress shown; keeps the result in the session."""
+    from .page import show_error
+
+    engine = cached.engine()
+    cold = not engine.is_warm(choice.config)
+    label = "Timing fused against unfused" + (" (starting TensorFlow in a new worker process first)" if cold else "")
+    status, bar, on_progress = _progress_runner(label)
+    try:
+        result = engine.bench(choice.model, choice.config, reps=reps, warmup=warmup, max_seconds=max_seconds,
+                              on_progress=on_progress)
+    except ExplorerError as exc:
+        status.update(label="The benchmark failed", state="error", expanded=False)
+        show_error(exc, "The benchmark failed")
+        return None
+    bar.progress(1.0, text=f"{result['reps_done']} pairs timed in {result.get('elapsed_s', 0):.1f} s")
+    status.update(label=f"Timed {result['reps_done']} interleaved pairs", state="complete", expanded=False)
+    state.remember(state.BENCH_RESULTS, run_key(choice), result)
+    return result
+
+
+def panel(choice: Choice) -> None:
+    st.caption(
+        "The same model is run twice in one worker: with the remapper on (**fused**) and with it off "
+        "(**unfused**), call by call in alternating order, so both see the same machine load. The engine "
+        "checks afterwards which graph each variant executed, and that both gave the same numbers.")
+    with st.form("bench.form", border=False):
+        c1, c2, c3, c4 = st.columns([1, 1, 1, 1.2], vertical_alignment="bottom")
+        reps = c1.number_input("Timed calls per variant", min_value=3, max_value=MAX_REPS, step=10,
+                               key=state.BENCH_REPS, help=f"3..{MAX_REPS}")
+        warmup = c2.number_input("Warm-up calls", min_value=0, max_value=MAX_WARMUP, step=1,
+                                 key=state.BENCH_WARMUP, help=f"Untimed calls first; 0..{MAX_WARMUP}")
+        seconds = c3.number_input("Time budget (s)", min_value=1, max_value=int(MAX_BENCH_SECONDS), step=5,
+                                  key=state.BENCH_SECONDS,
+                                  help=f"The timed loop stops early when it runs out; 1..{MAX_BENCH_SECONDS:g} s")
+        submitted = c4.form_submit_button("Run fused vs unfused", type="primary", width="stretch")
+    if submitted:
+        result = run(choice, int(reps), int(warmup), float(seconds))
+    else:
+        result = state.recall(state.BENCH_RESULTS, run_key(choice))
+    if result is None:
+        st.info("Not measured yet for this model and configuration: press **Run fused vs unfused**.")
+        return
+    show(result, choice)
+
+
+def show(result: dict, choice: Choice) -> None:
+    summary = result["summary"]
+    sp = summary["speedup"]
+    fused, unfused = summary["fused"], summary["unfused"]
+    agreement = result.get("agreement") or {}
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Fused median", f"{fused['median_ms']:.3f} ms", help="remapper on: the graph with the fused op")
+    c2.metric("Unfused median", f"{unfused['median_ms']:.3f} ms", help="remapper off: the ops one by one")
+    ci = ("no confidence interval (too few pairs)" if sp.get("ci_low") is None
+          else f"{sp['confidence']:.0%} CI {sp['ci_low']:.2f}–{sp['ci_high']:.2f}×")
+    c3.metric("Speedup of fusion", f"{sp['estimate']:.2f}×", delta=f"{sp['verdict']} · {ci}",
+              delta_color={"faster": "normal", "slower": "inverse"}.get(sp["verdict_code"], "off"),
+              delta_arrow="off" if sp["verdict_code"] in ("same", "unknown") else "auto",
+              help=f"median(unfused) ÷ median(fused); {sp['method']}")
+    agree = agreement.get("within_tolerance")
+    c4.metric("Outputs agree", "yes" if agree else "NO",
+              delta=f"max abs diff {agreement.get('max_abs', float('nan')):.2g}", delta_color="off",
+              delta_arrow="off",
+              help=f"Largest difference between the fused and unfused outputs; tolerance {agreement.get('tolerance', 0):g}")
+    if summary.get("noisy"):
+        st.warning(f"Timings of {', '.join(summary['noisy_variants'])} vary a lot (coefficient of variation over "
+                   f"{summary['noise_threshold_cv']:.0%}); more calls or a quieter machine give a tighter interval.")
+    if summary.get("stopped_early"):
+        st.warning(f"The time budget ran out after {summary['reps']} of {summary['reps_requested']} pairs.")
+    proof = result.get("proof_summary") or {}
+    for problem in proof.get("problems", []):
+        st.warning(problem)
+
+    st.plotly_chart(charts.speedup_figure(summary), width="stretch", key="bench.speedup",
+                    config={"displayModeBar": False})
+    left, right = st.columns(2)
+    left.plotly_chart(charts.latency_distribution(result), width="stretch", key="bench.distribution")
+    right.plotly_chart(charts.latency_trace(result), width="stretch", key="bench.trace")
+
+    with st.container(border=True):
+        st.markdown("**Which graph each variant ran** (ops the executed graph contained, plumbing left out)")
+        st.markdown(f"Fused: `{' '.join(proof.get('fused_executed', [])) or '(nothing)'}`  \n"
+                    f"Unfused: `{' '.join(proof.get('unfused_executed', [])) or '(nothing)'}`")
+        verified = ("verified: no function was re-instantiated while timing" if proof.get("verified")
+                    else "NOT verified: a function was re-instantiated while timing")
+        iso = result.get("isolation") or {}
+        st.caption(f"Proof {verified}. {summary['reps']} interleaved pairs after {result.get('warmup', 0)} warm-up "
+                   f"calls; {result.get('order', '')}. Measured {result.get('measured_at', '')}, load average "
+                   f"{iso.get('load_before', '?')} → {iso.get('load_after', '?')}.")
+    c1, c2 = st.columns([1, 3], vertical_alignment="center")
+    c1.download_button("Samples (CSV)", data=lambda r=result: charts.samples_csv(r), file_name="samples.csv",
+                       mime="text/csv", on_click="ignore", key="bench.csv", icon=":material/download:")
+    c2.code(frame.bench_command(choice, summary["reps_requested"], result.get("warmup", 0),
+                                float(st.session_state.get(state.BENCH_SECONDS, 60))),
+            language="bash", wrap_lines=True)
+
+
+# ---- size sweep ---------------------------------------------------------------------------------
+
+def suggested_values(current: int, low: int, high: int) -> list[int]:
+    """Four sizes up to the current one (halving), within the parameter's bounds."""
+    values = sorted({min(max(current // d, low), high) for d in (8, 4, 2, 1)})
+    return values
+
+
+def parse_values(text: str) -> list[int]:
+    parts = [p for p in re.split(r"[,\s]+", text.strip()) if p]
+    if not parts:
+        raise ValueError("give at least one size")
+    values = []
+    for part in parts:
+        if not re.fullmatch(r"\d+", part):
+            raise ValueError(f"{part!r} is not a whole number")
+        values.append(int(part))
+    if len(values) > MAX_SWEEP_POINTS:
+        raise ValueError(f"{len(values)} sizes given; at most {MAX_SWEEP_POINTS}")
+    return sorted(set(values))
+
+
+def _on_param_change() -> None:
+    st.session_state[state.SWEEP_VALUES] = ""  # refilled with suggestions for the new parameter
+
+
+def sweep_panel(choice: Choice) -> None:
+    st.caption("Fused against unfused at several values of one size: small tensors are dominated by per-op "
+               "overhead, large ones by memory traffic, and the fusion pays where the removed passes over "
+               "memory start to cost more than the call itself.")
+    p = choice.model.p
+    sizes = [n for n in choice.model.chain.param_names() if PARAMS[n].kind == "int"]
+    if st.session_state.get(state.SWEEP_PARAM) not in sizes:
+        st.session_state[state.SWEEP_PARAM] = sizes[0]
+        st.session_state[state.SWEEP_VALUES] = ""
+    param = st.session_state[state.SWEEP_PARAM]
+    if not st.session_state.get(state.SWEEP_VALUES):
+        spec = PARAMS[param]
+        st.session_state[state.SWEEP_VALUES] = ", ".join(
+            str(v) for v in suggested_values(int(p[param]), spec.low, spec.high))
+    c1, c2, c3, c4 = st.columns([1, 2, 1, 1.2], vertical_alignment="bottom")
+    param = c1.selectbox("Size to vary", sizes, key=state.SWEEP_PARAM, format_func=lambda n: PARAM_LABELS.get(n, n),
+                         on_change=_on_param_change)
+    text = c2.text_input(f"Values (up to {MAX_SWEEP_POINTS}, comma-separated)", key=state.SWEEP_VALUES)
+    reps = c3.number_input("Calls per point", min_value=3, max_value=MAX_SWEEP_REPS, step=5, key=state.SWEEP_REPS)
+    clicked = c4.button("Run sweep", type="primary", key="sweep.run", width="stretch")
+    try:
+        values = parse_values(text)
+    except ValueError as exc:
+        st.error(f"sweep values: {exc}")
+        return
+    key = ResultCache.key("sweep", choice.model, choice.config, {"param": param, "values": values})
+    if clicked:
+        _run_sweep(choice, param, values, int(reps), key)
+    stored = state.recall(state.SWEEP_RESULTS, key)
+    if stored is None:
+        st.info(f"Not run yet: {len(values)} points × 2 variants × {int(reps)} calls, on the current configuration.")
+        return
+    rows = stored["rows"]
+    st.plotly_chart(charts.sweep_figure(rows, param), width="stretch", key="sweep.figure")
+    pays = stats.fusion_pays_from(rows)
+    st.caption(f"Fused is measurably faster from {param} = {pays} on." if pays is not None
+               else "At no swept size is fused measurably faster at that size and every larger one.")
+    st.dataframe(
+        [{param: r["value"], "fused ms": round(r["fused_median_ms"], 4), "unfused ms": round(r["unfused_median_ms"], 4),
+          "speedup": stats.format_speedup({"estimate": r["speedup"], "ci_low": r["ci_low"], "ci_high": r["ci_high"]}),
+          "pairs": r["n_pairs"]} for r in rows],
+        hide_index=True, width="stretch")
+
+
+def _run_sweep(choice: Choice, param: str, values: list[int], reps: int, key: str) -> None:
+    from .page import show_error
+
+    status, bar, on_progress = _progress_runner(f"Sweeping {param} over {len(values)} values")
+    try:
+        points = cached.engine().sweep(choice.model, choice.config, param=param, values=values, reps=reps,
+                                       warmup=3, max_seconds=min(30.0, MAX_BENCH_SECONDS), on_progress=on_progress)
+        rows = stats.sweep_table([(pt["value"], pt["result"]) for pt in points])
+    except ExplorerError as exc:
+        status.update(label="The sweep failed", state="error", expanded=False)
+        show_error(exc, "The sweep failed")
+        return
+    status.update(label=f"Swept {param} over {len(values)} values", state="complete", expanded=False)
+    state.remember(state.SWEEP_RESULTS, key, {"param": param, "rows": rows})

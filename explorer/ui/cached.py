@@ -1,0 +1,73 @@
+"""What the page keeps between reruns and sessions: one Engine, the machine's fingerprint, drawings.
+
+The Engine is a live object (warm worker processes, a per-device queue, its own disk cache of
+results), so it is a ``cache_resource`` shared by every session. Drawings are plain strings keyed
+by the result's key and the drawing options, so they are ``cache_data`` with a bound.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import streamlit as st
+
+from ..engine import Engine
+from ..flags import Config
+
+log = logging.getLogger(__name__)
+
+_engines: list[Engine] = []  # what shutdown() closes (tests; the server's exit closes workers anyway)
+
+
+def _release(engine: Engine) -> None:
+    engine.close()
+
+
+@st.cache_resource(show_spinner=False, on_release=_release)
+def engine() -> Engine:
+    """The one Engine of this server: its warm workers and its cache serve every session."""
+    instance = Engine()
+    _engines.append(instance)
+    return instance
+
+
+def shutdown() -> None:
+    """Stop every worker process the page's Engine started (for tests and clean exits)."""
+    while _engines:
+        _engines.pop().close()
+
+
+@st.cache_data(show_spinner=False, max_entries=4, ttl=3600)
+def fingerprint() -> dict:
+    """What TensorFlow sees on this machine (devices, GPUs, oneDNN), from the default CPU worker."""
+    return engine().fingerprint(Config())
+
+
+def fingerprint_is_ready() -> bool:
+    """True when fingerprint() will answer at once (a warm default worker exists)."""
+    return engine().is_warm(Config())
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def stage_pair(result_key: str, before: str, after: str, fold: bool, _result: dict) -> dict:
+    """DOT text of both stages, coloured by the diff, with the diff's lists.
+
+    ``result_key`` (the engine's key of ``_result``) stands for the result in the cache key; the
+    result itself is not hashed.
+    """
+    from ..analysis import graphs_of
+    from ..diff import diff_graphs
+    from ..render import to_dot
+
+    graphs = graphs_of(_result)
+    g_before, g_after = graphs[before], graphs[after]
+    diff = diff_graphs(g_before, g_after)
+    return {
+        "before": to_dot(g_before, diff.overlay("before"), title="", fold_boilerplate=fold,
+                         clusters=diff.clusters("before"), id_prefix="b-"),
+        "after": to_dot(g_after, diff.overlay("after"), title="", fold_boilerplate=fold,
+                        clusters=diff.clusters("after"), id_prefix="a-"),
+        "diff": diff.to_dict(),
+        "counts": diff.counts(),
+        "nodes": {"before": len(g_before), "after": len(g_after)},
+    }

@@ -1,0 +1,49 @@
+"""The top of the page: title, the "what is fusion" intro, and the configuration as text to copy."""
+
+from __future__ import annotations
+
+import shlex
+
+import streamlit as st
+
+from ..cli import command_line
+from .sidebar import Choice
+
+INTRO = (
+    "A TensorFlow model runs as a graph of ops, and each op reads its inputs from memory and writes "
+    "its output back. In a chain such as MatMul → BiasAdd → ReLU the two small ops each make one more "
+    "pass over the whole output. Grappler, TensorFlow's graph optimiser, has a pass called the "
+    "**remapper** that recognises such chains and replaces them with one **fused op** (here "
+    "`_FusedMatMul` with `fused_ops=[BiasAdd, Relu]`), whose kernel adds the bias and applies the "
+    "activation while the result is still in cache. Whether a chain fuses depends on the device, the "
+    "dtype and layout, flags such as `TF_ENABLE_ONEDNN_OPTS`, and the graph around it. This page shows "
+    "the graph before and after Grappler with what fused, and times the fused graph against the same "
+    "model run with the remapper switched off."
+)
+
+
+# Streamlit's default top padding (6rem) pushes the graphs below the fold on a laptop screen.
+CSS = "<style>[data-testid='stMainBlockContainer']{padding-top:2.2rem}</style>"
+
+
+def header() -> None:
+    st.html(CSS)
+    st.title("TF Fusion Explorer")
+    st.caption("Which op chains does TensorFlow's Grappler remapper fuse into one kernel here, and what does "
+               "that buy? Build a model in the sidebar; the graphs and fusions appear below.")
+    with st.expander("What is fusion?"):
+        st.markdown(INTRO)
+
+
+def reproduce(choice: Choice) -> None:
+    """The exact environment and command line of the current configuration (st.code has a copy button)."""
+    config = choice.config
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in config.env)
+    head = (f"# worker environment: {env} (the rest: TensorFlow's defaults)" if env
+            else "# worker environment: no flags set, TensorFlow's defaults")
+    st.code(f"{head}\n{command_line(choice.spec, config, 'inspect')}", language="bash")
+
+
+def bench_command(choice: Choice, reps: int, warmup: int, max_seconds: float) -> str:
+    return (command_line(choice.spec, choice.config, "bench")
+            + f" --reps {reps} --warmup {warmup} --max-seconds {max_seconds:g}")

@@ -1,0 +1,101 @@
+"""The graph panel: two stages side by side, coloured by the diff, with the fusions and downloads.
+
+It is a fragment: choosing the stage pair or folding constants reruns only this panel.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ..graphs import STAGES
+from ..render import EDGE_LEGEND, LEGEND, to_svg
+from . import cached, state
+
+PAIRS = {
+    "traced->optimized": "traced → after Grappler",
+    "optimized->executed": "after Grappler → executed",
+    "traced->executed": "traced → executed",
+}
+PAIR_HELP = ("traced: the graph tf.function built. after Grappler: what the optimiser (remapper included) made "
+             "of it. executed: the partition graph that ran, after the device's own rewrites (oneDNN renames "
+             "fused ops to _MklNative*).")
+
+
+@st.fragment
+def panel(result: dict) -> None:
+    stages = result.get("stages") or {}
+    top_left, top_right = st.columns([3, 2], vertical_alignment="bottom")
+    pair = top_left.radio("Compare", list(PAIRS), key=state.STAGE_PAIR, horizontal=True, format_func=PAIRS.get,
+                          help=PAIR_HELP)
+    fold = top_right.toggle("Fold constants and plumbing", key=state.FOLD,
+                            help="Hide Const, Identity, ReadVariableOp and NoOp nodes: constants become '+N const' "
+                                 "on their consumer. Keeps graphs of a few hundred nodes readable.")
+    before, after = pair.split("->")
+    if before not in stages or after not in stages:
+        st.info(f"This result has no {STAGES.get(before, before)} or {STAGES.get(after, after)} graph.")
+        return
+    drawn = cached.stage_pair(result["key"], before, after, fold, result)
+    found, legend = st.columns([3, 2], gap="medium")
+    with found:
+        _fusions(drawn, pair)
+    with legend:
+        _legend()
+    left, right = st.columns(2, gap="medium")
+    for col, side, stage in ((left, "before", before), (right, "after", after)):
+        with col:
+            _graph(stage, side, drawn, result, pair)
+
+
+def _fusions(drawn: dict, pair: str) -> None:
+    diff = drawn["diff"]
+    fusions = diff["fusions"]
+    kernel = [r for r in diff["renames"] if r["kernel_swap"]]
+    rewrites = [r for r in diff["renames"] if not r["kernel_swap"]]
+    c = drawn["counts"]
+    with st.container(border=True):
+        if fusions:
+            st.markdown(f"**Fused in {PAIRS[pair]}**")
+            for f in fusions:
+                st.markdown(f"- `{f['describe']}`")
+        else:
+            st.markdown(f"**Nothing fused in {PAIRS[pair]}.**")
+        lines = []
+        if kernel:
+            lines.append("renamed to oneDNN kernels: " + ", ".join(f"`{r['old_op']} → {r['new_op']}`" for r in kernel))
+        if rewrites:
+            lines.append("rewritten in place: " + ", ".join(f"`{r['name']}: {r['old_op']} → {r['new_op']}`"
+                                                             for r in rewrites))
+        lines.append(f"{c['absorbed']} nodes absorbed, {c['removed']} removed, {c['added']} added, "
+                     f"{c['changed']} changed, {c['unchanged']} unchanged")
+        st.caption("  \n".join(lines))
+
+
+def _legend() -> None:
+    """What the colours and edge styles mean (render.LEGEND), as small swatches."""
+    rows = []
+    for s in LEGEND:
+        border = f"{2 if s.status == 'fused' else 1}px {'dashed' if s.status == 'absorbed' else 'solid'} {s.border}"
+        rows.append(f'<div title="{s.meaning}"><span style="display:inline-block;width:0.9em;height:0.9em;'
+                    f'vertical-align:-0.1em;border-radius:3px;background:{s.fill};border:{border}"></span> '
+                    f'<b>{s.status}</b>: {s.meaning}</div>')
+    edges = {name: meaning for name, _, meaning in EDGE_LEGEND}
+    rows.append(f'<div>→ data edge · ⇢ <b>dashed</b>: {edges.get("control", "control dependency")} · '
+                f'<b>:1</b>: output port</div>')
+    st.markdown(f'<div style="font-size:0.78rem;line-height:1.55">{"".join(rows)}</div>', unsafe_allow_html=True)
+
+
+def _graph(stage: str, side: str, drawn: dict, result: dict, pair: str) -> None:
+    dot = drawn[side]
+    head, buttons = st.columns([5, 2], vertical_alignment="center")
+    head.markdown(f"**{STAGES[stage][0].upper() + STAGES[stage][1:]}** · {drawn['nodes'][side]} nodes")
+    name = f"{result.get('spec', {}).get('preset') or 'chain'}-{stage}"
+    pbtxt = (result.get("pbtxt") or {}).get(stage, "")
+    with buttons.popover("Download", icon=":material/download:", width="stretch"):
+        st.download_button("SVG (drawing)", data=lambda d=dot: to_svg(d), file_name=f"{name}.svg",
+                           mime="image/svg+xml", on_click="ignore", key=f"graphs.svg.{side}", width="stretch")
+        st.download_button("DOT (Graphviz source)", data=lambda d=dot: d, file_name=f"{name}.dot",
+                           mime="text/vnd.graphviz", on_click="ignore", key=f"graphs.dot.{side}", width="stretch")
+        st.download_button("pbtxt (TensorFlow GraphDef)", data=lambda t=pbtxt: t, file_name=f"{name}.pbtxt",
+                           mime="text/plain", on_click="ignore", key=f"graphs.pbtxt.{side}", disabled=not pbtxt,
+                           width="stretch")
+    st.graphviz_chart(dot, width="stretch")

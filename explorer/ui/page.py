@@ -1,0 +1,138 @@
+"""The main page: sidebar choice -> the engine's inspect result -> graphs, benchmark, what-if."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ..engine import ResultCache
+from ..errors import ExplorerError, WorkerError
+from ..graphs import STAGES
+from . import bench, cached, frame, graphs, sidebar, state, whatif
+
+
+def render() -> None:
+    state.init()
+    frame.header()
+    fingerprint = _fingerprint()
+    choice = sidebar.render(fingerprint)
+    if not choice.ready:
+        for problem in choice.problems:
+            st.error(problem)
+        st.info("Nothing runs until the choice in the sidebar is valid; your other settings are kept.")
+        whatif.panel(choice, None)
+        return
+    result = inspect(choice)
+    if result is None:
+        frame.reproduce(choice)
+        whatif.panel(choice, None)
+        return
+    _summary_line(choice, result)
+    frame.reproduce(choice)
+    whatif.panel(choice, result)
+    tab_graphs, tab_bench, tab_sweep, tab_log = st.tabs(
+        ["Graphs before → after", "Fused vs unfused", "Size sweep", "Grappler's log"])
+    with tab_graphs:
+        graphs.panel(result)
+    with tab_bench:
+        bench.panel(choice)
+    with tab_sweep:
+        bench.sweep_panel(choice)
+    with tab_log:
+        _grappler_log(result)
+
+
+def _fingerprint() -> dict | None:
+    try:
+        if cached.fingerprint_is_ready():
+            return cached.fingerprint()
+        with st.spinner("Starting TensorFlow in a new worker process to see which devices it has (a few seconds)…"):
+            return cached.fingerprint()
+    except ExplorerError as exc:
+        show_error(exc, "TensorFlow could not start, so the devices are unknown")
+        return None
+
+
+def show_error(exc: ExplorerError, context: str = "") -> None:
+    """An engine error as a readable message (never a traceback); the worker's log tail folded away."""
+    st.error(f"{context}: {exc}" if context else str(exc))
+    detail = getattr(exc, "detail", "")
+    if isinstance(exc, WorkerError) and detail:
+        with st.expander("The worker's last log lines"):
+            st.code(detail, language="text")
+
+
+def provenance(result: dict) -> str:
+    if result.get("cached"):
+        return "served from cache (this configuration ran before)"
+    worker = result.get("worker") or {}
+    if worker.get("new_process"):
+        return (f"ran in a new TensorFlow worker process (TensorFlow started in {worker.get('startup_s', 0):.1f} s, "
+                f"{worker.get('wall_s', 0):.1f} s in all)")
+    return f"ran in the warm worker of this configuration in {worker.get('wall_s', 0):.2f} s"
+
+
+def inspect(choice: sidebar.Choice) -> dict | None:
+    """The engine's inspect result for the current choice, with progress while it works."""
+    engine = cached.engine()
+    key = ResultCache.key("inspect", choice.model, choice.config)
+    placeholder = st.empty()
+    cached_result = engine.cache.get(key)
+    try:
+        if cached_result is not None:
+            result = engine.inspect(choice.model, choice.config)
+        else:
+            cold = not engine.is_warm(choice.config)
+            label = ("Starting TensorFlow in a new worker process for this configuration (a few seconds)…" if cold
+                     else "Tracing the model and running Grappler…")
+            with placeholder.status(label, expanded=False) as status:
+                def progress(p):
+                    status.update(label=p.get("message") or label)
+
+                result = engine.inspect(choice.model, choice.config, on_progress=progress)
+    except ExplorerError as exc:
+        placeholder.empty()
+        show_error(exc, "Inspecting the model failed")
+        return None
+    placeholder.empty()
+    shown = st.session_state.get(state.SHOWN)
+    if not shown or shown.get("key") != key:
+        shown = {"key": key, "provenance": provenance(result)}
+        st.session_state[state.SHOWN] = shown
+    result = dict(result, provenance=shown["provenance"])
+    return result
+
+
+def _summary_line(choice: sidebar.Choice, result: dict) -> None:
+    fp = result.get("fingerprint") or {}
+    fusions = result.get("fusions") or []
+    left, right = st.columns([5, 1], vertical_alignment="center")
+    with left:
+        found = (f"**{len(fusions)} fusion{'s' if len(fusions) != 1 else ''}** found by Grappler" if fusions
+                 else "**no fusion** found by Grappler")
+        st.markdown(f"{found} · {choice.label} on {choice.config.device.upper()} · oneDNN "
+                    f"{'on' if fp.get('onednn') else 'off'} · TensorFlow {fp.get('tensorflow', '?')}")
+        st.caption(f"Graphs {result['provenance']}.")
+    with right:
+        whatif.pin_button(choice, result)
+    for warning in result.get("warnings") or []:
+        st.warning(warning)
+
+
+def _grappler_log(result: dict) -> None:
+    grappler = result.get("grappler") or {}
+    st.caption("What TensorFlow itself logged while optimising this model (remapper=2, meta_optimizer=4).")
+    st.subheader("The remapper's own lines")
+    lines = grappler.get("remapper_log") or []
+    st.code("\n".join(lines) if lines else "(the remapper logged nothing: it fused nothing here)", language="text",
+            wrap_lines=True)
+    notable = [ln for ln in grappler.get("notable") or [] if ln not in lines]
+    if notable:
+        st.subheader("Other notable lines")
+        st.code("\n".join(notable), language="text", wrap_lines=True)
+    stages = ", ".join(f"{STAGES[s]}: {len(g.get('nodes', []))} nodes" for s, g in (result.get("stages") or {}).items()
+                       if s in STAGES)
+    st.caption(f"Stages captured: {stages}.")
+    log = grappler.get("log") or []
+    if log:
+        with st.expander(f"Full Grappler log ({len(log)} lines)"):
+            st.code("\n".join(log[-600:]), language="text")

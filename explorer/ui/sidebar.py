@@ -1,0 +1,194 @@
+"""The sidebar: build a model, pick the device, set environment flags and Grappler switches.
+
+Everything the user picks is checked here, with the engine's own rules (``spec.resolve``,
+``Config.make``), before anything runs: a wrong combination is explained right under the widget
+group it comes from, and ``Choice.problems`` tells the page not to run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+from ..catalog import PRESETS, Preset
+from ..errors import SpecError
+from ..flags import DEVICES, ENV_FLAGS, GRAPPLER_SWITCHES, Config
+from ..spec import ACTIVATION_LABELS, ACTIVATIONS, BIASES, CONTRACTIONS, NORMS, PARAMS, Chain, ModelSpec, resolve
+from . import state
+
+DEVICE_LABELS = {"cpu": "CPU", "gpu": "GPU"}
+FLAG_DEVICE = {"cpu": "matters on CPU", "gpu": "matters on GPU", "any": "matters on any device"}
+CONTRACTION_LABELS = {"MatMul": "MatMul", "BatchMatMulV2": "BatchMatMul", "Conv2D": "Conv2D",
+                      "DepthwiseConv2dNative": "DepthwiseConv2D", "none": "none (start at the norm)"}
+PARAM_LABELS = {
+    "m": "m (rows)", "k": "k (inner)", "n": "n (outputs)", "batch": "batch", "height": "height", "width": "width",
+    "in_channels": "in channels", "out_channels": "out channels", "channels": "channels",
+    "multiplier": "multiplier", "filter_size": "filter size", "dtype": "dtype", "data_format": "data format",
+    "training": "training mode", "return_intermediate": "also return", "second_consumer": "second consumer",
+}
+
+
+@dataclass
+class Choice:
+    """What the sidebar adds up to: the spec and configuration to run, or why not."""
+
+    spec: dict  # as the engine and the CLI take it: {"preset", "params"} or {"chain", "params"}
+    config: Config | None
+    model: ModelSpec | None = None  # the resolved spec, when valid
+    preset: Preset | None = None
+    problems: list[str] = field(default_factory=list)  # readable sentences; nothing runs while any
+
+    @property
+    def ready(self) -> bool:
+        return self.model is not None and self.config is not None and not self.problems
+
+    @property
+    def label(self) -> str:
+        return self.preset.title if self.preset else (self.model.chain.describe() if self.model else "custom chain")
+
+
+def no_gpu_reason(fingerprint: dict | None) -> str | None:
+    """Why GPU cannot be chosen here, or None when TensorFlow sees a GPU (or we cannot tell)."""
+    if not fingerprint or fingerprint.get("gpus"):
+        return None
+    seen = ", ".join(d.rsplit("/", 1)[-1].replace("physical_device:", "") for d in fingerprint.get("devices", [])) or "no devices"
+    build = (f"a CUDA build (CUDA {fingerprint.get('cuda_version') or '?'}, cuDNN {fingerprint.get('cudnn_version') or '?'})"
+             if fingerprint.get("cuda_build") else "a CPU-only build")
+    return (f"No GPU on this machine: TensorFlow {fingerprint.get('tensorflow', '')} ({build}) sees only {seen}. "
+            "Choose CPU, or run the explorer on a machine with an NVIDIA GPU.")
+
+
+def render(fingerprint: dict | None) -> Choice:
+    with st.sidebar:
+        st.header("Model")
+        spec, preset, model_problems = _model()
+        model = None
+        if not model_problems:
+            try:
+                model = resolve(spec)
+            except SpecError as exc:
+                st.error(str(exc))
+                model_problems.append(str(exc))
+        st.header("Device")
+        config, config_problems = _configuration(fingerprint)
+    return Choice(spec, config, model if not model_problems else None, preset, model_problems + config_problems)
+
+
+def _model() -> tuple[dict, Preset | None, list[str]]:
+    mode = st.radio("Start from", ("preset", "chain"), key=state.MODE, horizontal=True,
+                    format_func={"preset": "a preset", "chain": "my own op chain"}.get,
+                    help="A preset is a ready model for one fusion pattern; an op chain is built from parts.")
+    problems: list[str] = []
+    if mode == "preset":
+        preset_id = st.selectbox("Preset", list(PRESETS), key=state.PRESET, format_func=lambda p: PRESETS[p].title)
+        preset = PRESETS[preset_id]
+        st.caption(preset.explanation)
+        st.caption(f"**Fuses to** `{preset.fused_op}`  \n**Where:** {preset.where}")
+        chain, model_id, spec = preset.chain, preset.id, {"preset": preset.id}
+    else:
+        preset = None
+        chain = _chain_builder()
+        model_id = "chain"
+        spec = {"chain": chain.to_dict()}
+        try:
+            chain.check()
+        except SpecError as exc:
+            st.error(str(exc))
+            problems.append(str(exc))
+    spec["params"] = _params(chain, model_id)
+    return spec, preset, problems
+
+
+def _chain_builder() -> Chain:
+    st.caption("Compose contraction → bias → normalisation → activation; the remapper looks for such chains.")
+    c1, c2 = st.columns(2)
+    contraction = c1.selectbox("Contraction", CONTRACTIONS, key=state.chain_key("contraction"),
+                               format_func=CONTRACTION_LABELS.get)
+    bias = c2.selectbox("Bias", BIASES, key=state.chain_key("bias"),
+                        help="BiasAdd is what the remapper fuses; Add with a 1-D bias fuses too on most paths.")
+    norm = c1.selectbox("Normalisation", NORMS, key=state.chain_key("norm"),
+                        format_func={"none": "none", "FusedBatchNorm": "FusedBatchNorm"}.get,
+                        help="FusedBatchNorm (inference unless 'training mode' is on); needs a 4-D tensor.")
+    activation = c2.selectbox("Activation", ACTIVATIONS, key=state.chain_key("activation"),
+                              format_func=ACTIVATION_LABELS.get)
+    squeeze = c1.checkbox("Squeeze", key=state.chain_key("squeeze"),
+                          help="Squeeze the width dimension between Conv2D and the bias (Conv2D + Squeeze + BiasAdd).")
+    side_add = c2.checkbox("Side add", key=state.chain_key("side_add"),
+                           help="Add a second input of the output's shape before the activation (a residual).")
+    return Chain(contraction, squeeze, bias, norm, side_add, activation)
+
+
+def _params(chain: Chain, model_id: str) -> dict:
+    names = chain.param_names()
+    values: dict = {}
+    ints = [n for n in names if PARAMS[n].kind == "int"]
+    st.caption("Sizes")
+    cols = st.columns(2)
+    for i, name in enumerate(ints):
+        p = PARAMS[name]
+        key = state.ensure_param(model_id, name)
+        values[name] = cols[i % 2].number_input(PARAM_LABELS.get(name, name), min_value=p.low, max_value=p.high,
+                                                step=1, key=key, help=f"{p.help} ({p.low}..{p.high})")
+    cols = st.columns(2)
+    others = [n for n in names if PARAMS[n].kind == "choice"]
+    for i, name in enumerate(others):
+        p = PARAMS[name]
+        key = state.ensure_param(model_id, name)
+        values[name] = cols[i % 2].selectbox(PARAM_LABELS.get(name, name), p.choices, key=key, help=p.help)
+    for name in (n for n in names if PARAMS[n].kind == "bool"):
+        key = state.ensure_param(model_id, name)
+        values[name] = st.checkbox(PARAM_LABELS.get(name, name), key=key, help=PARAMS[name].help)
+    return values
+
+
+def _configuration(fingerprint: dict | None) -> tuple[Config | None, list[str]]:
+    problems: list[str] = []
+    gpu_reason = no_gpu_reason(fingerprint)
+    device = st.radio(
+        "Device", list(DEVICES), key=state.DEVICE, horizontal=True, label_visibility="collapsed",
+        format_func=lambda d: DEVICE_LABELS.get(d, d) + (" (none here)" if d == "gpu" and gpu_reason else ""),
+        help="\n\n".join(f"**{DEVICE_LABELS.get(d, d)}**: {text}" for d, text in DEVICES.items()),
+    )
+    if device == "gpu" and gpu_reason:
+        st.error(gpu_reason)
+        problems.append(gpu_reason)
+    elif fingerprint:
+        st.caption(f"TensorFlow {fingerprint.get('tensorflow', '?')} · {fingerprint.get('cpu_model', 'CPU')}, "
+                   f"{fingerprint.get('cpu_count', '?')} cores · "
+                   + (f"{len(fingerprint['gpus'])} GPU(s)" if fingerprint.get("gpus") else "no GPU"))
+
+    st.header("Flags")
+    st.caption("Environment variables of the TensorFlow worker; each set of values gets its own process.")
+    env = {}
+    gpu_flags = [f for f in ENV_FLAGS.values() if f.device == "gpu"]
+    for flag in ENV_FLAGS.values():
+        if flag.device != "gpu":
+            env[flag.name] = _flag(flag)
+    with st.expander(f"GPU flags ({len(gpu_flags)})", expanded=device == "gpu"):
+        for flag in gpu_flags:
+            env[flag.name] = _flag(flag)
+    with st.expander(f"Grappler switches ({len(GRAPPLER_SWITCHES)})"):
+        st.caption("Passes of Grappler, TensorFlow's graph optimiser. Turning `remapping` off is the unfused graph.")
+        grappler = {}
+        for switch in GRAPPLER_SWITCHES.values():
+            grappler[switch.name] = st.radio(switch.name, (state.UNSET, "on", "off"), key=state.switch_key(switch.name),
+                                             horizontal=True, help=switch.meaning)
+            st.caption(switch.meaning)
+    try:
+        config = Config.make(device, {k: v for k, v in env.items() if v != state.UNSET},
+                             {k: v for k, v in grappler.items() if v != state.UNSET})
+    except SpecError as exc:  # not reachable through the widgets; a test may set a bad value
+        st.error(str(exc))
+        return None, problems + [str(exc)]
+    return config, problems
+
+
+def _flag(flag) -> str:
+    options = (state.UNSET, *flag.values)
+    widget = st.radio if all(len(v) <= 3 for v in flag.values) else st.selectbox  # long values read better in a list
+    kwargs = {"horizontal": True} if widget is st.radio else {}
+    value = widget(flag.name, options, key=state.env_key(flag.name), format_func=lambda v: "unset" if v == state.UNSET else v,
+                   help=f"{flag.meaning}\n\nUnset: {flag.default_note}.", **kwargs)
+    st.caption(f"{flag.meaning} *{FLAG_DEVICE[flag.device]}; unset: {flag.default_note}.*")
+    return value

@@ -1,0 +1,127 @@
+"""Every session-state key of the page and its default, in one place.
+
+Widgets take their value from these keys (never from a ``value=`` argument as well), so a test
+can jump to any state by setting ``at.session_state[KEY]`` before ``at.run()``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ..catalog import PRESETS
+from ..flags import ENV_FLAGS, GRAPPLER_SWITCHES
+from ..spec import DEFAULT_PARAMS
+
+DEFAULT_PRESET = "matmul_bias_gelu_approx"  # shows a fusion on load: MatMul+BiasAdd+GELU -> _FusedMatMul
+UNSET = "default"  # the choice of an env flag or Grappler switch that leaves TensorFlow's default
+
+# The model (sidebar).
+MODE = "model.mode"  # "preset" or "chain"
+PRESET = "model.preset"
+CHAIN_FIELDS = ("contraction", "squeeze", "bias", "norm", "side_add", "activation")
+
+
+def chain_key(field: str) -> str:
+    return f"model.chain.{field}"
+
+
+def param_key(model_id: str, name: str) -> str:
+    """Key of a size/type widget; ``model_id`` is a preset id or "chain" (each keeps its own values)."""
+    return f"model.param.{model_id}.{name}"
+
+
+# The configuration (sidebar).
+DEVICE = "config.device"
+
+
+def env_key(name: str) -> str:
+    return f"config.env.{name}"
+
+
+def switch_key(name: str) -> str:
+    return f"config.grappler.{name}"
+
+
+# The graph panel.
+STAGE_PAIR = "graphs.pair"  # "traced->optimized", "optimized->executed" or "traced->executed"
+FOLD = "graphs.fold"  # fold constants, argument and identity nodes away
+
+# Fused against unfused, and the size sweep.
+BENCH_REPS = "bench.reps"
+BENCH_WARMUP = "bench.warmup"
+BENCH_SECONDS = "bench.max_seconds"
+BENCH_RESULTS = "bench.results"  # run key -> bench result, the last few of this session
+SWEEP_PARAM = "sweep.param"
+SWEEP_VALUES = "sweep.values"  # text: "512, 1024, 2048"
+SWEEP_REPS = "sweep.reps"
+SWEEP_RESULTS = "sweep.results"  # run key -> {"param", "rows"}
+
+# What-if.
+PINNED = "whatif.pinned"  # a pinned result's summary, or None
+
+# How the result on screen was obtained (new worker, warm worker, cache), kept across reruns.
+SHOWN = "inspect.shown"  # {"key", "provenance"}
+
+KEEP_RESULTS = 8  # benchmark and sweep results kept per session
+
+DEFAULTS: dict[str, object] = {
+    MODE: "preset",
+    PRESET: DEFAULT_PRESET,
+    chain_key("contraction"): "MatMul",
+    chain_key("squeeze"): False,
+    chain_key("bias"): "BiasAdd",
+    chain_key("norm"): "none",
+    chain_key("side_add"): False,
+    chain_key("activation"): "Relu",
+    DEVICE: "cpu",
+    **{env_key(name): UNSET for name in ENV_FLAGS},
+    **{switch_key(name): UNSET for name in GRAPPLER_SWITCHES},
+    STAGE_PAIR: "traced->optimized",
+    FOLD: False,
+    BENCH_REPS: 60,
+    BENCH_WARMUP: 5,
+    BENCH_SECONDS: 60,
+    BENCH_RESULTS: {},
+    SWEEP_PARAM: None,
+    SWEEP_VALUES: "",
+    SWEEP_REPS: 20,
+    SWEEP_RESULTS: {},
+    PINNED: None,
+    SHOWN: None,
+}
+
+
+def init() -> None:
+    """Give every key its default once; values already set (by the user or a test) stay."""
+    for key, value in DEFAULTS.items():
+        if key not in st.session_state:
+            st.session_state[key] = value.copy() if isinstance(value, dict) else value
+
+
+def default_param(model_id: str, name: str):
+    preset = PRESETS.get(model_id)
+    if preset is not None and name in preset.defaults:
+        return preset.defaults[name]
+    return DEFAULT_PARAMS[name]
+
+
+def ensure_param(model_id: str, name: str) -> str:
+    """The widget key of a parameter, with its default filled in if the widget is new."""
+    key = param_key(model_id, name)
+    if key not in st.session_state:
+        st.session_state[key] = default_param(model_id, name)
+    return key
+
+
+def remember(store_key: str, run_key: str, value) -> None:
+    """Keep ``value`` under ``run_key`` in a per-session dict, dropping the oldest beyond KEEP_RESULTS."""
+    store = dict(st.session_state.get(store_key) or {})
+    store.pop(run_key, None)
+    store[run_key] = value
+    while len(store) > KEEP_RESULTS:
+        store.pop(next(iter(store)))
+    st.session_state[store_key] = store
+
+
+def recall(store_key: str, run_key: str):
+    return (st.session_state.get(store_key) or {}).get(run_key)

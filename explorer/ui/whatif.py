@@ -1,0 +1,171 @@
+"""What-if: pin a result, change one thing in the sidebar, and see both side by side.
+
+A pin keeps a small summary of the result (what fused, what executed), not the result itself, so
+it survives the engine's cache; a benchmark of either side is looked up by its run key.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import streamlit as st
+
+from .. import stats
+from ..analysis import graphs_of
+from ..errors import ExplorerError
+from ..flags import Config
+from . import state
+from .sidebar import Choice
+
+
+def summarize(choice: Choice, result: dict) -> dict:
+    """What the comparison shows of one result (plain data, kept in the session)."""
+    from .bench import run_key
+
+    graphs = graphs_of(result)
+    executed = graphs.get("executed")
+    fp = result.get("fingerprint") or {}
+    return {
+        "label": choice.label,
+        "spec": choice.spec,
+        "params": dict(choice.model.params),
+        "model": choice.model.preset or choice.model.chain.describe(),
+        "config": choice.config.to_dict(),
+        "run_key": run_key(choice),
+        "fusions": [f.get("description") or f.get("describe", "") for f in result.get("fusions") or []],
+        "executed": _op_counts(executed.compute_ops()) if executed is not None else "",
+        "nodes": {stage: len(g) for stage, g in graphs.items()},
+        "onednn": fp.get("onednn"),
+        "warnings": list(result.get("warnings") or []),
+    }
+
+
+def _op_counts(ops: list[str]) -> str:
+    counts = Counter(ops)
+    seen, parts = set(), []
+    for op in ops:
+        if op not in seen:
+            seen.add(op)
+            parts.append(op if counts[op] == 1 else f"{op}×{counts[op]}")
+    return " ".join(parts) or "(nothing)"
+
+
+def _pin(summary: dict) -> None:
+    st.session_state[state.PINNED] = summary
+
+
+def _unpin() -> None:
+    st.session_state[state.PINNED] = None
+
+
+def pin_button(choice: Choice, result: dict) -> None:
+    pinned = st.session_state.get(state.PINNED)
+    summary = summarize(choice, result)
+    is_pinned = bool(pinned) and pinned["run_key"] == summary["run_key"]
+    st.button("Pinned" if is_pinned else "Pin this result", key="whatif.pin", icon=":material/push_pin:",
+              on_click=_pin, args=(summary,), disabled=is_pinned, width="stretch",
+              help="Keep this result to compare with: then change one thing in the sidebar (a flag, the device, "
+                   "a size, the dtype).")
+
+
+def differences(pinned: dict, current: dict) -> list[str]:
+    """What changed from the pinned result to the current one, in words."""
+    out = []
+    if pinned["model"] != current["model"]:
+        out.append(f"model: {pinned['label']} → {current['label']}")
+    else:
+        for name in sorted(set(pinned["params"]) | set(current["params"])):
+            a, b = pinned["params"].get(name), current["params"].get(name)
+            if a != b:
+                out.append(f"{name}: {a} → {b}")
+    pc, cc = pinned["config"], current["config"]
+    if pc["device"] != cc["device"]:
+        out.append(f"device: {pc['device']} → {cc['device']}")
+    for section, unset in (("env", "unset"), ("grappler", "default")):
+        for name in sorted(set(pc[section]) | set(cc[section])):
+            a, b = pc[section].get(name, unset), cc[section].get(name, unset)
+            if a != b:
+                out.append(f"{name}: {a} → {b}")
+    return out
+
+
+def panel(choice: Choice, result: dict | None) -> None:
+    pinned = st.session_state.get(state.PINNED)
+    if not pinned:
+        return
+    with st.container(border=True):
+        head, button = st.columns([5, 1], vertical_alignment="center")
+        head.markdown("**What-if:** the pinned result against the current one")
+        button.button("Unpin", key="whatif.unpin", on_click=_unpin, icon=":material/close:", width="stretch")
+        if result is None or not choice.ready:
+            st.caption("The current choice has not produced a result; the pinned one is kept.")
+            _side(st.container(), "Pinned", pinned, None)
+            return
+        current = summarize(choice, result)
+        changes = differences(pinned, current)
+        if not changes:
+            st.caption("Nothing differs yet. Change one thing in the sidebar, e.g. set **TF_ENABLE_ONEDNN_OPTS** "
+                       "to 0, and both results appear here side by side.")
+            return
+        st.markdown("Changed: " + "; ".join(f"`{c}`" for c in changes)
+                    + ("" if len(changes) == 1 else "  \n*More than one thing differs, so the effect of each is mixed.*"))
+        left, right = st.columns(2)
+        _side(left, "Pinned", pinned, current)
+        _side(right, "Current", current, pinned)
+        if (state.recall(state.BENCH_RESULTS, pinned["run_key"]) is None
+                or state.recall(state.BENCH_RESULTS, current["run_key"]) is None):
+            if st.button("Benchmark both", key="whatif.bench", icon=":material/timer:",
+                         help="Time fused against unfused for the pinned and the current configuration, "
+                              "with the settings of the 'Fused vs unfused' tab."):
+                _bench_both(pinned, current)
+
+
+def _side(col, title: str, mine: dict, other: dict | None) -> None:
+    """One side of the comparison; what differs from the other side is marked."""
+    only_here = " :orange-badge[only here]" if other is not None else ""
+    with col:
+        st.markdown(f"**{title}** · {mine['label']} · {mine['config']['device'].upper()} · oneDNN "
+                    f"{'on' if mine.get('onednn') else 'off'}")
+        fusions = mine["fusions"]
+        others = set(other["fusions"]) if other is not None else set()
+        if fusions:
+            st.markdown("Fusions found:\n" + "\n".join(
+                f"- `{f}`" + (only_here if other is not None and f not in others else "") for f in fusions))
+        else:
+            st.markdown("Fusions found: **none**")
+        differs = other is not None and other["executed"] != mine["executed"]
+        st.markdown(f"Executed ops: `{mine['executed']}`" + (" :orange-badge[differs]" if differs else ""))
+        st.caption(" → ".join(f"{stage} {n} nodes" for stage, n in mine["nodes"].items()))
+        bench = state.recall(state.BENCH_RESULTS, mine["run_key"])
+        if bench is not None:
+            sp = bench["summary"]["speedup"]
+            st.markdown(f"Speedup of fusion: **{stats.format_speedup(sp)}** ({sp['verdict']})")
+        else:
+            st.caption("Speedup: not measured for this configuration yet.")
+
+
+def _bench_both(pinned: dict, current: dict) -> None:
+    from ..spec import resolve
+    from . import cached
+    from .bench import _progress_runner
+    from .page import show_error
+
+    engine = cached.engine()
+    reps = int(st.session_state.get(state.BENCH_REPS, 60))
+    warmup = int(st.session_state.get(state.BENCH_WARMUP, 5))
+    seconds = float(st.session_state.get(state.BENCH_SECONDS, 60))
+    for side in (pinned, current):
+        if state.recall(state.BENCH_RESULTS, side["run_key"]) is not None:
+            continue
+        status, bar, on_progress = _progress_runner(f"Timing {side['label']} ({side['config']['device']}, "
+                                                     f"{side['config']['env'] or 'default flags'})")
+        try:
+            result = engine.bench(resolve(side["spec"]), Config.from_dict(side["config"]), reps=reps, warmup=warmup,
+                                  max_seconds=seconds, on_progress=on_progress)
+        except ExplorerError as exc:
+            status.update(label="The benchmark failed", state="error")
+            show_error(exc, "The benchmark failed")
+            return
+        status.update(label="Timed", state="complete", expanded=False)
+        state.remember(state.BENCH_RESULTS, side["run_key"], result)
+    st.rerun()
