@@ -37,7 +37,7 @@ class GraphDiff:
     unchanged: tuple[str, ...]  # in both, same; after order
     fusions: tuple[Fusion, ...]
     renames: tuple[Rename, ...]
-    _status: dict = field(default=None, compare=False, repr=False, hash=False)
+    _index: dict = field(default=None, compare=False, repr=False, hash=False)  # lookups, built once
 
     def __post_init__(self):
         before: dict[str, str] = {}
@@ -54,14 +54,21 @@ class GraphDiff:
             for name in f.absorbed:
                 before[name] = "absorbed"
             after[f.node] = "fused"
-        object.__setattr__(self, "_status", {"before": before, "after": after})
+        fusion_of: dict[str, Fusion] = {}
+        for f in self.fusions:
+            fusion_of[f.node] = f
+            for name in f.absorbed:
+                fusion_of.setdefault(name, f)
+        object.__setattr__(self, "_index", {
+            "before": before, "after": after, "reason": {c.name: c.reason for c in self.changed}, "fusion": fusion_of,
+        })
 
     def status(self, name: str, side: str) -> str:
         """removed|added|changed|fused|absorbed|unchanged of a node on one side ("before" or "after")."""
         if side not in SIDES:
             raise ValueError(f"side must be one of {SIDES}, not {side!r}")
         try:
-            return self._status[side][name]
+            return self._index[side][name]
         except KeyError:
             raise KeyError(f"no node {name!r} on the {side} side") from None
 
@@ -69,21 +76,15 @@ class GraphDiff:
         """Status of every node on one side: what render.to_dot colours by."""
         if side not in SIDES:
             raise ValueError(f"side must be one of {SIDES}, not {side!r}")
-        return dict(self._status[side])
+        return dict(self._index[side])
 
     def reason(self, name: str) -> str:
         """Why a node counts as changed ("" if it does not)."""
-        for c in self.changed:
-            if c.name == name:
-                return c.reason
-        return ""
+        return self._index["reason"].get(name, "")
 
     def fusion_of(self, name: str) -> Fusion | None:
         """The fusion a node belongs to: as the fused node (after) or an absorbed one (before)."""
-        for f in self.fusions:
-            if f.node == name or name in f.absorbed:
-                return f
-        return None
+        return self._index["fusion"].get(name)
 
     def clusters(self, side: str = "before") -> dict[str, list[str]]:
         """One group per fusion, for render.to_dot(clusters=...): the absorbed nodes (before) or the fused node (after).

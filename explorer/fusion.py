@@ -216,11 +216,12 @@ def _absorbed_by(fused: Node, before: Graph, after: Graph, claimed: set[str], co
     if root is not None:
         # Chain nodes downstream of the name-keeper (Conv2D+Squeeze+BiasAdd): they read one of the
         # fused node's inputs and their namesake now reads the fused node.
-        reach = _descendants(root, before, before_consumers, eligible)
-        sinks = [root] + [
+        candidates = [
             c for src in sorted(inputs) for c, e in before_consumers.get(src, ())
-            if not e.control and c != root and c in reach and c in after_consumers
+            if not e.control and c != root and c in after_consumers and eligible(c)
         ]
+        reach = _descendants(root, before, before_consumers, eligible) if candidates else set()
+        sinks = [root] + [c for c in candidates if c in reach]
     else:
         # A fresh name: the chain ends in what the fused node's consumers used to read, and must
         # start at a consumer of one of its inputs. May take in a pass-through node that was pruned.

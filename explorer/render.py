@@ -297,7 +297,7 @@ def to_dot(
     for name, mid in missing.items():
         dot.add_node(pydot.Node(
             mid, label=f"<<i>missing</i><br/>{_html(_shorten(name))}>", shape="ellipse",
-            tooltip=_quoted(f"{name}\nnot a node of this graph"), id=_quoted(html_id(name, id_prefix + "missing-")),
+            tooltip=_quoted(f"{_visible(name)}\nnot a node of this graph"), id=_quoted(html_id(name, id_prefix + "missing-")),
             **{"class": _quoted("fx-node fx-missing")}, **_style_attrs(MISSING),
         ))
     for i in sorted(subgraphs):
