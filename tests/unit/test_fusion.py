@@ -271,3 +271,17 @@ def test_a_fused_node_that_only_replaced_its_namesake_is_a_rename():
     after = Graph((node("x", "_Arg"), node("r", "_FusedRelu", "x", fused_ops=["Relu"])))
     assert find_fusions(before, after) == []
     assert find_renames(before, after) == [("r", "Relu", "_FusedRelu")]
+
+
+def test_gelu_fuses_in_two_remapper_passes():
+    data = json.loads((FIXTURES / "matmul_bias_gelu_approx__onednn.json").read_text())
+    p = {name: Graph.from_dict(g) for name, g in data["passes"].items()}
+    # pass 1: MatMul+BiasAdd, named after the BiasAdd
+    first = only(find_fusions(p["remapper_0_before"], p["remapper_0_after"]))
+    assert (first.node, first.op, first.fused_ops, first.absorbed) == ("BiasAdd", "_FusedMatMul", ("BiasAdd",), ("MatMul", "BiasAdd"))
+    # pass 2: that _FusedMatMul and the GELU (Pow already rewritten to Square and Mul) become one
+    second = only(find_fusions(p["remapper_1_before"], p["remapper_1_after"]))
+    assert second.node == "Gelu/mul_3" and second.fused_ops == ("BiasAdd", "GeluApproximate")
+    assert second.absorbed_ops[0] == "_FusedMatMul" and "Square" in second.absorbed_ops and "Pow" not in second.absorbed_ops
+    # the constants outlive this pass (the dependency optimiser drops them later)
+    assert second.consts == ()
