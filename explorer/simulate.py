@@ -32,6 +32,7 @@ What makes the simulation faithful (see docs/gpu-simulation.md for the evidence)
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from contextlib import contextmanager
 
@@ -251,27 +252,29 @@ def _signature(spec, tf):
     return body, names, specs
 
 
-def trace(spec, tf):
-    """The model's graph as tf.function traces it: (GraphDef, fetch node names, arg names)."""
-    body, names, specs = _signature(spec, tf)
-    with tf.device("/GPU:0"):
+def trace_body(body, specs, tf, device: str = "/GPU:0"):
+    """body's graph as tf.function traces it under tf.device(device): (GraphDef, fetch names)."""
+    with tf.device(device):
         concrete = tf.function(body).get_concrete_function(*specs)
     graph_def = concrete.graph.as_graph_def()
-    fetch = []
-    for tensor in concrete.outputs:
-        fetch.append(tensor.name.split(":")[0])
-    return graph_def, fetch, names
+    fetch = [tensor.name.split(":")[0] for tensor in concrete.outputs]
+    return graph_def, fetch
 
 
-def place(graph_def) -> list[str]:
-    """Put every node on the virtual GPU if it has a GPU kernel there, else on the CPU."""
+def place(graph_def, device_type: str = "GPU") -> list[str]:
+    """Put every node on the (virtual) device if it has a kernel there, else on the CPU.
+
+    Returns the names of the nodes that fell back to the CPU. Arguments stay on the device (the
+    inputs live there in a real run)."""
+    target = GPU_DEVICE if device_type == "GPU" else CPU_DEVICE
     on_cpu = []
     for node in graph_def.node:
-        if node.op in ("Placeholder", "PlaceholderWithDefault") or has_kernel(node, "GPU"):
-            node.device = GPU_DEVICE
+        if node.op in ("Placeholder", "PlaceholderWithDefault") or has_kernel(node, device_type):
+            node.device = target
         else:
             node.device = CPU_DEVICE
-            on_cpu.append(node.name)
+            if device_type != "CPU":
+                on_cpu.append(node.name)
     return on_cpu
 
 
@@ -325,10 +328,29 @@ def _metagraph(graph_def, fetch):
 
 @contextmanager
 def _fd2_lines(lines: list):
-    """Collect what C++ writes to fd 2 (VLOG) meanwhile, then write it on to the real fd 2 too."""
+    """Collect what C++ writes to fd 2 (VLOG lines) meanwhile.
+
+    When fd 2 is a regular file (the worker's), read back the bytes written after the current
+    offset, leaving them in place so that a fatal message stays in the worker's log if
+    TensorFlow aborts. Otherwise point fd 2 at a temporary file meanwhile and copy it on.
+    """
     import sys
 
     sys.stderr.flush()
+    try:
+        start = os.lseek(2, 0, os.SEEK_CUR)
+        seekable = stat.S_ISREG(os.fstat(2).st_mode)
+    except OSError:
+        seekable = False
+    if seekable:
+        try:
+            yield lines
+        finally:
+            sys.stderr.flush()
+            end = os.lseek(2, 0, os.SEEK_CUR)
+            data = os.pread(2, max(0, end - start), start) if end > start else b""
+            lines.extend(data.decode("utf-8", "replace").splitlines())
+        return
     saved = os.dup(2)
     with tempfile.TemporaryFile() as tmp:
         os.dup2(tmp.fileno(), 2)
@@ -391,19 +413,29 @@ def _env_flags() -> dict:
 _FIRST_PROFILE: list[str] = []
 
 
-def simulate(spec, switches: dict, profile: str, tf, graph_to_dict) -> dict:
+def simulate(spec, switches: dict, profile: str, tf, graph_to_dict, *, place_on: str = "GPU") -> dict:
     """Grappler's GPU decisions for ``spec`` on the named virtual GPU, as plain data.
 
     ``graph_to_dict(graph_def, stage)`` is the worker's neutral graph converter
     (``Worker.graph_to_dict``); ``switches`` are Grappler switches as the worker takes them
-    ({"remapping": "off", ...}).
+    ({"remapping": "off", ...}). ``place_on="CPU"`` runs the same machinery with the nodes on the
+    CPU, as a control.
     """
-    from google.protobuf import text_format
-
-    from . import pipeline
     from .spec import resolve
 
     spec = resolve(spec)
+    body, _, specs = _signature(spec, tf)
+    result = simulate_body(body, specs, switches, profile, tf, graph_to_dict, place_on=place_on)
+    result["spec"] = spec.to_dict()
+    return result
+
+
+def simulate_body(body, specs, switches: dict, profile: str, tf, graph_to_dict, *, place_on: str = "GPU") -> dict:
+    """simulate() for any Python body and its list of tf.TensorSpec arguments."""
+    from google.protobuf import text_format
+
+    from . import pipeline
+
     prof = profile_data(profile or DEFAULT_PROFILE, tf)
     limits = list(LIMITS)
     if not prof["is_cuda_build"]:
@@ -416,8 +448,9 @@ def simulate(spec, switches: dict, profile: str, tf, graph_to_dict) -> dict:
     elif not _FIRST_PROFILE:
         _FIRST_PROFILE.append(prof["name"])
 
-    traced, fetch, _ = trace(spec, tf)
-    on_cpu = place(traced)
+    place_on = place_on.upper()
+    traced, fetch = trace_body(body, specs, tf, f"/{place_on}:0")
+    on_cpu = place(traced, place_on)
     shaped = with_shaped_args(traced, tf)
     switches = dict(switches or {})
     optimized_raw, log, ignored = optimize(shaped, fetch, prof, switches, None, tf)
@@ -426,10 +459,16 @@ def simulate(spec, switches: dict, profile: str, tf, graph_to_dict) -> dict:
     unfused = without_helpers(unfused_raw, tf)
 
     parsed = pipeline.parse_log(log)
-    result = {
+    onednn = None
+    try:
+        from tensorflow.python.util import _pywrap_util_port
+
+        onednn = bool(_pywrap_util_port.IsMklEnabled())
+    except Exception:
+        pass
+    return {
         "simulated": True,
-        "device": f"gpu-sim:{prof['name']}",
-        "spec": spec.to_dict(),
+        "device": f"gpu-sim:{prof['name']}" if place_on == "GPU" else "cpu (simulation control)",
         "profile": prof,
         "stages": {"traced": graph_to_dict(traced, "traced"), "optimized": graph_to_dict(optimized, "optimized")},
         "pbtxt": {"traced": text_format.MessageToString(traced),
@@ -444,13 +483,14 @@ def simulate(spec, switches: dict, profile: str, tf, graph_to_dict) -> dict:
             "log": log[-4000:],
             "log_remapper_off": log_off[-2000:],
         },
-        "placement": {"gpu": GPU_DEVICE, "on_cpu": on_cpu},
+        "placement": {"device": GPU_DEVICE if place_on == "GPU" else CPU_DEVICE, "on_cpu": on_cpu},
         "gpu_kernels": _gpu_kernel_report(optimized),
         "env_flags": _env_flags(),
+        "host_onednn": onednn,
         "ignored_switches": ignored,
         "limits": limits,
         "method": "tf_optimizer.OptimizeGraph on a VirtualCluster (CPU:0 + one virtual GPU:0 with the "
-                  "profile's DeviceProperties); arguments given to Grappler as PlaceholderWithDefault with "
-                  "their full shape (the helper feed placeholders are removed from the graphs shown).",
+                  "profile's DeviceProperties), default two meta-optimizer iterations; arguments given to "
+                  "Grappler as PlaceholderWithDefault with their full shape (the helper feed placeholders "
+                  "are removed from the graphs shown).",
     }
-    return result
