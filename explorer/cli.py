@@ -17,7 +17,7 @@ import sys
 
 from .catalog import PRESETS
 from .errors import ExplorerError, SpecError
-from .flags import DEVICES, Config, parse_assignment
+from .flags import Config, parse_assignment
 from .spec import Chain, resolve
 
 
@@ -35,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
                            ("bench", "time the fused graph against the unfused one")):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("preset", help="a preset id (see `presets`), or 'chain' with --chain options")
-        p.add_argument("--device", default="cpu", choices=sorted(DEVICES))
+        p.add_argument("--device", default="cpu", metavar="cpu|gpu|gpu-sim[:PROFILE]",
+                       help="where to run; gpu-sim simulates Grappler's GPU decisions (profiles: volta, ampere, hopper)")
         p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="an environment flag")
         p.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE", help="a model parameter")
         p.add_argument("--grappler", action="append", default=[], metavar="SWITCH=on|off", help="a Grappler switch")
@@ -102,6 +103,10 @@ def _print_inspect(result: dict) -> None:
     fp = result["fingerprint"]
     print(f"TensorFlow {fp['tensorflow']} | oneDNN {'on' if fp['onednn'] else 'off'} | device {fp['device']} | "
           f"{fp['cpu_model']} | flags {fp['flags'] or 'defaults'}")
+    if result.get("simulated"):
+        print(f"SIMULATED on a virtual {result['profile']['label']}: nothing ran. What the simulation cannot check:")
+        for limit in result.get("limits", []):
+            print(f"  - {limit}")
     for stage, graph in graphs_of(result).items():
         print(f"\n{STAGES[stage]} ({len(graph)} nodes): {' '.join(graph.compute_ops())}")
     print("\nFusions (traced -> after Grappler):")

@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 
 from .errors import SpecError, WorkerError
-from .flags import Config
+from .flags import Config, is_simulated
 from .runner import Limits, Pool, WorkerProcess
 from .spec import ModelSpec, resolve
 
@@ -198,6 +198,9 @@ class Engine:
               on_progress=None) -> dict:
         """Fused against unfused, interleaved, with proof of which graph each variant ran."""
         spec, config = resolve(spec), _config(config)
+        if is_simulated(config.device):
+            raise SpecError("device", "a simulated GPU runs nothing, so there is nothing to time; "
+                            "benchmark on the CPU, or on a real GPU")
         _check_range("reps", reps, 3, MAX_REPS)
         _check_range("warmup", warmup, 0, MAX_WARMUP)
         _check_range("max_seconds", max_seconds, 1, MAX_BENCH_SECONDS)

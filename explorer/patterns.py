@@ -215,7 +215,10 @@ def predict(ctx: Context) -> Prediction:
     notes: list[str] = []
     certain = ctx.on_cpu
     if not ctx.on_cpu:
-        notes.append("GPU rules are read from the remapper's source; on this machine they cannot be confirmed.")
+        notes.append("Simulated GPU: the graph is Grappler's own decision on a virtual GPU, the checklist is read "
+                     "from the remapper's source; kernels are not run, so run-time refusals cannot show."
+                     if ctx.device.startswith("gpu-sim") else
+                     "GPU rules are read from the remapper's source; on this machine they cannot be confirmed.")
     blocked = any(ch.ok is False for ch in checks)
     fusions: list[tuple[str, tuple[str, ...]]] = []
     full = None

@@ -91,8 +91,8 @@ class WorkerProcess:
         env["TF_DUMP_GRAPH_PREFIX"] = self.dump_dir
         env["EXPLORER_DEVICE"] = self.config.device
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH", "")]))
-        if self.config.device == "cpu":
-            # Hide GPUs from CPU runs: placement cannot drift and CUDA is never initialised.
+        if self.config.device != "gpu":
+            # Hide GPUs from CPU and simulated runs: placement cannot drift and CUDA is never initialised.
             env["CUDA_VISIBLE_DEVICES"] = "-1"
         return env
 

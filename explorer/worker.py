@@ -133,6 +133,7 @@ class Worker:
         }
 
     def _device_scope(self):
+        # A simulated GPU builds its inputs on the CPU; simulate.py places the graph itself.
         if self.device == "gpu":
             if not self.gpus:
                 raise NoGpu()
@@ -245,8 +246,12 @@ class Worker:
             return {"pong": True, "pid": os.getpid()}
         if op == "fingerprint":
             return self.fingerprint_data
+        if op == "inspect" and self.device.startswith("gpu-sim"):
+            return self.simulate(request)
         if op == "inspect":
             return self.inspect(request)
+        if op == "bench" and self.device.startswith("gpu-sim"):
+            raise BadRequest("a simulated GPU runs nothing, so it cannot be timed; benchmark on the CPU or a real GPU")
         if op == "bench":
             return self.bench(request)
         raise BadRequest(f"unknown request {op!r}")
@@ -283,6 +288,26 @@ class Worker:
             "fingerprint": self.fingerprint_data,
             "timings": {"capture_s": round(capture_s, 4), "import_s": round(self.import_s, 3)},
         }
+
+    def simulate(self, request: dict) -> dict:
+        """Grappler's decisions on a virtual GPU of the requested profile (no execution)."""
+        from . import simulate
+
+        spec = resolve(request["spec"])
+        profile = self.device.partition(":")[2] or simulate.DEFAULT_PROFILE
+        self._reset_grappler()
+        result = simulate.simulate(spec, request.get("grappler") or {}, profile, self.tf, self.graph_to_dict)
+        self._reset_grappler()
+        log = self.capture.read()
+        parsed = pipeline.parse_log(log)
+        result.setdefault("grappler", {})
+        result["grappler"].update({
+            "remapper_log": result.get("remapper_log", parsed["remapper_log"]),
+            "notable": parsed["notable"], "items": parsed["items"], "pass_graphs": {},
+            "log": [line for line in log if "dump_graph.cc" not in line][-4000:],
+        })
+        result["fingerprint"] = dict(self.fingerprint_data, simulated_gpu=result.get("profile"))
+        return result
 
     def _pass_graphs(self, parsed: dict) -> dict:
         """Neutral graphs of the model's per-pass dumps, keyed by dump file name."""
