@@ -71,7 +71,7 @@ def panel(choice: Choice) -> None:
         seconds = c3.number_input("Time budget (s)", min_value=1, max_value=int(MAX_BENCH_SECONDS), step=5,
                                   key=state.BENCH_SECONDS,
                                   help=f"The timed loop stops early when it runs out; 1..{MAX_BENCH_SECONDS:g} s")
-        submitted = c4.form_submit_button("Run fused vs unfused", type="primary", width="stretch")
+        submitted = c4.form_submit_button("Run fused vs unfused", type="primary", width="stretch", key="bench.run")
     if submitted:
         result = run(choice, int(reps), int(warmup), float(seconds))
     else:

@@ -8,10 +8,11 @@ by the result's key and the drawing options, so they are ``cache_data`` with a b
 from __future__ import annotations
 
 import logging
+import os
 
 import streamlit as st
 
-from ..engine import Engine
+from ..engine import DEFAULT_CACHE_DIR, Engine
 from ..flags import Config
 
 log = logging.getLogger(__name__)
@@ -26,7 +27,7 @@ def _release(engine: Engine) -> None:
 @st.cache_resource(show_spinner=False, on_release=_release)
 def engine() -> Engine:
     """The one Engine of this server: its warm workers and its cache serve every session."""
-    instance = Engine()
+    instance = Engine(cache_dir=os.environ.get("EXPLORER_CACHE_DIR") or DEFAULT_CACHE_DIR)
     _engines.append(instance)
     return instance
 

@@ -86,7 +86,7 @@ def _legend() -> None:
 
 def _graph(stage: str, side: str, drawn: dict, result: dict, pair: str) -> None:
     dot = drawn[side]
-    head, buttons = st.columns([5, 2], vertical_alignment="center")
+    head, buttons = st.columns([2, 1], vertical_alignment="center")
     head.markdown(f"**{STAGES[stage][0].upper() + STAGES[stage][1:]}** · {drawn['nodes'][side]} nodes")
     name = f"{result.get('spec', {}).get('preset') or 'chain'}-{stage}"
     pbtxt = (result.get("pbtxt") or {}).get(stage, "")

@@ -1,0 +1,148 @@
+"""The page, driven with Streamlit's AppTest over the real engine (real TensorFlow worker processes).
+
+Marked ``tf``: each new flag set starts a worker (~5 s); runs in a warm worker take well under a second.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer.flags import ENV_FLAGS
+from explorer.ui import state
+
+pytestmark = pytest.mark.tf
+
+
+def texts(at) -> str:
+    """Everything the page wrote as text (markdown, captions, errors, code), sidebar included."""
+    parts = []
+    for kind in ("markdown", "caption", "error", "warning", "info", "code", "title"):
+        parts += [str(e.value) for e in getattr(at, kind)]
+    return "\n".join(parts)
+
+
+def fusion_lines(at) -> list[str]:
+    """The fusions listed beside the graphs ("- `MatMul + BiasAdd ... → _FusedMatMul [...]`")."""
+    return [m.value for m in at.markdown if m.value.startswith("- `") and "→" in m.value]
+
+
+def test_default_load_shows_a_fusion(make_app):
+    at = make_app().run()
+    assert not at.exception
+    assert not at.error, [e.value for e in at.error]
+    assert "TF Fusion Explorer" in at.title[0].value
+    assert at.session_state[state.PRESET] == "matmul_bias_gelu_approx"
+    lines = fusion_lines(at)
+    assert len(lines) == 1
+    assert "_FusedMatMul [BiasAdd, GeluApproximate]" in lines[0]
+    assert "**1 fusion** found by Grappler" in texts(at)
+    # the configuration as a command line that reproduces it
+    assert any("python -m explorer inspect matmul_bias_gelu_approx" in c.value for c in at.code)
+
+
+def test_select_another_preset(make_app):
+    at = make_app().run()
+    at.selectbox(key=state.PRESET).set_value("conv2d_bias_relu").run()
+    assert not at.exception
+    assert not at.error, [e.value for e in at.error]
+    lines = fusion_lines(at)
+    assert lines and "_FusedConv2D [BiasAdd, Relu]" in lines[0]
+    # the preset's explanation is shown with it
+    assert "convolution block" in texts(at)
+
+
+def test_onednn_off_fuses_only_the_bias(make_app):
+    at = make_app().run()
+    at.radio(key=state.env_key("TF_ENABLE_ONEDNN_OPTS")).set_value("0").run()
+    assert not at.exception
+    assert not at.error, [e.value for e in at.error]
+    lines = fusion_lines(at)
+    assert len(lines) == 1
+    assert "_FusedMatMul [BiasAdd]" in lines[0] and "Gelu" not in lines[0].split("→")[1]
+    assert any("TF_ENABLE_ONEDNN_OPTS=0" in c.value for c in at.code)
+
+
+def test_whatif_pin_then_flip_a_flag(make_app):
+    at = make_app().run()
+    at.button(key="whatif.pin").click().run()
+    assert at.session_state[state.PINNED] is not None
+    at.radio(key=state.env_key("TF_ENABLE_ONEDNN_OPTS")).set_value("0").run()
+    assert not at.exception
+    page = texts(at)
+    assert "TF_ENABLE_ONEDNN_OPTS: unset → 0" in page
+    assert "**Pinned**" in page and "**Current**" in page
+    sides = [m.value for m in at.markdown if m.value.startswith("Fusions found")]
+    assert len(sides) == 2
+    assert "_FusedMatMul [BiasAdd, GeluApproximate]" in sides[0]  # pinned: oneDNN on
+    assert "_FusedMatMul [BiasAdd]`" in sides[1]  # current: oneDNN off
+
+
+def test_run_benchmark_shows_summary_and_charts(make_app):
+    at = make_app(**{state.BENCH_REPS: 10, state.BENCH_WARMUP: 2, state.BENCH_SECONDS: 30}).run()
+    at.button(key="bench.run").click().run()
+    assert not at.exception
+    assert not at.error, [e.value for e in at.error]
+    labels = [m.label for m in at.metric]
+    assert {"Fused median", "Unfused median", "Speedup of fusion", "Outputs agree"} <= set(labels)
+    agree = next(m for m in at.metric if m.label == "Outputs agree")
+    assert agree.value == "yes"
+    page = texts(at)
+    assert "_MklNativeFusedMatMul" in page  # proof of the graph the fused variant ran
+    charts = at.get("plotly_chart")
+    assert len(charts) >= 3
+    # kept for this configuration: a rerun shows it without running again
+    at.run()
+    assert "Speedup of fusion" in [m.label for m in at.metric]
+
+
+def test_invalid_chain_is_explained_before_running(make_app):
+    at = make_app(**{state.MODE: "chain"}).run()
+    assert not at.exception
+    at.selectbox(key=state.chain_key("contraction")).set_value("MatMul")
+    at.selectbox(key=state.chain_key("norm")).set_value("FusedBatchNorm").run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert any("chain.norm" in e and "4-D" in e for e in errors), errors
+    assert not fusion_lines(at)  # nothing ran
+    # the widgets keep their values; fixing the chain runs it
+    assert at.selectbox(key=state.chain_key("norm")).value == "FusedBatchNorm"
+    at.selectbox(key=state.chain_key("norm")).set_value("none").run()
+    assert not at.exception and not at.error
+    assert fusion_lines(at)
+
+
+def test_size_over_the_limit_names_the_field(make_app):
+    at = make_app().run()
+    at.number_input(key=state.param_key("matmul_bias_gelu_approx", "m")).set_value(1 << 20)
+    at.number_input(key=state.param_key("matmul_bias_gelu_approx", "k")).set_value(1 << 20).run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert any(e.startswith("params (x)") and "MiB" in e for e in errors), errors
+
+
+def test_gpu_on_this_machine_says_there_is_none(make_app):
+    at = make_app().run()
+    fingerprint_gpus = "GPU (none here)" in [str(o) for o in at.radio(key=state.DEVICE).options]
+    at.radio(key=state.DEVICE).set_value("gpu").run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    if not fingerprint_gpus:
+        pytest.skip("this machine has a GPU")
+    assert any(e.startswith("No GPU on this machine") for e in errors), errors
+    assert not fusion_lines(at)
+    at.radio(key=state.DEVICE).set_value("cpu").run()
+    assert not at.error and fusion_lines(at)
+
+
+def test_repeat_visit_is_served_from_cache(make_app):
+    make_app().run()
+    at = make_app().run()  # a new session, same configuration
+    assert not at.exception
+    assert "served from cache" in texts(at)
+
+
+def test_every_env_flag_is_offered_with_its_meaning(make_app):
+    at = make_app().run()
+    page = texts(at)
+    for flag in ENV_FLAGS.values():
+        assert flag.meaning in page
