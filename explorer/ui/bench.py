@@ -57,6 +57,11 @@ def run(choice: Choice, reps: int, warmup: int, max_seconds: float) -> dict | No
     return result
 
 
+def simulated_note() -> None:
+    st.info("A simulated GPU runs nothing, so there is nothing to time: benchmark on the CPU, or on a real GPU. "
+            "Pin this result and switch the device to CPU to compare the graphs side by side.")
+
+
 def panel(choice: Choice) -> None:
     st.caption(
         "The same model is run twice in one worker: with the remapper on (**fused**) and with it off "

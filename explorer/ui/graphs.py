@@ -24,8 +24,11 @@ PAIR_HELP = ("traced: the graph tf.function built. after Grappler: what the opti
 @st.fragment
 def panel(result: dict) -> None:
     stages = result.get("stages") or {}
+    pairs = [p for p in PAIRS if all(s in stages for s in p.split("->"))] or list(PAIRS)
+    if st.session_state.get(state.STAGE_PAIR) not in pairs:
+        st.session_state[state.STAGE_PAIR] = pairs[0]  # e.g. a simulated GPU has no executed stage
     top_left, top_right = st.columns([3, 2], vertical_alignment="bottom")
-    pair = top_left.radio("Compare", list(PAIRS), key=state.STAGE_PAIR, horizontal=True, format_func=PAIRS.get,
+    pair = top_left.radio("Compare", pairs, key=state.STAGE_PAIR, horizontal=True, format_func=PAIRS.get,
                           help=PAIR_HELP)
     fold = top_right.toggle("Fold constants and plumbing", key=state.FOLD,
                             help="Hide Const, Identity, ReadVariableOp and NoOp nodes: constants become '+N const' "

@@ -34,9 +34,9 @@ def render() -> None:
     with tab_graphs:
         graphs.panel(result)
     with tab_bench:
-        bench.panel(choice)
+        bench.panel(choice) if not result.get("simulated") else bench.simulated_note()
     with tab_sweep:
-        bench.sweep_panel(choice)
+        bench.sweep_panel(choice) if not result.get("simulated") else bench.simulated_note()
     with tab_log:
         _grappler_log(result)
 
@@ -109,13 +109,19 @@ def _summary_line(choice: sidebar.Choice, result: dict) -> None:
     with left:
         found = (f"**{len(fusions)} fusion{'s' if len(fusions) != 1 else ''}** found by Grappler" if fusions
                  else "**no fusion** found by Grappler")
-        st.markdown(f"{found} · {choice.label} on {choice.config.device.upper()} · oneDNN "
+        st.markdown(f"{found} · {choice.label} on {sidebar.device_label(choice.config.device)} · oneDNN "
                     f"{'on' if fp.get('onednn') else 'off'} · TensorFlow {fp.get('tensorflow', '?')}")
         st.caption(f"Graphs {result['provenance']}.")
     with right:
         whatif.pin_button(choice, result)
     for warning in result.get("warnings") or []:
         st.warning(warning)
+    if result.get("simulated"):
+        profile = result.get("profile") or {}
+        with st.expander(f"Simulated on a virtual {profile.get('model', 'GPU')}: what this cannot check"):
+            st.markdown("\n".join(f"- {line}" for line in result.get("limits") or []))
+            if result.get("method"):
+                st.caption(result["method"])
 
 
 def _grappler_log(result: dict) -> None:

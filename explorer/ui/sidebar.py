@@ -13,11 +13,11 @@ import streamlit as st
 
 from ..catalog import PRESETS, Preset
 from ..errors import SpecError
-from ..flags import DEVICES, ENV_FLAGS, GRAPPLER_SWITCHES, Config
+from ..flags import DEVICES, ENV_FLAGS, GRAPPLER_SWITCHES, Config, gpu_profiles, is_simulated
 from ..spec import ACTIVATION_LABELS, ACTIVATIONS, BIASES, CONTRACTIONS, NORMS, PARAMS, Chain, ModelSpec, resolve
 from . import state
 
-DEVICE_LABELS = {"cpu": "CPU", "gpu": "GPU"}
+DEVICE_LABELS = {"cpu": "CPU", "gpu": "GPU", "gpu-sim": "GPU, simulated"}
 FLAG_DEVICE = {"cpu": "matters on CPU", "gpu": "matters on GPU", "any": "matters on any device"}
 CONTRACTION_LABELS = {"MatMul": "MatMul", "BatchMatMulV2": "BatchMatMul", "Conv2D": "Conv2D",
                       "DepthwiseConv2dNative": "DepthwiseConv2D", "none": "none (start at the norm)"}
@@ -48,15 +48,23 @@ class Choice:
         return self.preset.title if self.preset else (self.model.chain.describe() if self.model else "custom chain")
 
 
+def device_label(device: str) -> str:
+    """'CPU', 'GPU' or 'GPU, simulated (ampere)' for a Config's device string."""
+    base, _, profile = device.partition(":")
+    return DEVICE_LABELS.get(base, base) + (f" ({profile})" if profile else "")
+
+
 def no_gpu_reason(fingerprint: dict | None) -> str | None:
     """Why GPU cannot be chosen here, or None when TensorFlow sees a GPU (or we cannot tell)."""
     if not fingerprint or fingerprint.get("gpus"):
         return None
     seen = ", ".join(d.rsplit("/", 1)[-1].replace("physical_device:", "") for d in fingerprint.get("devices", [])) or "no devices"
-    build = (f"a CUDA build (CUDA {fingerprint.get('cuda_version') or '?'}, cuDNN {fingerprint.get('cudnn_version') or '?'})"
-             if fingerprint.get("cuda_build") else "a CPU-only build")
-    return (f"No GPU on this machine: TensorFlow {fingerprint.get('tensorflow', '')} ({build}) sees only {seen}. "
-            "Choose CPU, or run the explorer on a machine with an NVIDIA GPU.")
+    build = (f"It is a CUDA build (CUDA {fingerprint.get('cuda_version') or '?'}, cuDNN "
+             f"{fingerprint.get('cudnn_version') or '?'}), so a GPU would be used if there were one."
+             if fingerprint.get("cuda_build") else "It is a CPU-only build of TensorFlow.")
+    simulated = " or a simulated GPU (graphs only)" if "gpu-sim" in DEVICES else ""
+    return (f"No GPU on this machine: TensorFlow {fingerprint.get('tensorflow', '')} sees only {seen}. {build} "
+            f"Choose CPU{simulated}, or run the explorer on a machine with an NVIDIA GPU.")
 
 
 def render(fingerprint: dict | None) -> Choice:
@@ -153,6 +161,15 @@ def _configuration(fingerprint: dict | None) -> tuple[Config | None, list[str]]:
     if device == "gpu" and gpu_reason:
         st.error(gpu_reason)
         problems.append(gpu_reason)
+    elif is_simulated(device):
+        profiles = gpu_profiles()
+        if st.session_state.get(state.GPU_PROFILE) not in profiles:
+            st.session_state[state.GPU_PROFILE] = next(iter(profiles))
+        profile = st.selectbox("GPU profile", list(profiles), key=state.GPU_PROFILE,
+                               format_func=lambda p: profiles[p].get("label", p))
+        st.caption(f"Grappler's real GPU decisions on a virtual {profiles[profile].get('model', profile)}: "
+                   f"graphs and fusions only, nothing runs and nothing is timed. {profiles[profile].get('notes', '')}")
+        device = f"gpu-sim:{profile}"
     elif fingerprint:
         st.caption(f"TensorFlow {fingerprint.get('tensorflow', '?')} · {fingerprint.get('cpu_model', 'CPU')}, "
                    f"{fingerprint.get('cpu_count', '?')} cores · "
@@ -165,7 +182,7 @@ def _configuration(fingerprint: dict | None) -> tuple[Config | None, list[str]]:
     for flag in ENV_FLAGS.values():
         if flag.device != "gpu":
             env[flag.name] = _flag(flag)
-    with st.expander(f"GPU flags ({len(gpu_flags)})", expanded=device == "gpu"):
+    with st.expander(f"GPU flags ({len(gpu_flags)})", expanded=device.startswith("gpu")):
         for flag in gpu_flags:
             env[flag.name] = _flag(flag)
     with st.expander(f"Grappler switches ({len(GRAPPLER_SWITCHES)})"):

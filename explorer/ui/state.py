@@ -31,7 +31,8 @@ def param_key(model_id: str, name: str) -> str:
 
 
 # The configuration (sidebar).
-DEVICE = "config.device"
+DEVICE = "config.device"  # "cpu", "gpu" or "gpu-sim" (the profile is GPU_PROFILE)
+GPU_PROFILE = "config.gpu_profile"
 
 
 def env_key(name: str) -> str:
@@ -74,6 +75,7 @@ DEFAULTS: dict[str, object] = {
     chain_key("side_add"): False,
     chain_key("activation"): "Relu",
     DEVICE: "cpu",
+    GPU_PROFILE: None,
     **{env_key(name): UNSET for name in ENV_FLAGS},
     **{switch_key(name): UNSET for name in GRAPPLER_SWITCHES},
     STAGE_PAIR: "traced->optimized",

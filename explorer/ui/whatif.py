@@ -15,7 +15,7 @@ from ..analysis import graphs_of
 from ..errors import ExplorerError
 from ..flags import Config
 from . import state
-from .sidebar import Choice
+from .sidebar import Choice, device_label
 
 
 def summarize(choice: Choice, result: dict) -> dict:
@@ -36,6 +36,7 @@ def summarize(choice: Choice, result: dict) -> dict:
         "executed": _op_counts(executed.compute_ops()) if executed is not None else "",
         "nodes": {stage: len(g) for stage, g in graphs.items()},
         "onednn": fp.get("onednn"),
+        "simulated": bool(result.get("simulated")),
         "warnings": list(result.get("warnings") or []),
     }
 
@@ -112,8 +113,9 @@ def panel(choice: Choice, result: dict | None) -> None:
         left, right = st.columns(2)
         _side(left, "Pinned", pinned, current)
         _side(right, "Current", current, pinned)
-        if (state.recall(state.BENCH_RESULTS, pinned["run_key"]) is None
-                or state.recall(state.BENCH_RESULTS, current["run_key"]) is None):
+        missing = [side for side in (pinned, current)
+                   if not side.get("simulated") and state.recall(state.BENCH_RESULTS, side["run_key"]) is None]
+        if missing:
             if st.button("Benchmark both", key="whatif.bench", icon=":material/timer:",
                          help="Time fused against unfused for the pinned and the current configuration, "
                               "with the settings of the 'Fused vs unfused' tab."):
@@ -124,7 +126,7 @@ def _side(col, title: str, mine: dict, other: dict | None) -> None:
     """One side of the comparison; what differs from the other side is marked."""
     only_here = " :orange-badge[only here]" if other is not None else ""
     with col:
-        st.markdown(f"**{title}** · {mine['label']} · {mine['config']['device'].upper()} · oneDNN "
+        st.markdown(f"**{title}** · {mine['label']} · {device_label(mine['config']['device'])} · oneDNN "
                     f"{'on' if mine.get('onednn') else 'off'}")
         fusions = mine["fusions"]
         others = set(other["fusions"]) if other is not None else set()
@@ -140,6 +142,8 @@ def _side(col, title: str, mine: dict, other: dict | None) -> None:
         if bench is not None:
             sp = bench["summary"]["speedup"]
             st.markdown(f"Speedup of fusion: **{stats.format_speedup(sp)}** ({sp['verdict']})")
+        elif mine.get("simulated"):
+            st.caption("Speedup: none, a simulated GPU runs nothing.")
         else:
             st.caption("Speedup: not measured for this configuration yet.")
 
@@ -155,7 +159,7 @@ def _bench_both(pinned: dict, current: dict) -> None:
     warmup = int(st.session_state.get(state.BENCH_WARMUP, 5))
     seconds = float(st.session_state.get(state.BENCH_SECONDS, 60))
     for side in (pinned, current):
-        if state.recall(state.BENCH_RESULTS, side["run_key"]) is not None:
+        if state.recall(state.BENCH_RESULTS, side["run_key"]) is not None or side.get("simulated"):
             continue
         status, bar, on_progress = _progress_runner(f"Timing {side['label']} ({side['config']['device']}, "
                                                      f"{side['config']['env'] or 'default flags'})")

@@ -146,3 +146,19 @@ def test_every_env_flag_is_offered_with_its_meaning(make_app):
     page = texts(at)
     for flag in ENV_FLAGS.values():
         assert flag.meaning in page
+
+
+def test_simulated_gpu_shows_graphs_labelled_and_no_timing(make_app):
+    from explorer.flags import DEVICES
+
+    if "gpu-sim" not in DEVICES:
+        pytest.skip("this engine has no simulated GPU")
+    at = make_app().run()
+    at.radio(key=state.DEVICE).set_value("gpu-sim").run()
+    assert not at.exception
+    assert not at.error, [e.value for e in at.error]
+    assert any(e.label.startswith("Simulated on a virtual") for e in at.expander)
+    assert "GPU, simulated" in texts(at)
+    assert any("nothing to time" in i.value for i in at.info)
+    assert at.radio(key=state.STAGE_PAIR).options == ["traced → after Grappler"]
+    assert not at.metric
