@@ -412,6 +412,17 @@ def _env_flags() -> dict:
 
 _FIRST_PROFILE: list[str] = []
 
+# Boolean flags the remapper reads with TF_CHECK_OK(ReadBoolFromEnvVar(...)): a value TensorFlow
+# cannot parse (even "") aborts the whole process at the first GPU-placed candidate node.
+_CHECKED_BOOL_FLAGS = ("TF_USE_CUBLASLT", "TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT")
+
+
+def check_flags(environ=os.environ) -> None:
+    for name in _CHECKED_BOOL_FLAGS:
+        if name in environ and environ[name].strip().lower() not in ("0", "1", "true", "false"):
+            raise ValueError(f"{name}={environ[name]!r} is not a boolean TensorFlow can read: its remapper "
+                             "would abort the process (TF_CHECK_OK in remapper.cc). Unset it or use 0 or 1.")
+
 
 def simulate(spec, switches: dict, profile: str, tf, graph_to_dict, *, place_on: str = "GPU") -> dict:
     """Grappler's GPU decisions for ``spec`` on the named virtual GPU, as plain data.
@@ -436,6 +447,7 @@ def simulate_body(body, specs, switches: dict, profile: str, tf, graph_to_dict, 
 
     from . import pipeline
 
+    check_flags()
     prof = profile_data(profile or DEFAULT_PROFILE, tf)
     limits = list(LIMITS)
     if not prof["is_cuda_build"]:
