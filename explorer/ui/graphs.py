@@ -28,7 +28,7 @@ def panel(result: dict) -> None:
     if st.session_state.get(state.STAGE_PAIR) not in pairs:
         st.session_state[state.STAGE_PAIR] = pairs[0]  # e.g. a simulated GPU has no executed stage
     top_left, top_right = st.columns([3, 2], vertical_alignment="bottom")
-    pair = top_left.radio("Compare", pairs, key=state.STAGE_PAIR, horizontal=True, format_func=PAIRS.get,
+    pair = top_left.radio("Stages to compare", pairs, key=state.STAGE_PAIR, horizontal=True, format_func=PAIRS.get,
                           help=PAIR_HELP)
     fold = top_right.toggle("Fold constants and plumbing", key=state.FOLD,
                             help="Hide Const, Identity, ReadVariableOp and NoOp nodes: constants become '+N const' "

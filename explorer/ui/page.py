@@ -127,13 +127,13 @@ def _summary_line(choice: sidebar.Choice, result: dict) -> None:
 def _grappler_log(result: dict) -> None:
     grappler = result.get("grappler") or {}
     st.caption("What TensorFlow itself logged while optimising this model (remapper=2, meta_optimizer=4).")
-    st.subheader("The remapper's own lines")
+    st.markdown("**The remapper's own lines**")
     lines = grappler.get("remapper_log") or []
     st.code("\n".join(lines) if lines else "(the remapper logged nothing: it fused nothing here)", language="text",
             wrap_lines=True)
-    notable = [ln for ln in grappler.get("notable") or [] if ln not in lines]
+    notable = [ln for ln in grappler.get("notable") or [] if ln.split("] ", 1)[-1].strip() not in lines]
     if notable:
-        st.subheader("Other notable lines")
+        st.markdown("**Other notable lines**")
         st.code("\n".join(notable), language="text", wrap_lines=True)
     stages = ", ".join(f"{STAGES[s]}: {len(g.get('nodes', []))} nodes" for s, g in (result.get("stages") or {}).items()
                        if s in STAGES)

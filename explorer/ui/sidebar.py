@@ -164,7 +164,7 @@ def _configuration(fingerprint: dict | None) -> tuple[Config | None, list[str]]:
     elif is_simulated(device):
         profiles = gpu_profiles()
         if st.session_state.get(state.GPU_PROFILE) not in profiles:
-            st.session_state[state.GPU_PROFILE] = next(iter(profiles))
+            st.session_state[state.GPU_PROFILE] = _default_profile(profiles)
         profile = st.selectbox("GPU profile", list(profiles), key=state.GPU_PROFILE,
                                format_func=lambda p: profiles[p].get("label", p))
         st.caption(f"Grappler's real GPU decisions on a virtual {profiles[profile].get('model', profile)}: "
@@ -189,9 +189,8 @@ def _configuration(fingerprint: dict | None) -> tuple[Config | None, list[str]]:
         st.caption("Passes of Grappler, TensorFlow's graph optimiser. Turning `remapping` off is the unfused graph.")
         grappler = {}
         for switch in GRAPPLER_SWITCHES.values():
-            grappler[switch.name] = st.radio(switch.name, (state.UNSET, "on", "off"), key=state.switch_key(switch.name),
-                                             horizontal=True, help=switch.meaning)
-            st.caption(switch.meaning)
+            grappler[switch.name] = st.radio(f"`{switch.name}`: {switch.meaning}", (state.UNSET, "on", "off"),
+                                             key=state.switch_key(switch.name), horizontal=True)
     try:
         config = Config.make(device, {k: v for k, v in env.items() if v != state.UNSET},
                              {k: v for k, v in grappler.items() if v != state.UNSET})
@@ -199,6 +198,14 @@ def _configuration(fingerprint: dict | None) -> tuple[Config | None, list[str]]:
         st.error(str(exc))
         return None, problems + [str(exc)]
     return config, problems
+
+
+def _default_profile(profiles: dict) -> str:
+    try:
+        from ..simulate import DEFAULT_PROFILE  # plain data; TensorFlow is imported only inside its functions
+    except ImportError:
+        DEFAULT_PROFILE = None
+    return DEFAULT_PROFILE if DEFAULT_PROFILE in profiles else next(iter(profiles))
 
 
 def _flag(flag) -> str:
