@@ -66,17 +66,33 @@ class DeviceQueue:
             self._tickets += 1
             ticket = self._tickets
             self._waiting.append((ticket, kind))
-            while not self._admissible(ticket, kind):
-                if on_wait is not None:
+        try:
+            while True:
+                with self._cond:
+                    if self._admissible(ticket, kind):
+                        self._waiting = [(t, k) for t, k in self._waiting if t != ticket]
+                        if kind == "bench" and self._serving:
+                            self.overlaps += 1
+                        self._serving.append((ticket, kind))
+                        started_with = len(self._serving) - 1
+                        break
                     place = next(i for i, (t, _) in enumerate(self._waiting) if t == ticket) + 1
+                    running = len(self._serving)
+                # The caller's callback runs outside the lock (a slow one must not stall the queue),
+                # and may raise: a Streamlit session that reruns or closes raises in its script thread.
+                if on_wait is not None:
                     on_wait({"fraction": 0.0, "message": f"waiting in the queue (place {place}, "
-                             f"{len(self._serving)} running)", "queue_position": place})
-                self._cond.wait(timeout=0.5)
-            self._waiting = [(t, k) for t, k in self._waiting if t != ticket]
-            if kind == "bench" and self._serving:
-                self.overlaps += 1
-            self._serving.append((ticket, kind))
-            started_with = len(self._serving) - 1
+                             f"{running} running)", "queue_position": place})
+                with self._cond:
+                    if not self._admissible(ticket, kind):
+                        self._cond.wait(timeout=0.5)
+        except BaseException:
+            # A ticket left in the line would block every later request on this device for good.
+            with self._cond:
+                self._waiting = [(t, k) for t, k in self._waiting if t != ticket]
+                self._serving = [(t, k) for t, k in self._serving if t != ticket]
+                self._cond.notify_all()
+            raise
         try:
             yield {"ticket": ticket, "others_running_at_start": started_with}
         finally:
