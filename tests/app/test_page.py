@@ -162,3 +162,35 @@ def test_simulated_gpu_shows_graphs_labelled_and_no_timing(make_app):
     assert any("nothing to time" in i.value for i in at.info)
     assert at.radio(key=state.STAGE_PAIR).options == ["traced → after Grappler"]
     assert not at.metric
+
+
+def test_worker_failure_is_a_message_and_the_page_keeps_working(make_app, monkeypatch):
+    from explorer.engine import Engine
+    from explorer.errors import WorkerError
+
+    def crash(self, *args, **kwargs):
+        raise WorkerError("crash", "The worker process died during the inspect request (killed by SIGKILL); "
+                                   "the next request starts a new one.", "F0000 last words of TensorFlow")
+
+    at = make_app().run()
+    with monkeypatch.context() as patch:
+        patch.setattr(Engine, "inspect", crash)
+        at.run()
+        assert not at.exception
+        errors = [e.value for e in at.error]
+        assert any("worker process died" in e for e in errors), errors
+        assert any("last log lines" in x.label for x in at.expander)
+        assert at.session_state[state.PRESET] == "matmul_bias_gelu_approx"
+    at.run()
+    assert not at.exception and not at.error
+    assert fusion_lines(at)
+
+
+def test_tensorflow_defect_is_reported_plainly(make_app):
+    """Conv2D + FusedBatchNorm + Tanh: TF 2.21 with oneDNN fuses it into a kernel that does not exist."""
+    chain = {"contraction": "Conv2D", "bias": "none", "norm": "FusedBatchNorm", "activation": "Tanh"}
+    at = make_app(**{state.MODE: "chain"}, **{state.chain_key(k): v for k, v in chain.items()}).run()
+    assert not at.exception
+    if not at.error:
+        pytest.skip("this TensorFlow runs Conv2D+FusedBatchNorm+Tanh")
+    assert any("TensorFlow failed" in e.value for e in at.error), [e.value for e in at.error]
