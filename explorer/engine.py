@@ -111,10 +111,24 @@ class ResultCache:
         self._memory: dict[str, dict] = {}
         self._lock = threading.Lock()
 
+    _code_version: str | None = None
+
+    @classmethod
+    def code_version(cls) -> str:
+        """Digest of the explorer package's modules (the page's ui/ excepted): what builds, runs and
+        annotates a result. A result made by other code is another result, so upgrading the
+        explorer never serves graphs or fusions found by the code it replaced."""
+        if cls._code_version is None:
+            digest = hashlib.sha256()
+            for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+                digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+            cls._code_version = digest.hexdigest()[:16]
+        return cls._code_version
+
     @staticmethod
     def key(kind: str, spec: ModelSpec, config: Config, extra: dict | None = None) -> str:
         payload = {"kind": kind, "spec": spec.to_dict(), "config": config.to_dict(), "tf": tensorflow_version(),
-                   "extra": extra or {}}
+                   "code": ResultCache.code_version(), "extra": extra or {}}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
 
     def get(self, key: str) -> dict | None:
