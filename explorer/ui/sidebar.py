@@ -20,11 +20,12 @@ from . import state
 DEVICE_LABELS = {"cpu": "CPU", "gpu": "GPU", "gpu-sim": "GPU, simulated"}
 FLAG_DEVICE = {"cpu": "matters on CPU", "gpu": "matters on GPU", "any": "matters on any device"}
 CONTRACTION_LABELS = {"MatMul": "MatMul", "BatchMatMulV2": "BatchMatMul", "Conv2D": "Conv2D",
-                      "DepthwiseConv2dNative": "DepthwiseConv2D", "none": "none (start at the norm)"}
+                      "DepthwiseConv2dNative": "DepthwiseConv2D", "Conv3D": "Conv3D",
+                      "none": "none (start at the norm)"}
 PARAM_LABELS = {
     "m": "m (rows)", "k": "k (inner)", "n": "n (outputs)", "batch": "batch", "height": "height", "width": "width",
     "in_channels": "in channels", "out_channels": "out channels", "channels": "channels",
-    "multiplier": "multiplier", "filter_size": "filter size", "dtype": "dtype", "data_format": "data format",
+    "multiplier": "multiplier", "depth": "depth", "buckets": "hash buckets", "filter_size": "filter size", "dtype": "dtype", "data_format": "data format",
     "training": "training mode", "return_intermediate": "also return", "second_consumer": "second consumer",
 }
 
@@ -112,14 +113,13 @@ def _chain_builder() -> Chain:
     st.caption("Compose contraction → bias → normalisation → activation; the remapper looks for such chains.")
     c1, c2 = st.columns(2)
     contraction = c1.selectbox("Contraction", CONTRACTIONS, key=state.chain_key("contraction"),
-                               format_func=CONTRACTION_LABELS.get)
+                               format_func=lambda c: CONTRACTION_LABELS.get(c, c))
     bias = c2.selectbox("Bias", BIASES, key=state.chain_key("bias"),
                         help="BiasAdd is what the remapper fuses; Add with a 1-D bias fuses too on most paths.")
     norm = c1.selectbox("Normalisation", NORMS, key=state.chain_key("norm"),
-                        format_func={"none": "none", "FusedBatchNorm": "FusedBatchNorm"}.get,
                         help="FusedBatchNorm (inference unless 'training mode' is on); needs a 4-D tensor.")
     activation = c2.selectbox("Activation", ACTIVATIONS, key=state.chain_key("activation"),
-                              format_func=ACTIVATION_LABELS.get)
+                              format_func=lambda a: ACTIVATION_LABELS.get(a, a))
     squeeze = c1.checkbox("Squeeze", key=state.chain_key("squeeze"),
                           help="Squeeze the width dimension between Conv2D and the bias (Conv2D + Squeeze + BiasAdd).")
     side_add = c2.checkbox("Side add", key=state.chain_key("side_add"),

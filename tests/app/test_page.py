@@ -75,6 +75,14 @@ def test_whatif_pin_then_flip_a_flag(make_app):
     assert len(sides) == 2
     assert "_FusedMatMul [BiasAdd, GeluApproximate]" in sides[0]  # pinned: oneDNN on
     assert "_FusedMatMul [BiasAdd]`" in sides[1]  # current: oneDNN off
+    # and the speedup of both, measured with the benchmark tab's settings
+    at.session_state[state.BENCH_REPS] = 6
+    at.session_state[state.BENCH_WARMUP] = 1
+    at.button(key="whatif.bench").click().run()
+    assert not at.exception
+    assert not at.error, [e.value for e in at.error]
+    speedups = [m.value for m in at.markdown if m.value.startswith("Speedup of fusion:")]
+    assert len(speedups) == 2
 
 
 def test_run_benchmark_shows_summary_and_charts(make_app):
@@ -134,11 +142,15 @@ def test_gpu_on_this_machine_says_there_is_none(make_app):
     assert not at.error and fusion_lines(at)
 
 
-def test_repeat_visit_is_served_from_cache(make_app):
-    make_app().run()
-    at = make_app().run()  # a new session, same configuration
+def test_new_flags_start_a_worker_and_a_repeat_visit_is_served_from_cache(make_app):
+    # No other test uses this flag, so its configuration has no warm worker yet.
+    xla = {state.env_key("TF_XLA_FLAGS"): "--tf_xla_auto_jit=2"}
+    at = make_app(**xla).run()
     assert not at.exception
-    assert "served from cache" in texts(at)
+    assert "ran in a new TensorFlow worker process" in texts(at)
+    again = make_app(**xla).run()  # a new session, same configuration
+    assert not again.exception
+    assert "served from cache" in texts(again)
 
 
 def test_every_env_flag_is_offered_with_its_meaning(make_app):
