@@ -20,12 +20,13 @@ class Preset:
     explanation: str  # a few sentences for a learner
     where: str  # where it fuses (device, flags) as the remapper's rules say
     defaults: dict = field(default_factory=dict)
+    rows: tuple[int, ...] = ()  # rows of the remapper catalogue (../shared/reference) it exercises
 
     def to_dict(self) -> dict:
         return {
             "id": self.id, "title": self.title, "pattern": self.chain.describe(),
             "chain": self.chain.to_dict(), "fused_op": self.fused_op,
-            "explanation": self.explanation, "where": self.where,
+            "explanation": self.explanation, "where": self.where, "rows": list(self.rows),
             "params": {name: self.defaults.get(name) for name in self.chain.param_names() if name in self.defaults},
         }
 
@@ -45,6 +46,7 @@ PRESETS: dict[str, Preset] = {
             "CPU with oneDNN (on by default on recent x86); GPU with TF_USE_CUBLASLT=1. Without them "
             "only MatMul+BiasAdd fuse.",
             {"m": 16384, "k": 64, "n": 256},
+            rows=(16,),
         ),
         Preset(
             "matmul_bias_gelu_exact",
@@ -57,6 +59,7 @@ PRESETS: dict[str, Preset] = {
             "CPU with oneDNN; GPU only with cuDNN runtime fusion (float16, compute capability 8.0+). "
             "Elsewhere only MatMul+BiasAdd fuse.",
             {"m": 16384, "k": 64, "n": 256},
+            rows=(15,),
         ),
         Preset(
             "matmul_bias_relu",
@@ -67,6 +70,7 @@ PRESETS: dict[str, Preset] = {
             "MatMul's output is still in cache, instead of two more passes over memory.",
             "CPU always (Eigen and oneDNN); GPU with TF_USE_CUBLASLT=1.",
             {"m": 16384, "k": 64, "n": 256},
+            rows=(6,),
         ),
         Preset(
             "conv2d_bias_relu",
@@ -77,6 +81,7 @@ PRESETS: dict[str, Preset] = {
             "output, so the bias and the ReLU can run inside the convolution kernel's epilogue.",
             "CPU always (NHWC; NCHW with oneDNN); GPU for 3×3-and-larger filters in float32/float16.",
             {"batch": 8, "height": 64, "width": 64, "in_channels": 16, "out_channels": 16, "filter_size": 1},
+            rows=(5,),
         ),
         Preset(
             "conv2d_batchnorm_relu",
@@ -88,6 +93,7 @@ PRESETS: dict[str, Preset] = {
             "batch statistics must be computed first, so it does not fuse.",
             "CPU only, inference only (is_training=False).",
             {"batch": 8, "height": 64, "width": 64, "in_channels": 16, "out_channels": 16, "filter_size": 1},
+            rows=(11,),
         ),
         Preset(
             "conv2d_squeeze_bias",
@@ -98,6 +104,7 @@ PRESETS: dict[str, Preset] = {
             "the bias. The remapper moves the BiasAdd into the convolution and squeezes afterwards.",
             "CPU only.",
             {"batch": 8, "height": 4096, "width": 1, "in_channels": 32, "out_channels": 32, "filter_size": 1},
+            rows=(9,),
         ),
         Preset(
             "batchnorm_add_relu",
@@ -110,6 +117,231 @@ PRESETS: dict[str, Preset] = {
             "GPU only (float16/float32, inference; training needs NHWC, float16 and "
             "TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT=1).",
             {"batch": 8, "height": 64, "width": 64, "channels": 32},
+            rows=(13,),
+        ),
+        Preset(
+            "conv2d_bias", "Conv2D + BiasAdd", Chain("Conv2D", bias="BiasAdd"), "_FusedConv2D [BiasAdd]",
+            "The smallest fusion: the bias is added in the convolution's epilogue instead of in a second pass "
+            "over the output. On a GPU the remapper leaves it alone unless an activation follows.",
+            "CPU (Eigen and oneDNN); never on GPU without an activation.", {"batch": 8, "height": 64, "width": 64, "in_channels": 16, "out_channels": 16, "filter_size": 1}, rows=(1,),
+        ),
+        Preset(
+            "matmul_bias", "MatMul + BiasAdd", Chain("MatMul", bias="BiasAdd"), "_FusedMatMul [BiasAdd]",
+            "A dense layer without activation. Written as x @ w + b (an Add instead of BiasAdd) it fuses only "
+            "with oneDNN, which reads a per-column Add as a bias.",
+            "CPU always; GPU with TF_USE_CUBLASLT=1.", {"m": 16384, "k": 64, "n": 256}, rows=(2,),
+        ),
+        Preset(
+            "matmul_bias_tanh", "MatMul + BiasAdd + Tanh", Chain("MatMul", bias="BiasAdd", activation="Tanh"),
+            "_FusedMatMul [BiasAdd, Tanh]",
+            "Tanh and Sigmoid are not in the stock CPU kernel's list of fusable activations; oneDNN's kernel has "
+            "them, so the same graph fuses fully with oneDNN and only as MatMul+BiasAdd without it.",
+            "CPU with oneDNN; GPU with cuDNN runtime fusion (float16).", {"m": 16384, "k": 64, "n": 256}, rows=(6,),
+        ),
+        Preset(
+            "depthwise_bias", "DepthwiseConv2dNative + BiasAdd",
+            Chain("DepthwiseConv2dNative", bias="BiasAdd"), "_FusedDepthwiseConv2dNative [BiasAdd]",
+            "The depthwise convolution of MobileNets followed by its bias. Only oneDNN has a fused depthwise kernel.",
+            "CPU with oneDNN only.", {"batch": 8, "height": 64, "width": 64, "in_channels": 32}, rows=(3,),
+        ),
+        Preset(
+            "depthwise_bias_relu6", "DepthwiseConv2dNative + BiasAdd + Relu6",
+            Chain("DepthwiseConv2dNative", bias="BiasAdd", activation="Relu6"),
+            "_FusedDepthwiseConv2dNative [BiasAdd, Relu6]",
+            "MobileNet's block: depthwise convolution, bias, Relu6. oneDNN fuses Relu, Relu6 and Elu here "
+            "(not LeakyRelu).",
+            "CPU with oneDNN only.", {"batch": 8, "height": 64, "width": 64, "in_channels": 32}, rows=(7,),
+        ),
+        Preset(
+            "conv3d_bias", "Conv3D + BiasAdd", Chain("Conv3D", bias="BiasAdd"), "_FusedConv3D [BiasAdd]",
+            "A volumetric convolution and its bias. Only oneDNN has the fused Conv3D kernel.",
+            "CPU with oneDNN only.",
+            {"batch": 2, "depth": 16, "height": 32, "width": 32, "in_channels": 8, "out_channels": 8, "filter_size": 1},
+            rows=(4,),
+        ),
+        Preset(
+            "conv3d_bias_relu", "Conv3D + BiasAdd + ReLU", Chain("Conv3D", bias="BiasAdd", activation="Relu"),
+            "_FusedConv3D [BiasAdd, Relu]",
+            "The Conv3D block with its activation; like Conv3D+BiasAdd, a oneDNN-only fusion.",
+            "CPU with oneDNN only.",
+            {"batch": 2, "depth": 16, "height": 32, "width": 32, "in_channels": 8, "out_channels": 8, "filter_size": 1},
+            rows=(8,),
+        ),
+        Preset(
+            "pad_conv3d", "Pad + Conv3D", Chain("Conv3D", bias="none", pad=True), "_FusedConv3D (padding_list)",
+            "An explicit tf.pad before a VALID Conv3D: oneDNN pads inside the convolution instead of writing a "
+            "padded copy of the input first.",
+            "CPU with oneDNN only.",
+            {"batch": 2, "depth": 16, "height": 32, "width": 32, "in_channels": 8, "out_channels": 8, "filter_size": 3},
+            rows=(21,),
+        ),
+        Preset(
+            "conv2d_batchnorm", "Conv2D + FusedBatchNorm (inference)",
+            Chain("Conv2D", bias="none", norm="FusedBatchNorm"), "_FusedConv2D [FusedBatchNorm]",
+            "Batch norm with known statistics folded into the convolution (inference only).",
+            "CPU only, inference only.", {"batch": 8, "height": 64, "width": 64, "in_channels": 16, "out_channels": 16, "filter_size": 1}, rows=(10,),
+        ),
+        Preset(
+            "batchnorm_relu", "FusedBatchNorm + ReLU", Chain("none", bias="none", norm="FusedBatchNorm", activation="Relu"),
+            "_FusedBatchNormEx (Relu)",
+            "A batch norm followed by ReLU becomes one _FusedBatchNormEx with activation_mode=Relu; the Relu "
+            "node turns into an Identity. oneDNN does it on CPU in training and inference; the stock CPU never.",
+            "CPU with oneDNN; GPU (training needs float16, NHWC, TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT=1).",
+            {"batch": 8, "height": 64, "width": 64, "channels": 32}, rows=(12,),
+        ),
+        Preset(
+            "batchnorm_grad_relu", "FusedBatchNorm + ReLU with gradients (training)",
+            Chain(kind="batchnorm_grad"), "_FusedBatchNormEx + _FusedBatchNormGradEx",
+            "A training step of BatchNorm+ReLU: the backward ReluGrad and FusedBatchNormGrad can fuse too, but "
+            "only on a GPU with cuDNN's persistent batch norm (float16, NHWC, channels a multiple of 4).",
+            "GPU only: TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT=1, float16, NHWC.",
+            {"batch": 8, "height": 32, "width": 32, "channels": 24}, rows=(14,),
+        ),
+        Preset(
+            "hash_bucket", "AsString + StringToHashBucketFast", Chain(kind="hash_bucket"), "_TensorToHashBucketFast",
+            "Hashing integer ids through their decimal strings: the fused op hashes the integers directly, "
+            "without making the strings.",
+            "Any device.", {"m": 4096, "n": 64, "buckets": 1000}, rows=(17,),
+        ),
+        Preset(
+            "batchnorm_fold", "FusedBatchNorm with constant statistics", Chain(kind="batchnorm_fold"),
+            "Mul + Add (decomposed)",
+            "The one remapper rewrite that goes the other way: an inference batch norm whose scale and variance "
+            "are constants is split into a multiply and an add, which constant folding then simplifies.",
+            "Any device (inference, float32).", {"batch": 8, "height": 64, "width": 64, "channels": 32}, rows=(18,),
+        ),
+        Preset(
+            "conv2d_bias_add", "Conv2D + BiasAdd + Add (residual)", Chain("Conv2D", bias="BiasAdd", side_add=True),
+            "_FusedConv2D [BiasAdd, Add]",
+            "A ResNet shortcut added right after the convolution's bias: oneDNN adds it in the same kernel.",
+            "CPU with oneDNN only.", {"batch": 8, "height": 64, "width": 64, "in_channels": 16, "out_channels": 16, "filter_size": 1}, rows=(19,),
+        ),
+        Preset(
+            "conv2d_bias_add_relu", "Conv2D + BiasAdd + Add + ReLU",
+            Chain("Conv2D", bias="BiasAdd", side_add=True, activation="Relu"), "_FusedConv2D [BiasAdd, Add, Relu]",
+            "The whole tail of a ResNet block — bias, shortcut, ReLU — in the convolution kernel.",
+            "CPU with oneDNN only.", {"batch": 8, "height": 64, "width": 64, "in_channels": 16, "out_channels": 16, "filter_size": 1}, rows=(20,),
+        ),
+        Preset(
+            "matmul_bias_add_relu", "MatMul + BiasAdd + Add + ReLU (TF defect)",
+            Chain("MatMul", bias="BiasAdd", side_add=True, activation="Relu"), "(a node with no op)",
+            "The MatMul form of the previous pattern shows a TensorFlow 2.21 defect with oneDNN: the remapper "
+            "matches it but writes a node without an op, Grappler gives up, and the function runs with no "
+            "Grappler optimisation at all. The explorer detects and reports it.",
+            "Nowhere correctly: with oneDNN the whole function loses Grappler; without, only MatMul+BiasAdd fuse.",
+            {"m": 16384, "k": 64, "n": 256}, rows=(20,),
+        ),
+        Preset(
+            "conv2d_bias_hardswish", "Conv2D + BiasAdd + HardSwish",
+            Chain("Conv2D", bias="BiasAdd", activation="HardSwish"), "_FusedConv2D [BiasAdd, _FusedHardSwish]",
+            "MobileNetV3's activation, y·relu6(y+3)/6, folded into the convolution by oneDNN. The pattern is "
+            "spelling-sensitive: the arithmetic optimiser reorders Mul chains first.",
+            "CPU with oneDNN only.", {"batch": 8, "height": 64, "width": 64, "in_channels": 16, "out_channels": 16, "filter_size": 1}, rows=(22,),
+        ),
+        Preset(
+            "mish", "Softplus + Tanh + Mul (Mish)", Chain("none", bias="none", activation="Mish"), "_MklFusedMish",
+            "Mish, x·tanh(softplus(x)), written out as three ops, becomes one oneDNN kernel.",
+            "CPU with oneDNN only.", {"batch": 8, "height": 64, "width": 64, "channels": 32}, rows=(23,),
+        ),
+        Preset(
+            "conv2d_bias_mish", "Conv2D + BiasAdd + Mish", Chain("Conv2D", bias="BiasAdd", activation="Mish"),
+            "_FusedConv2D [BiasAdd, Mish]",
+            "Two passes: the first makes _FusedConv2D [BiasAdd] and _MklFusedMish, the second folds the Mish "
+            "into the convolution.",
+            "CPU with oneDNN only.", {"batch": 8, "height": 64, "width": 64, "in_channels": 16, "out_channels": 16, "filter_size": 1}, rows=(23, 24),
+        ),
+        Preset(
+            "conv2d_bias_leakyrelu_max", "Conv2D + BiasAdd + Maximum(y·0.2, y)",
+            Chain("Conv2D", bias="BiasAdd", activation="LeakyReluMax"), "_FusedConv2D [BiasAdd, LeakyRelu]",
+            "A LeakyRelu written by hand as a Maximum: oneDNN first recognises it as LeakyRelu, then a second "
+            "pass folds it into the convolution.",
+            "CPU with oneDNN only.", {"batch": 8, "height": 64, "width": 64, "in_channels": 16, "out_channels": 16, "filter_size": 1}, rows=(24, 27),
+        ),
+        Preset(
+            "leakyrelu_max", "Mul + Maximum (LeakyRelu by hand)", Chain("none", bias="none", activation="LeakyReluMax"),
+            "LeakyRelu",
+            "tf.maximum(x·0.2, x) is a LeakyRelu; with oneDNN the remapper replaces the two ops by one LeakyRelu "
+            "(an ordinary op, not a _Fused one).",
+            "oneDNN hosts.", {"batch": 8, "height": 64, "width": 64, "channels": 32}, rows=(27,),
+        ),
+        Preset(
+            "swish", "Sigmoid + Mul (Swish)", Chain("none", bias="none", activation="Swish"), "_MklSwish",
+            "x·sigmoid(x) (tf.nn.silu) as one oneDNN kernel.",
+            "CPU with oneDNN only.", {"batch": 8, "height": 64, "width": 64, "channels": 32}, rows=(28,),
+        ),
+        Preset(
+            "conv2d_bias_swish", "Conv2D + BiasAdd + Swish", Chain("Conv2D", bias="BiasAdd", activation="Swish"),
+            "_FusedConv2D [BiasAdd, _MklSwish]",
+            "EfficientNet's block: the Swish joins the fused convolution.",
+            "CPU with oneDNN only.", {"batch": 8, "height": 64, "width": 64, "in_channels": 16, "out_channels": 16, "filter_size": 1}, rows=(26,),
+        ),
+        Preset(
+            "batch_matmul_scale_add", "BatchMatMulV2 + Mul + AddV2 (attention scores)",
+            Chain(kind="batch_matmul_scale_add"), "_MklFusedBatchMatMulV2 [Mul, Add]",
+            "Attention's Q·Kᵀ·scale + mask: the scaling and the mask add join the batched matmul in oneDNN.",
+            "CPU with oneDNN only.", {"batch": 8, "channels": 8, "m": 128, "k": 64, "n": 128}, rows=(25,),
+        ),
+        Preset(
+            "layer_norm", "Layer normalisation (moments + batch_normalization)", Chain(kind="layer_norm"),
+            "_MklLayerNorm",
+            "Layer norm written with tf.nn.moments over the last axis: about ten ops become one oneDNN kernel. "
+            "The matcher is picky: axes=[1] works, axes=[-1] does not, and Keras 3's LayerNormalization does not "
+            "match.",
+            "CPU with oneDNN only.", {"m": 4096, "n": 256}, rows=(29,),
+        ),
+        Preset(
+            "instance_norm_relu", "Instance normalisation + ReLU", Chain(kind="instance_norm", activation="Relu"),
+            "_MklFusedInstanceNorm [Relu]",
+            "Instance norm spelled out with reduce_mean over H and W, followed by ReLU, as one oneDNN kernel.",
+            "CPU with oneDNN only (NHWC).", {"batch": 8, "height": 64, "width": 64, "channels": 32}, rows=(30,),
         ),
     )
 }
+
+
+# What each preset makes where it fuses as catalogued: (op, fused_ops) of the node to look for in
+# the graph after Grappler; fused_ops None = any. "decomposed" presets expect the op to be gone.
+EXPECT: dict[str, tuple[str, tuple[str, ...] | None]] = {
+    "matmul_bias_gelu_approx": ("_FusedMatMul", ("BiasAdd", "GeluApproximate")),
+    "matmul_bias_gelu_exact": ("_FusedMatMul", ("BiasAdd", "GeluExact")),
+    "matmul_bias_relu": ("_FusedMatMul", ("BiasAdd", "Relu")),
+    "conv2d_bias_relu": ("_FusedConv2D", ("BiasAdd", "Relu")),
+    "conv2d_batchnorm_relu": ("_FusedConv2D", ("FusedBatchNorm", "Relu")),
+    "conv2d_squeeze_bias": ("_FusedConv2D", ("BiasAdd",)),
+    "batchnorm_add_relu": ("_FusedBatchNormEx", None),
+    "conv2d_bias": ("_FusedConv2D", ("BiasAdd",)),
+    "matmul_bias": ("_FusedMatMul", ("BiasAdd",)),
+    "matmul_bias_tanh": ("_FusedMatMul", ("BiasAdd", "Tanh")),
+    "depthwise_bias": ("_FusedDepthwiseConv2dNative", ("BiasAdd",)),
+    "depthwise_bias_relu6": ("_FusedDepthwiseConv2dNative", ("BiasAdd", "Relu6")),
+    "conv3d_bias": ("_FusedConv3D", ("BiasAdd",)),
+    "conv3d_bias_relu": ("_FusedConv3D", ("BiasAdd", "Relu")),
+    "pad_conv3d": ("_FusedConv3D", None),
+    "conv2d_batchnorm": ("_FusedConv2D", ("FusedBatchNorm",)),
+    "batchnorm_relu": ("_FusedBatchNormEx", None),
+    "batchnorm_grad_relu": ("_FusedBatchNormGradEx", None),
+    "hash_bucket": ("_TensorToHashBucketFast", None),
+    "batchnorm_fold": ("-FusedBatchNormV3", None),
+    "conv2d_bias_add": ("_FusedConv2D", ("BiasAdd", "Add")),
+    "conv2d_bias_add_relu": ("_FusedConv2D", ("BiasAdd", "Add", "Relu")),
+    "matmul_bias_add_relu": ("_FusedMatMul", ("BiasAdd", "Add", "Relu")),
+    "conv2d_bias_hardswish": ("_FusedConv2D", ("BiasAdd", "_FusedHardSwish")),
+    "mish": ("_MklFusedMish", None),
+    "conv2d_bias_mish": ("_FusedConv2D", ("BiasAdd", "Mish")),
+    "conv2d_bias_leakyrelu_max": ("_FusedConv2D", ("BiasAdd", "LeakyRelu")),
+    "leakyrelu_max": ("LeakyRelu", None),
+    "swish": ("_MklSwish", None),
+    "conv2d_bias_swish": ("_FusedConv2D", ("BiasAdd", "_MklSwish")),
+    "batch_matmul_scale_add": ("_MklFusedBatchMatMulV2", None),
+    "layer_norm": ("_MklLayerNorm", None),
+    "instance_norm_relu": ("_MklFusedInstanceNorm", None),
+}
+
+
+def fused_as_catalogued(preset_id: str, optimized_nodes: list[dict]) -> bool:
+    """Does the graph after Grappler hold the node this preset is about?"""
+    op, fused_ops = EXPECT[preset_id]
+    if op.startswith("-"):
+        return all(n["op"] != op[1:] for n in optimized_nodes)
+    return any(n["op"] == op and (fused_ops is None or tuple(n.get("fused_ops", ())) == fused_ops)
+               for n in optimized_nodes)

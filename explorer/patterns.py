@@ -79,7 +79,7 @@ def _common_checks(ctx: Context) -> list[Check]:
     elif "--tf_xla_auto_jit" in xla:
         checks.append(Check("XLA auto-clustering off", False,
                             "with XLA auto-clustering on, the remapper leaves GPU fusions to XLA", "unset TF_XLA_FLAGS"))
-    if ctx.onednn and ctx.on_cpu:
+    if ctx.onednn and ctx.on_cpu and "dtype" in ctx.p:
         ok, why = _onednn_dtype_ok(ctx, ctx.p["dtype"])
         if ctx.p["dtype"] in ("float16", "bfloat16"):
             checks.append(Check("oneDNN supports the dtype on this CPU", ok,
@@ -209,7 +209,59 @@ def _core_checks(ctx: Context) -> list[Check]:
     return checks
 
 
+def _predict_kind(ctx: Context) -> Prediction:
+    """Models that are not contraction chains: one pattern each (catalogue rows 14, 17, 18, 25, 29, 30)."""
+    c, p = ctx.chain, ctx.p
+    checks = _common_checks(ctx)
+    notes: list[str] = []
+    blocked = any(ch.ok is False for ch in checks)
+    certain = ctx.on_cpu
+    onednn_ok = ctx.on_cpu and ctx.onednn and _onednn_dtype_ok(ctx, p.get("dtype", "float32"))[0]
+    if c.kind == "hash_bucket":
+        full = ("_TensorToHashBucketFast", ())
+        fusions = [full]
+    elif c.kind == "batchnorm_fold":
+        full = None
+        ok = p["dtype"] == "float32"
+        checks.append(Check("float32 inference batch norm with constant statistics", ok,
+                            "the remapper splits it into Mul and Add, which later passes fold" if ok else
+                            f"the decomposition takes float32 only; this is {p['dtype']}", "" if ok else "use float32"))
+        notes.append("This rewrite removes a fused op instead of making one: look for FusedBatchNormV3 being "
+                     "replaced by Rsqrt/Mul/Add (or folded constants) after Grappler.")
+        fusions = []
+    elif c.kind == "batchnorm_grad":
+        full = ("_FusedBatchNormGradEx", ("Relu",))
+        flag = ctx.env.get("TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT") == "1"
+        if ctx.on_cpu:
+            checks.append(Check("device", False, "the gradient fusion exists only on GPU", "choose a GPU (or gpu-sim)"))
+        else:
+            checks.append(Check("TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT=1", flag, "needed for training-mode fusion",
+                                "" if flag else "set TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT=1"))
+            checks.append(Check("float16", p["dtype"] == "float16", "training-mode fusion takes float16 only",
+                                "" if p["dtype"] == "float16" else "use float16"))
+        fwd_cpu = onednn_ok
+        fusions = [("_FusedBatchNormEx", ("Relu",))] if fwd_cpu else []
+        if fwd_cpu:
+            notes.append("On CPU, oneDNN still fuses the forward FusedBatchNorm+Relu; the gradient stays unfused.")
+    else:
+        op, ops = {"batch_matmul_scale_add": ("_MklFusedBatchMatMulV2", ("Mul", "Add")),
+                   "layer_norm": ("_MklLayerNorm", ()),
+                   "instance_norm": ("_MklFusedInstanceNorm", (c.activation,) if c.activation != "none" else ())}[c.kind]
+        full = (op, ops)
+        checks.append(Check("oneDNN on this CPU", onednn_ok if ctx.on_cpu else False,
+                            f"{op} is a oneDNN kernel" + ("" if onednn_ok else "; it needs oneDNN on a CPU with the dtype"),
+                            "" if onednn_ok else "set TF_ENABLE_ONEDNN_OPTS=1 (CPU, float32)"))
+        fusions = [full] if onednn_ok else []
+        if not ctx.on_cpu:
+            certain = True
+    if blocked:
+        fusions = []
+    return Prediction(c.describe(), fusions, full, checks, certain, notes)
+
+
 def predict(ctx: Context) -> Prediction:
+    if ctx.chain.kind != "chain":
+        return _predict_kind(ctx)
     c, p, act = ctx.chain, ctx.p, ctx.chain.activation
     checks = _common_checks(ctx)
     notes: list[str] = []
@@ -340,12 +392,12 @@ def observed_fusions(optimized: Graph) -> list[tuple[str, tuple[str, ...]]]:
     """The fused nodes of a graph as (op, what it holds); _FusedBatchNormEx spells it in attributes."""
     found = []
     for n in optimized.nodes:
-        if n.op == "_FusedBatchNormEx":
+        if n.op in ("_FusedBatchNormEx", "_FusedBatchNormGradEx"):
             attrs = n.attr
             side = attrs.get("num_side_inputs", "0") not in ("0", "")
             found.append((n.op, (("Add",) if side else ()) + ((attrs["activation_mode"],)
                                                               if attrs.get("activation_mode", "Identity") != "Identity" else ())))
-        elif n.fused_ops or n.op.startswith(("_Fused", "_MklSwish", "_MklFused", "_MklLayerNorm")):
+        elif n.fused_ops or n.op.startswith(("_Fused", "_MklSwish", "_MklFused", "_MklLayerNorm", "_TensorToHash")):
             found.append((n.op, tuple(n.fused_ops)))
     return found
 

@@ -91,6 +91,11 @@ class WorkerProcess:
         env["TF_DUMP_GRAPH_PREFIX"] = self.dump_dir
         env["EXPLORER_DEVICE"] = self.config.device
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH", "")]))
+        if self.config.device.startswith("gpu-sim") and "TF_ENABLE_ONEDNN_OPTS" not in env:
+            # A host CPU without oneDNN float16 makes the remapper skip every float16 node, GPU ones
+            # included; a GPU machine's CPU need not share that, so simulate with oneDNN off
+            # unless the user chose otherwise.
+            env["TF_ENABLE_ONEDNN_OPTS"] = "0"
         if self.config.device != "gpu":
             # Hide GPUs from CPU and simulated runs: placement cannot drift and CUDA is never initialised.
             env["CUDA_VISIBLE_DEVICES"] = "-1"

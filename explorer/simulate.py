@@ -240,7 +240,7 @@ def has_kernel(node, device_type: str) -> bool:
 
 def _signature(spec, tf):
     shapes = spec.tensor_shapes()
-    dtype = tf.as_dtype(spec.p["dtype"])
+    dtype = tf.as_dtype(spec.p.get("dtype", "int64"))  # the hash-bucket model takes int64 ids
     from . import models
 
     body, names = models.build(spec, tf)

@@ -16,13 +16,17 @@ import numpy as np
 
 from .errors import SpecError
 
-CONTRACTIONS = ("MatMul", "BatchMatMulV2", "Conv2D", "DepthwiseConv2dNative", "none")
+CONTRACTIONS = ("MatMul", "BatchMatMulV2", "Conv2D", "DepthwiseConv2dNative", "Conv3D", "none")
 BIASES = ("none", "BiasAdd", "Add")
 NORMS = ("none", "FusedBatchNorm")
 ACTIVATIONS = (
     "none", "Relu", "Relu6", "Elu", "LeakyRelu", "Tanh", "Sigmoid",
-    "GeluApproximate", "GeluExact", "Swish",
+    "GeluApproximate", "GeluExact", "Swish", "HardSwish", "Mish", "LeakyReluMax",
 )
+# Models that are not a contraction chain: one builder each, for the remapper patterns that match
+# other op shapes (see catalog.py).
+KINDS = ("chain", "hash_bucket", "batchnorm_fold", "batch_matmul_scale_add", "layer_norm", "instance_norm",
+         "batchnorm_grad")
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 DATA_FORMATS = ("NHWC", "NCHW")
 # Intermediates a knob may also return from the function (adds a consumer to that tensor).
@@ -84,6 +88,8 @@ PARAMS: dict[str, Param] = {
         Param("in_channels", "int", "input channels", high=65536),
         Param("out_channels", "int", "output channels (filters)", high=65536),
         Param("channels", "int", "channels", high=65536),
+        Param("depth", "int", "input depth (Conv3D)", high=1024),
+        Param("buckets", "int", "number of hash buckets", high=1 << 30),
         Param("multiplier", "int", "depthwise channel multiplier", high=64),
         Param("filter_size", "int", "filter height and width", high=15),
         Param("dtype", "choice", "element type", choices=DTYPES),
@@ -103,6 +109,8 @@ class Chain:
     norm: str = "none"
     side_add: bool = False
     activation: str = "none"
+    pad: bool = False  # an explicit Pad before a Conv3D (the Pad+Conv3D pattern)
+    kind: str = "chain"
 
     @staticmethod
     def from_dict(data) -> "Chain":
@@ -112,12 +120,16 @@ class Chain:
         if unknown:
             raise SpecError("chain", f"unknown field(s) {sorted(unknown)}")
         values = {}
+        kind = data.get("kind", "chain")
+        if kind not in KINDS:
+            raise SpecError("chain.kind", f"{kind!r} is not one of {list(KINDS)}")
+        values["kind"] = kind
         for name, allowed in (("contraction", CONTRACTIONS), ("bias", BIASES), ("norm", NORMS), ("activation", ACTIVATIONS)):
             value = data.get(name, getattr(Chain, name))
             if value not in allowed:
                 raise SpecError(f"chain.{name}", f"{value!r} is not one of {list(allowed)}")
             values[name] = value
-        for name in ("squeeze", "side_add"):
+        for name in ("squeeze", "side_add", "pad"):
             value = data.get(name, False)
             if not isinstance(value, bool):
                 raise SpecError(f"chain.{name}", f"expected true or false, got {value!r}")
@@ -135,8 +147,16 @@ class Chain:
 
     def check(self) -> None:
         """Combinations the builder cannot make, explained before anything runs."""
-        if self.contraction == "none" and self.norm == "none":
-            raise SpecError("chain.contraction", "a chain needs a contraction or a FusedBatchNorm to start from")
+        if self.kind != "chain":
+            if self.kind == "instance_norm" and self.activation not in ("none", "Relu", "LeakyRelu"):
+                raise SpecError("chain.activation", "instance norm fuses with Relu or LeakyRelu only; choose one or none")
+            return
+        if self.contraction == "none" and self.norm == "none" and self.activation == "none":
+            raise SpecError("chain.contraction", "a chain needs a contraction, a FusedBatchNorm or an activation")
+        if self.pad and self.contraction != "Conv3D":
+            raise SpecError("chain.pad", "the explicit Pad is the Pad+Conv3D pattern; it needs Conv3D")
+        if self.contraction == "Conv3D" and self.norm != "none":
+            raise SpecError("chain.norm", "FusedBatchNorm after Conv3D is not supported here; choose no normalisation")
         if self.contraction == "none" and self.bias != "none":
             raise SpecError("chain.bias", "a bias follows a contraction; choose a contraction or no bias")
         if self.squeeze and self.contraction != "Conv2D":
@@ -147,6 +167,8 @@ class Chain:
             raise SpecError("chain.norm", f"FusedBatchNorm needs a 4-D tensor; {self.contraction} makes a 2-D or 3-D one")
 
     def param_names(self) -> list[str]:
+        if self.kind != "chain":
+            return list(KIND_PARAMS[self.kind])
         if self.contraction == "MatMul":
             names = ["m", "k", "n"]
         elif self.contraction == "BatchMatMulV2":
@@ -155,6 +177,8 @@ class Chain:
             names = ["batch", "height", "width", "in_channels", "out_channels", "filter_size", "data_format"]
         elif self.contraction == "DepthwiseConv2dNative":
             names = ["batch", "height", "width", "in_channels", "multiplier", "filter_size", "data_format"]
+        elif self.contraction == "Conv3D":
+            names = ["batch", "depth", "height", "width", "in_channels", "out_channels", "filter_size", "data_format"]
         else:
             names = ["batch", "height", "width", "channels", "data_format"]
         names.append("dtype")
@@ -164,7 +188,12 @@ class Chain:
         return names
 
     def describe(self) -> str:
+        if self.kind != "chain":
+            text = KIND_LABELS[self.kind]
+            return text + (f" + {ACTIVATION_LABELS[self.activation]}" if self.activation != "none" else "")
         parts = []
+        if self.pad:
+            parts.append("Pad")
         if self.contraction != "none":
             parts.append(self.contraction)
         if self.squeeze:
@@ -183,12 +212,31 @@ class Chain:
 ACTIVATION_LABELS = {
     "none": "none", "Relu": "Relu", "Relu6": "Relu6", "Elu": "Elu", "LeakyRelu": "LeakyRelu",
     "Tanh": "Tanh", "Sigmoid": "Sigmoid", "GeluApproximate": "GELU (approximate)",
-    "GeluExact": "GELU (exact)", "Swish": "Swish",
+    "GeluExact": "GELU (exact)", "Swish": "Swish", "HardSwish": "HardSwish", "Mish": "Mish",
+    "LeakyReluMax": "LeakyRelu as Maximum(x*0.2, x)",
+}
+
+KIND_PARAMS = {
+    "hash_bucket": ("m", "n", "buckets"),
+    "batchnorm_fold": ("batch", "height", "width", "channels", "data_format", "dtype"),
+    "batch_matmul_scale_add": ("batch", "channels", "m", "k", "n", "dtype"),
+    "layer_norm": ("m", "n", "dtype"),
+    "instance_norm": ("batch", "height", "width", "channels", "dtype"),
+    "batchnorm_grad": ("batch", "height", "width", "channels", "dtype"),
+}
+KIND_LABELS = {
+    "hash_bucket": "AsString + StringToHashBucketFast",
+    "batchnorm_fold": "FusedBatchNorm (inference, constant statistics)",
+    "batch_matmul_scale_add": "BatchMatMulV2 + Mul + AddV2",
+    "layer_norm": "Mean + SquaredDifference + Mean + Rsqrt + Mul + AddV2 (layer norm)",
+    "instance_norm": "Mean + SquaredDifference + Mean + Rsqrt + Mul + AddV2 (instance norm)",
+    "batchnorm_grad": "FusedBatchNorm + Relu, and their gradients (training)",
 }
 
 DEFAULT_PARAMS = {
     "m": 4096, "k": 256, "n": 1024, "batch": 8, "height": 56, "width": 56,
     "in_channels": 32, "out_channels": 32, "channels": 32, "multiplier": 1, "filter_size": 3,
+    "depth": 8, "buckets": 1000,
     "dtype": "float32", "data_format": "NHWC", "training": False,
     "return_intermediate": "none", "second_consumer": False,
 }
@@ -232,6 +280,8 @@ class ModelSpec:
         """Shapes of the inputs and of the main output, as the worker will build them."""
         c, p = self.chain, self.p
         shapes: dict[str, tuple[int, ...]] = {}
+        if c.kind != "chain":
+            return _kind_shapes(c, p)
         if c.contraction == "MatMul":
             shapes["x"] = (p["m"], p["k"])
             shapes["w"] = (p["k"], p["n"])
@@ -240,6 +290,12 @@ class ModelSpec:
             shapes["x"] = (p["batch"], p["m"], p["k"])
             shapes["w"] = (p["batch"], p["k"], p["n"])
             out, channels = (p["batch"], p["m"], p["n"]), p["n"]
+        elif c.contraction == "Conv3D":
+            cin, cout, last = p["in_channels"], p["out_channels"], p["data_format"] == "NHWC"
+            spatial = (p["depth"], p["height"], p["width"])
+            shapes["x"] = (p["batch"], *spatial, cin) if last else (p["batch"], cin, *spatial)
+            shapes["w"] = (p["filter_size"],) * 3 + (cin, cout)
+            out, channels = ((p["batch"], *spatial, cout) if last else (p["batch"], cout, *spatial)), cout
         else:
             cin = p["in_channels"] if c.contraction != "none" else p["channels"]
             nhwc = p["data_format"] == "NHWC"
@@ -266,7 +322,7 @@ class ModelSpec:
         return shapes
 
     def check_size(self) -> None:
-        size = itemsize(self.p["dtype"])
+        size = itemsize(self.p.get("dtype", "int64"))
         total = 0
         for name, shape in self.tensor_shapes().items():
             nbytes = math.prod(shape) * size
@@ -285,6 +341,24 @@ class ModelSpec:
                 "params",
                 f"the model needs about {total / 2**30:.1f} GiB; the limit is {MAX_MODEL_BYTES >> 30} GiB",
             )
+
+
+def _kind_shapes(c: Chain, p: dict) -> dict[str, tuple[int, ...]]:
+    if c.kind == "hash_bucket":
+        return {"x": (p["m"], p["n"]), "out": (p["m"], p["n"])}
+    if c.kind in ("batchnorm_fold", "batchnorm_grad", "instance_norm"):
+        nhwc = p.get("data_format", "NHWC") == "NHWC"
+        x = (p["batch"], p["height"], p["width"], p["channels"]) if nhwc else (p["batch"], p["channels"], p["height"], p["width"])
+        shapes = {"x": x}
+        if c.kind == "batchnorm_grad":
+            shapes.update(scale=(p["channels"],), offset=(p["channels"],))
+        return dict(shapes, out=x)
+    if c.kind == "batch_matmul_scale_add":
+        return {"x": (p["batch"], p["channels"], p["m"], p["k"]), "w": (p["batch"], p["channels"], p["k"], p["n"]),
+                "side": (p["batch"], 1, p["m"], p["n"]), "out": (p["batch"], p["channels"], p["m"], p["n"])}
+    if c.kind == "layer_norm":
+        return {"x": (p["m"], p["n"]), "out": (p["m"], p["n"])}
+    raise SpecError("chain.kind", f"unknown kind {c.kind!r}")
 
 
 def resolve(data, presets: dict | None = None) -> ModelSpec:
@@ -332,6 +406,8 @@ def resolve(data, presets: dict | None = None) -> ModelSpec:
 
 def _check_combination(spec: ModelSpec) -> None:
     c, p = spec.chain, spec.p
+    if c.kind != "chain":
+        return
     if c.squeeze and p["width"] != 1:
         raise SpecError("params.width", "Squeeze removes the width dimension, so width must be 1")
     if c.contraction == "DepthwiseConv2dNative" and p["dtype"] == "bfloat16":
