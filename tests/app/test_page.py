@@ -206,3 +206,19 @@ def test_tensorflow_defect_is_reported_plainly(make_app):
     if not at.error:
         pytest.skip("this TensorFlow runs Conv2D+FusedBatchNorm+Tanh")
     assert any("TensorFlow failed" in e.value for e in at.error), [e.value for e in at.error]
+
+
+@pytest.mark.slow
+def test_every_preset_and_contraction_renders(make_app):
+    from explorer.catalog import PRESETS
+    from explorer.spec import CONTRACTIONS
+
+    at = make_app().run()
+    for preset_id in PRESETS:
+        at.selectbox(key=state.PRESET).set_value(preset_id).run()
+        assert not at.exception, preset_id
+        assert at.error or any(r.key == state.STAGE_PAIR for r in at.radio), preset_id  # graphs, or why not
+    at.radio(key=state.MODE).set_value("chain").run()
+    for contraction in CONTRACTIONS:
+        at.selectbox(key=state.chain_key("contraction")).set_value(contraction).run()
+        assert not at.exception, contraction
