@@ -154,7 +154,8 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "conv3d_bias", "Conv3D + BiasAdd", Chain("Conv3D", bias="BiasAdd"), "_FusedConv3D [BiasAdd]",
-            "A volumetric convolution and its bias. Only oneDNN has the fused Conv3D kernel.",
+            "A volumetric (video, medical-imaging) convolution and its bias, added in the convolution's epilogue. "
+            "Only oneDNN has the fused Conv3D kernel.",
             "CPU with oneDNN only.",
             {"batch": 2, "depth": 16, "height": 32, "width": 32, "in_channels": 8, "out_channels": 8, "filter_size": 1},
             rows=(4,),
@@ -162,7 +163,8 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "conv3d_bias_relu", "Conv3D + BiasAdd + ReLU", Chain("Conv3D", bias="BiasAdd", activation="Relu"),
             "_FusedConv3D [BiasAdd, Relu]",
-            "The Conv3D block with its activation; like Conv3D+BiasAdd, a oneDNN-only fusion.",
+            "The Conv3D block with its activation: bias and ReLU applied while the output is still in cache. Like "
+            "Conv3D+BiasAdd, a oneDNN-only fusion.",
             "CPU with oneDNN only.",
             {"batch": 2, "depth": 16, "height": 32, "width": 32, "in_channels": 8, "out_channels": 8, "filter_size": 1},
             rows=(8,),
@@ -266,7 +268,8 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "swish", "Sigmoid + Mul (Swish)", Chain("none", bias="none", activation="Swish"), "_MklSwish",
-            "x·sigmoid(x) (tf.nn.silu) as one oneDNN kernel.",
+            "x·sigmoid(x) (tf.nn.silu, the SiLU of EfficientNets and LLM MLPs) as one oneDNN kernel instead of a "
+            "Sigmoid pass and a Mul pass.",
             "CPU with oneDNN only.", {"batch": 8, "height": 64, "width": 64, "channels": 32}, rows=(28,),
         ),
         Preset(

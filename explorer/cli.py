@@ -87,13 +87,29 @@ def command_line(spec: dict, config: Config, command: str = "inspect") -> str:
 
 
 def _print_presets(as_json: bool) -> None:
+    from . import coverage
+
+    data = coverage.load()
     if as_json:
-        print(json.dumps([p.to_dict() for p in PRESETS.values()], indent=2))
+        presets = [dict(p.to_dict(), coverage=(data or {}).get("table", {}).get(p.id)) for p in PRESETS.values()]
+        cover = None if data is None else {"measured": data["measured"], "rows_fused": coverage.summary(data),
+                                           "total_rows": coverage.TOTAL_ROWS, "modes": list(coverage.MODES)}
+        print(json.dumps({"presets": presets, "coverage": cover}, indent=2))
         return
     width = max(len(p) for p in PRESETS)
     for preset in PRESETS.values():
-        print(f"{preset.id:<{width}}  {preset.title}")
+        rows = ", ".join(str(r) for r in preset.rows)
+        print(f"{preset.id:<{width}}  {preset.title}  (catalogue row {rows})")
         print(f"{'':<{width}}  -> {preset.fused_op}; fuses on: {preset.where}")
+        if data and preset.id in data["table"]:
+            print(f"{'':<{width}}  measured: " + ", ".join(f"{m} {st}" for m, st in data["table"][preset.id].items()))
+    if data:
+        counts = coverage.summary(data)
+        print(f"\nCoverage of the remapper catalogue ({coverage.TOTAL_ROWS} rows), measured {data['measured']} "
+              "by benchmarks/coverage.py: rows with a preset that fuses as catalogued")
+        for mode, (device, env) in coverage.MODES.items():
+            flags = " ".join(f"{k}={v}" for k, v in env.items())
+            print(f"  {mode:<11} {counts[mode]:>2}/{coverage.TOTAL_ROWS}   ({device}; {flags})")
 
 
 def _print_inspect(result: dict) -> None:

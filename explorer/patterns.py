@@ -18,7 +18,13 @@ from .graphs import Graph
 from .spec import ACTIVATION_LABELS, Chain, resolve
 
 FUSED_OP = {"MatMul": "_FusedMatMul", "Conv2D": "_FusedConv2D",
-            "DepthwiseConv2dNative": "_FusedDepthwiseConv2dNative"}
+            "DepthwiseConv2dNative": "_FusedDepthwiseConv2dNative", "Conv3D": "_FusedConv3D"}
+# oneDNN activations that, when not folded into a contraction, still become one op of their own.
+STANDALONE = {"Swish": ("_MklSwish", ()), "Mish": ("_MklFusedMish", ()), "LeakyReluMax": ("LeakyRelu", ())}
+# oneDNN activations that join a fused convolution: activation -> (fused_ops label, contractions).
+ONEDNN_ACTS = {"HardSwish": ("_FusedHardSwish", ("Conv2D", "DepthwiseConv2dNative")),
+               "Mish": ("Mish", ("Conv2D", "Conv3D")),
+               "LeakyReluMax": ("LeakyRelu", ("Conv2D", "Conv3D"))}
 STOCK_ACTS = ("Relu", "Relu6", "Elu", "LeakyRelu")
 GELU = ("GeluApproximate", "GeluExact")
 
@@ -119,8 +125,15 @@ def _act_into_contraction(ctx: Context) -> tuple[bool | None, list[Check], str]:
     """Can the chain's activation join the contraction+bias fusion? (ok, checks, fused_ops label)"""
     c, p, act = ctx.chain, ctx.p, ctx.chain.activation
     checks: list[Check] = []
-    label = "_MklSwish" if act == "Swish" else act
-    if act in GELU:
+    label = "_MklSwish" if act == "Swish" else ONEDNN_ACTS.get(act, (act,))[0]
+    if act in ONEDNN_ACTS:
+        _, contractions = ONEDNN_ACTS[act]
+        ok = ctx.on_cpu and ctx.onednn and c.contraction in contractions
+        checks.append(Check(f"{ACTIVATION_LABELS[act]} joins the contraction", ok,
+                            f"oneDNN folds it into {' or '.join(contractions)}+BiasAdd" if ok else
+                            f"it joins a fused {' or '.join(contractions)} only with oneDNN on CPU",
+                            "" if ok else ("set TF_ENABLE_ONEDNN_OPTS=1" if not ctx.onednn else f"use {contractions[0]}")))
+    elif act in GELU:
         if ctx.on_cpu:
             checks.append(Check("oneDNN on", ctx.onednn, "the CPU fuses GELU into MatMul+BiasAdd only with oneDNN",
                                 "" if ctx.onednn else "set TF_ENABLE_ONEDNN_OPTS=1"))
@@ -184,8 +197,8 @@ def _core_checks(ctx: Context) -> list[Check]:
             ok = dtype in allowed
             checks.append(Check("data type", ok, f"the stock CPU fuses {c.contraction} in {' or '.join(allowed)}; "
                                 f"this model is {dtype}", "" if ok else "use float32, or set TF_ENABLE_ONEDNN_OPTS=1"))
-        if c.contraction == "DepthwiseConv2dNative":
-            checks.append(Check("oneDNN on", ctx.onednn, "DepthwiseConv2dNative+BiasAdd fuses only with oneDNN",
+        if c.contraction in ("DepthwiseConv2dNative", "Conv3D"):
+            checks.append(Check("oneDNN on", ctx.onednn, f"{c.contraction}+BiasAdd fuses only with oneDNN",
                                 "" if ctx.onednn else "set TF_ENABLE_ONEDNN_OPTS=1"))
         if c.bias == "Add":
             ok = ctx.onednn and (c.contraction == "MatMul" or p.get("data_format") == "NHWC")
@@ -274,7 +287,14 @@ def predict(ctx: Context) -> Prediction:
     blocked = any(ch.ok is False for ch in checks)
     fusions: list[tuple[str, tuple[str, ...]]] = []
     full = None
-    swish_left = act == "Swish"  # a Swish not folded elsewhere may still become _MklSwish on its own
+    standalone = act in STANDALONE  # an activation not folded elsewhere may still become one op
+    if c.pad and c.bias == "none":
+        ok = ctx.on_cpu and ctx.onednn
+        checks.append(Check("oneDNN on", ok, "oneDNN folds an explicit Pad into Conv3D" if ok else
+                            "Pad+Conv3D fuses only with oneDNN on CPU", "" if ok else "set TF_ENABLE_ONEDNN_OPTS=1"))
+        full = ("_FusedConv3D", ())
+        if ok:
+            fusions.append(full)
     contraction = FUSED_OP.get(c.contraction)
 
     if contraction and c.bias != "none":
@@ -297,8 +317,11 @@ def predict(ctx: Context) -> Prediction:
                 if act in ("Relu", "Relu6", "Elu") or (act == "LeakyRelu" and c.contraction == "Conv2D"):
                     ops.append(act)
                     if c.contraction == "MatMul":
-                        notes.append("TensorFlow 2.21 defect: MatMul+BiasAdd+Add+activation makes a node with no op; "
-                                     "Grappler gives up and the function runs with no optimisation at all.")
+                        checks.append(Check("TensorFlow can build the fused node", False,
+                                            "TensorFlow 2.21 defect: for MatMul+BiasAdd+Add+activation the remapper "
+                                            "writes a node with no op, Grappler gives up and the function runs with "
+                                            "no Grappler optimisation at all",
+                                            "use Conv2D, drop the activation, or set TF_ENABLE_ONEDNN_OPTS=0"))
                         ops = []
         elif c.squeeze:
             ok = ctx.on_cpu
@@ -314,7 +337,7 @@ def predict(ctx: Context) -> Prediction:
                 certain = False
             if core_ok and act_ok and all(ch.ok is not False for ch in act_checks):
                 ops.append(label)
-                swish_left = False
+                standalone = False
         if c.norm == "none":
             full = (contraction, tuple(full_ops))
         if ops:
@@ -352,7 +375,7 @@ def predict(ctx: Context) -> Prediction:
                                      "not implement it: the model fails when run (a TF defect).")
                 elif act == "Swish" and ctx.onednn:
                     ops.append("_MklSwish")
-                    swish_left = False
+                    standalone = False
                 fusions.append(("_FusedConv2D", tuple(ops)))
         if not conv_bn and act == "Relu":
             if c.side_add:
@@ -379,19 +402,31 @@ def predict(ctx: Context) -> Prediction:
         elif not conv_bn and act not in ("none", "Swish"):
             checks.append(Check("activation after FusedBatchNorm", False,
                                 f"FusedBatchNorm fuses with Relu only, not {ACTIVATION_LABELS[act]}", "use Relu"))
-    if swish_left and ctx.on_cpu and ctx.onednn and _onednn_dtype_ok(ctx, p["dtype"])[0]:
-        fusions.append(("_MklSwish", ()))
+    if standalone and c.contraction == "none" and c.norm == "none":
+        ok = ctx.on_cpu and ctx.onednn
+        checks.append(Check("oneDNN on", ok, f"{STANDALONE[act][0]} is made by the remapper's oneDNN block" if ok else
+                            f"{ACTIVATION_LABELS[act]} becomes {STANDALONE[act][0]} only with oneDNN on CPU",
+                            "" if ok else "set TF_ENABLE_ONEDNN_OPTS=1"))
+    if standalone and ctx.on_cpu and ctx.onednn and _onednn_dtype_ok(ctx, p["dtype"])[0]:
+        fusions.append(STANDALONE[act])
         if full is None:
-            full = ("_MklSwish", ())
+            full = STANDALONE[act]
     if blocked:
         fusions = []
     return Prediction(c.describe(), fusions, full, checks, certain, notes)
 
 
-def observed_fusions(optimized: Graph) -> list[tuple[str, tuple[str, ...]]]:
-    """The fused nodes of a graph as (op, what it holds); _FusedBatchNormEx spells it in attributes."""
+def observed_fusions(optimized: Graph, traced: Graph | None = None) -> list[tuple[str, tuple[str, ...]]]:
+    """The fused nodes of a graph as (op, what it holds); _FusedBatchNormEx spells it in attributes.
+
+    A plain LeakyRelu counts when the traced graph had none (the remapper made it from Mul+Maximum).
+    """
     found = []
+    made_leaky = traced is not None and "LeakyRelu" not in traced.ops
     for n in optimized.nodes:
+        if n.op == "LeakyRelu" and made_leaky:
+            found.append((n.op, ()))
+            continue
         if n.op in ("_FusedBatchNormEx", "_FusedBatchNormGradEx"):
             attrs = n.attr
             side = attrs.get("num_side_inputs", "0") not in ("0", "")
@@ -410,7 +445,10 @@ def explain(result: dict) -> dict:
     ctx = Context(spec.chain, spec.p, config.get("device", "cpu"), bool(fp.get("onednn")),
                   config.get("env") or {}, config.get("grappler") or {}, set(fp.get("cpu_flags") or ()))
     pred = predict(ctx)
-    observed = observed_fusions(Graph.from_dict(result["stages"]["optimized"]))
+    if spec.chain.kind == "batchnorm_fold":
+        return _explain_decomposition(result, pred)
+    observed = observed_fusions(Graph.from_dict(result["stages"]["optimized"]),
+                                Graph.from_dict(result["stages"]["traced"]) if "traced" in result["stages"] else None)
     if pred.full and pred.full in observed:
         verdict = "fused"
     elif observed:
@@ -447,3 +485,19 @@ def _fmt(fusions) -> str:
     if not fusions:
         return "no fusion"
     return ", ".join(f"{op} [{', '.join(ops)}]" if ops else op for op, ops in fusions)
+
+
+def _explain_decomposition(result: dict, pred: Prediction) -> dict:
+    """The constant batch norm: success is the FusedBatchNorm being gone, not a fused node appearing."""
+    optimized = Graph.from_dict(result["stages"]["optimized"])
+    gone = not any(op.startswith("FusedBatchNorm") for op in optimized.ops)
+    failing = [ch for ch in pred.checks if ch.ok is False]
+    expected_gone = not failing
+    return {
+        "pattern": pred.pattern, "verdict": "decomposed" if gone else "not decomposed", "full": None,
+        "observed": [], "predicted": [], "agrees": gone == expected_gone, "certain": pred.certain,
+        "why": "the batch norm became Mul/Add primitives" if gone else ("; ".join(ch.detail for ch in failing)
+                                                                        or "no rule the explorer knows explains it"),
+        "fixes": [ch.fix for ch in failing if ch.fix], "checks": [ch.to_dict() for ch in pred.checks],
+        "notes": pred.notes,
+    }

@@ -112,6 +112,12 @@ class Chain:
     pad: bool = False  # an explicit Pad before a Conv3D (the Pad+Conv3D pattern)
     kind: str = "chain"
 
+    def __post_init__(self):
+        if self.kind != "chain":  # the special models use only kind (and activation)
+            for name, value in (("contraction", "none"), ("bias", "none"), ("norm", "none"), ("squeeze", False),
+                                ("side_add", False), ("pad", False)):
+                object.__setattr__(self, name, value)
+
     @staticmethod
     def from_dict(data) -> "Chain":
         if not isinstance(data, dict):

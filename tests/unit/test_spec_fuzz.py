@@ -193,7 +193,7 @@ def check_spec(spec: ModelSpec) -> None:
     """A spec that resolve accepted is complete, within the limits, and survives JSON."""
     assert isinstance(spec, ModelSpec)
     assert set(spec.p) == set(spec.chain.param_names())
-    size = itemsize(spec.p["dtype"])
+    size = itemsize(spec.p.get("dtype", "int64"))
     shapes = spec.tensor_shapes()
     assert all(math.prod(s) * size <= MAX_TENSOR_BYTES for s in shapes.values())
     assert sum(math.prod(s) for s in shapes.values()) * size <= MAX_MODEL_BYTES

@@ -23,6 +23,10 @@ SMALL = {
 
 
 def small(chain) -> dict:
+    if chain.kind != "chain":
+        return {}  # the special models' defaults are small already
+    if chain.contraction == "Conv3D":
+        return {"batch": 1, "depth": 4, "height": 6, "width": 6, "in_channels": 4, "out_channels": 4, "filter_size": 3}
     if chain.squeeze:
         return {"batch": 2, "height": 6, "width": 1, "in_channels": 4, "out_channels": 4, "filter_size": 1}
     return dict(SMALL[chain.contraction])
@@ -51,7 +55,7 @@ def test_verdict_agrees_with_the_graph(engine, preset, params, mode):
     spec = {"preset": preset, "params": dict(small(PRESETS[preset].chain), **params)}
     v, _ = verdict(engine, spec, mode)
     assert v["agrees"], v
-    if v["verdict"] != "fused":
+    if v["verdict"] not in ("fused", "decomposed"):
         assert v["why"] and any(c["ok"] is False for c in v["checks"]), v
 
 
