@@ -180,7 +180,8 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "conv2d_batchnorm", "Conv2D + FusedBatchNorm (inference)",
             Chain("Conv2D", bias="none", norm="FusedBatchNorm"), "_FusedConv2D [FusedBatchNorm]",
-            "Batch norm with known statistics folded into the convolution (inference only).",
+            "Batch norm with known statistics is a per-channel scale and shift, folded into the convolution's "
+            "weights and epilogue (inference only).",
             "CPU only, inference only.", {"batch": 8, "height": 64, "width": 64, "in_channels": 16, "out_channels": 16, "filter_size": 1}, rows=(10,),
         ),
         Preset(
