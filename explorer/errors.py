@@ -15,6 +15,12 @@ class SpecError(ExplorerError):
     """A model spec or configuration is invalid; ``field`` names what is wrong."""
 
     def __init__(self, field: str, message: str):
+        # Field names can come from user input: keep the message on one line and short.
+        field = str(field)
+        if not field.isprintable():
+            field = field.encode("unicode_escape").decode("ascii")
+        if len(field) > 80:
+            field = field[:77] + "..."
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message

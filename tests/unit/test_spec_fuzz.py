@@ -254,10 +254,6 @@ def test_the_generators_reach_valid_specs_and_configs():
     assert seen["config"] >= seen["total"] // 5, seen
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "spec.resolve and Config.make put an unknown name into SpecError.field as typed (f'params.{name}', "
-    "f'env.{name}', f'grappler.{name}'), so str(error) - what the page and the CLI print - can span lines; "
-    "the fix (repr or escape the name in the field) belongs in explorer/spec.py and explorer/flags.py"))
 @pytest.mark.parametrize("fn,data", [
     (resolve, {"preset": "matmul_bias_relu", "params": {"m\nfake line": 1}}),
     (Config.from_dict, {"env": {"X\rY": "1"}}),
