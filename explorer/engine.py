@@ -184,6 +184,24 @@ class Engine:
     def is_warm(self, config) -> bool:
         return self.pool.has_warm(_config(config))
 
+    def prestart(self, config) -> None:
+        """Start the worker of a configuration in the background, so its first view is warm.
+
+        A new configuration costs a TensorFlow import (~3 s); the page calls this for the likely
+        next one (e.g. the same flags with oneDNN flipped) while the person reads the current one.
+        """
+        config = _config(config)
+        if self.pool.has_warm(config) or len(self.pool.workers()) >= self.pool.limits.max_workers - 1:
+            return
+
+        def start():
+            try:
+                self.pool.get(config)
+            except Exception:  # noqa: BLE001 - a failed warm-up only costs the head start
+                pass
+
+        threading.Thread(target=start, daemon=True, name="explorer-prestart").start()
+
     def _run(self, config: Config, op: str, payload: dict, timeout: float, on_progress=None) -> tuple[dict, dict]:
         started = time.perf_counter()
         fresh = not self.pool.has_warm(config)

@@ -94,6 +94,10 @@ def inspect(choice: sidebar.Choice) -> dict | None:
         show_error(exc, "Inspecting the model failed")
         return None
     placeholder.empty()
+    if choice.config.device == "cpu":
+        # The likeliest next question is "and without oneDNN?" (or with it): start that worker now.
+        flipped = "0" if (result.get("fingerprint") or {}).get("onednn") else "1"
+        engine.prestart(choice.config.with_env("TF_ENABLE_ONEDNN_OPTS", flipped))
     shown = st.session_state.get(state.SHOWN)
     if not shown or shown.get("key") != key:
         shown = {"key": key, "provenance": provenance(result)}
