@@ -75,7 +75,7 @@ ensure_debs() {
     fi
     log "installing Debian packages: ${missing[*]}"
     "${sudo[@]}" apt-get -q update
-    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get -q -y -o DPkg::Lock::Timeout=300 \
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Lock::Timeout=300 \
         install "${missing[@]}"
 }
 
@@ -113,10 +113,11 @@ ensure_venv() {
 setup() {
     local debs=("${APP_DEBS[@]}")
     [ "${1:-}" = --test ] && debs+=("${TEST_DEBS[@]}")
-    # One set-up at a time (two terminals, or a test run beside the app).
+    # One set-up of a venv at a time (two terminals, or a test run beside the app); apt-get has
+    # its own lock, which it waits for.
     if command -v flock >/dev/null 2>&1; then
         mkdir -p "$ROOT/.cache"
-        exec 9>"$ROOT/.cache/dev-setup.lock"
+        exec 9>"$ROOT/.cache/setup-$(printf '%s' "$VENV" | sha256sum | cut -c1-12).lock"
         flock 9
     fi
     ensure_debs "${debs[@]}"
@@ -126,30 +127,36 @@ setup() {
     fi
 }
 
-cmd="${1:-help}"
-[ "$#" -gt 0 ] && shift
-case "$cmd" in
-    app)
-        setup
-        port="${EXPLORER_PORT:-8501}"
-        address=()
-        [ -n "${EXPLORER_ADDRESS:-}" ] && address=(--server.address "$EXPLORER_ADDRESS")
-        exec "$VENV/bin/streamlit" run app.py --server.headless true \
-            --browser.gatherUsageStats false --server.port "$port" "${address[@]}" "$@"
-        ;;
-    test)
-        setup --test
-        exec "$VENV/bin/python" -m pytest "$@"
-        ;;
-    setup)
-        setup "$@"
-        log "set-up done: $VENV"
-        ;;
-    help | -h | --help)
-        usage
-        ;;
-    *)
-        usage >&2
-        die "unknown command: $cmd"
-        ;;
-esac
+main() {
+    cmd="${1:-help}"
+    [ "$#" -gt 0 ] && shift
+    case "$cmd" in
+        app)
+            setup
+            port="${EXPLORER_PORT:-8501}"
+            address=()
+            [ -n "${EXPLORER_ADDRESS:-}" ] && address=(--server.address "$EXPLORER_ADDRESS")
+            exec "$VENV/bin/streamlit" run app.py --server.headless true \
+                --browser.gatherUsageStats false --server.port "$port" "${address[@]}" "$@"
+            ;;
+        test)
+            setup --test
+            exec "$VENV/bin/python" -m pytest "$@"
+            ;;
+        setup)
+            setup "$@"
+            log "set-up done: $VENV"
+            ;;
+        help | -h | --help)
+            usage
+            ;;
+        *)
+            usage >&2
+            die "unknown command: $cmd"
+            ;;
+    esac
+}
+
+# Everything above is parsed before anything runs, so a `git pull` that rewrites this file while
+# it runs (a long first pip install) cannot make bash read a half-old script.
+main "$@"; exit
