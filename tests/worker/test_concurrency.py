@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 
+import psutil
 import pytest
 
 from explorer.engine import Engine
@@ -233,3 +234,49 @@ def test_disk_cache_answers_a_restarted_engine_without_a_worker(tmp_path):
         assert not restarted.is_warm(Config())
     finally:
         restarted.close()
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "Engine.prestart starts a worker (a TensorFlow import: seconds of CPU) in a thread outside the device "
+    "queue, so it can run beside a benchmark that is timing; it should take a graph slot of the queue first"))
+def test_a_worker_prestarted_during_a_benchmark_waits_for_it():
+    engine = Engine(cache_dir=None)
+    try:
+        engine.inspect(tiny("matmul_bias_relu", 0), CONFIGS[0])  # the benchmark's worker, warm
+        timing, done = threading.Event(), threading.Event()
+        session = Session(0, engine, timing, timing)
+        bench = threading.Thread(target=lambda: (session.bench("matmul_bias_relu", 2000, timing), done.set()),
+                                 daemon=True)
+        bench.start()
+        assert timing.wait(CALL_TIMEOUT_S)
+        engine.prestart(CONFIGS[1])  # e.g. another session's page warming up the oneDNN what-if
+        started_during = set()
+        while not done.is_set():  # the watch ends with the benchmark (its own time limit bounds it)
+            started_during |= {w.pid for w in engine.pool.workers()} | _starting_workers()
+            done.wait(0.01)
+        bench.join(CALL_TIMEOUT_S)
+        start, end = session.benches[0]["timing"]
+        bench_pid = session.benches[0]["result"]["worker"]["pid"]
+        wall_end = end + time.time() - time.monotonic()  # create_time() is wall-clock, the span monotonic
+        beside = []
+        for pid in started_during - {bench_pid}:
+            try:
+                if psutil.Process(pid).create_time() < wall_end:
+                    beside.append(pid)
+            except psutil.Error:
+                pass
+        assert not beside, f"worker process(es) {beside} started while a benchmark was timing"
+    finally:
+        engine.close()
+
+
+def _starting_workers() -> set[int]:
+    """Worker processes of this test process, including one still importing TensorFlow."""
+    found = set()
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if "explorer.worker" in " ".join(child.cmdline()):
+                found.add(child.pid)
+        except psutil.Error:
+            pass
+    return found
