@@ -67,6 +67,7 @@ class WorkerProcess:
         self.stderr_path = os.path.join(self.workdir, "stderr.log")
         self._stderr = open(self.stderr_path, "w+b")
         env = self._environment()
+        self.started_at = time.monotonic()  # when the process was spawned (for age and ordering)
         started = time.perf_counter()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "explorer.worker"],
