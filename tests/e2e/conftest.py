@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from e2e_helpers import new_context, launch_browser, start_app
+from e2e_helpers import full_page_screenshot, launch_browser, new_context, start_app
 
 _HERE = Path(__file__).resolve().parent
 _servers: dict[str, object] = {}  # base URL -> AppServer, for failure reports
@@ -82,7 +82,7 @@ def pytest_runtest_makereport(item, call):
         name = re.sub(r"[^\w.-]", "_", item.name) + ".png"
         shot = server.log_path.with_name(name) if server else Path(tempfile.gettempdir()) / name
         try:
-            pg.screenshot(path=str(shot), full_page=True)
+            full_page_screenshot(pg, shot)
             report.sections.append(("screenshot", str(shot)))
         except Exception as e:  # the page may be gone; the report matters more than the picture
             report.sections.append(("screenshot", f"not taken: {e}"))
