@@ -1,0 +1,671 @@
+"""A classroom on loopback: N concurrent sessions ask one server for graphs and benchmarks.
+
+    .venv/bin/python benchmarks/serving.py [SESSIONS=20] [--engine-only] [--max-seconds 900]
+
+Default: starts the app itself (``python -m streamlit run app.py`` from the repository root, on a
+free port of 127.0.0.1, with a fresh result cache so "cold" is cold) and drives SESSIONS real
+Streamlit sessions from one headless Chromium (Debian's /usr/bin/chromium through Playwright,
+one browser context per session). If the page cannot show graphs, it says why and falls back to
+the engine-level run. ``--engine-only``: SESSIONS threads share one Engine in this process, as the
+page's sessions share the server's, and do the same work without a browser.
+
+The sessions go through the same steps together (each step bounded in time):
+  1. load     session 0 opens the page alone (the server's first configuration: cold), then the
+              others open it at once (the same configuration again: warm);
+  2. flag     odd sessions set TF_ENABLE_ONEDNN_OPTS=0 (a second worker process);
+  3. preset   every session picks one of the other presets;
+  4. bench    every session runs "fused vs unfused" on its model at the same moment.
+A graph request is *cold* when it is the first of this run for its configuration, *warm* when
+another session asked for that configuration before (even if its result was still being made).
+"Time to graphs" is from the action (navigation, click) to the graph drawn (an SVG in the graph
+panel; engine-only: the inspect result returned).
+
+Overlaps: benchmarks that ran beside anything else on the device. Engine-only counts them three
+ways (each result's isolation record, a watcher of which workers are inside a request while a
+benchmark reports its reps, and intersecting timed spans; the queue's own counter is printed too).
+Through the browser the queue is out of sight, so a watcher samples the server's worker processes'
+CPU time from outside: a benchmark overlapped if its timed span (its "rep i/n" progress as the page
+received it) intersects another benchmark's, or if in 3 or more samples inside that span its
+worker and another worker (a graph request, a TensorFlow import) both ran.
+
+Only 127.0.0.1 is contacted: the browser aborts any other request. The last lines are the
+figures:  p50/p95 time to graphs warm / cold, benchmarks completed, overlaps seen, errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from explorer.catalog import PRESETS  # noqa: E402
+from explorer.errors import ExplorerError  # noqa: E402
+from explorer.flags import ENV_FLAGS, Config  # noqa: E402
+
+# --- what the script looks for on the page (explorer/ui); change here if the page changes -------
+# A drawn graph: Graphviz's SVG has a <g class="node"> per node, whether the page draws it with
+# st.graphviz_chart or puts the SVG in a frame of its own (explorer/ui/linked.py); any frame counts.
+GRAPH_NODE = "svg g.node"
+APP_ROOT = "[data-testid='stApp']"
+EXCEPTION = "[data-testid='stException']"  # a traceback on the page: always an error
+ERROR_ALERT = "[data-testid='stAlert']"
+PRESET_SELECT_LABEL = "Preset"  # the sidebar selectbox of presets (options are preset titles)
+FLAG_NAME = "TF_ENABLE_ONEDNN_OPTS"  # the sidebar radio of this env flag; options: unset / 0 / 1
+FLAG_VALUE = "0"
+ONEDNN_OFF_TEXT = "oneDNN off"  # the summary line once the worker runs without oneDNN
+BENCH_TAB = "Fused vs unfused"
+BENCH_INPUTS = {"Timed calls per variant": "reps", "Warm-up calls": "warmup", "Time budget (s)": "max_seconds"}
+RUN_BUTTON = "Run fused vs unfused"  # the benchmark's run button (a form submit button)
+BENCH_DONE_TEXT = "Fused median"  # a metric shown with a benchmark result
+BENCH_FAILED_TEXT = "The benchmark failed"
+PLACEHOLDER_MARK = "Placeholder entrypoint"  # app.py's docstring while the page was not built yet
+
+CHROMIUM = os.environ.get("EXPLORER_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+VIEWPORT = {"width": 1400, "height": 1000}
+
+DEFAULT_PRESET = "matmul_bias_gelu_approx"  # what the page shows on load (explorer/ui/state.py)
+# The presets the sessions switch to: the catalogue's first six after the default (a class spread
+# over a few models, so that several sessions share each configuration).
+OTHER_PRESETS = [p for p in PRESETS if p != DEFAULT_PRESET][:6]
+ENVS = [{}, {FLAG_NAME: FLAG_VALUE}]
+SERVER_START_S = 90.0
+STEP_S = 300.0  # no step of one session may take longer than this
+ACTION_S = 60.0  # a click or a keystroke on a loaded page (the wait for what it causes is STEP_S)
+BENCH = {"reps": 100, "warmup": 2, "max_seconds": 3}  # small, so 20 queued benchmarks end in minutes
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+# --- figures ---------------------------------------------------------------------------------------
+
+@dataclass
+class Figures:
+    mode: str
+    warm: list = field(default_factory=list)  # (step, seconds)
+    cold: list = field(default_factory=list)
+    benches: int = 0
+    bench_spans: list = field(default_factory=list)  # (session, start, end, worker pid or None)
+    overlaps: set = field(default_factory=set)  # sessions whose benchmark overlapped something
+    errors: list = field(default_factory=list)  # (session, step, message)
+    notes: list = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def graph_time(self, step: str, cold: bool, seconds: float) -> None:
+        with self._lock:
+            (self.cold if cold else self.warm).append((step, seconds))
+
+    def error(self, session: int, step: str, message: str) -> None:
+        with self._lock:
+            self.errors.append((session, step, " ".join(str(message).split())[:300]))
+
+
+def pct(values: list[float], q: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def p50_p95(pairs: list) -> str:
+    values = [s for _, s in pairs]
+    if not values:
+        return "n/a / n/a s (none measured)"
+    return f"{pct(values, 0.50):.3f} / {pct(values, 0.95):.3f} s"
+
+
+def report(f: Figures, sessions: int, started: float) -> None:
+    print()
+    print(f"serving benchmark, {f.mode}, {sessions} sessions, {time.strftime('%Y-%m-%d %H:%M')}, "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}, {time.monotonic() - started:.0f} s in all")
+    for step in ("load", "flag", "preset"):
+        warm = [p for p in f.warm if p[0] == step]
+        cold = [p for p in f.cold if p[0] == step]
+        print(f"  {step:<7} warm n={len(warm):<3} p50/p95 {p50_p95(warm):<22} cold n={len(cold):<3} p50/p95 {p50_p95(cold)}")
+    for note in f.notes:
+        print(f"  {note}")
+    for session, step, message in f.errors[:20]:
+        print(f"  error: session {session}, {step}: {message}")
+    print(f"p50/p95 time to graphs warm: {p50_p95(f.warm)}")
+    print(f"p50/p95 time to graphs cold: {p50_p95(f.cold)}")
+    print(f"benchmarks completed: {f.benches}")
+    print(f"overlaps seen: {len(f.overlaps)}")
+    print(f"errors: {len(f.errors)}")
+
+
+class FirstSeen:
+    """Which session asked first for each configuration: that request is the cold one."""
+
+    def __init__(self):
+        self._seen: set = set()
+        self._lock = threading.Lock()
+
+    def is_first(self, key) -> bool:
+        with self._lock:
+            if key in self._seen:
+                return False
+            self._seen.add(key)
+            return True
+
+
+def session_plan(i: int) -> dict:
+    """Session i's configuration after the flag step: sessions 2k and 2k+1 share a preset, one with
+    each flag setting, so 20 sessions make 12 configurations (12 cold requests, 8 warm)."""
+    return {"env": ENVS[i % 2], "preset": OTHER_PRESETS[(i // 2) % len(OTHER_PRESETS)]}
+
+
+# --- engine-level run ------------------------------------------------------------------------------
+
+class BusyWatcher:
+    """Samples which worker processes of an Engine are inside a request (their request lock is held)."""
+
+    def __init__(self, engine, period_s: float = 0.005):
+        self.engine, self.period_s = engine, period_s
+        self.samples: list[tuple[float, frozenset]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.samples.append((time.monotonic(),
+                                 frozenset(w.pid for w in self.engine.pool.workers() if w.lock.locked())))
+            self._stop.wait(self.period_s)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(5)
+
+
+def run_engine(sessions: int, deadline: float, cache_dir: Path) -> Figures:
+    from explorer.engine import Engine
+
+    f = Figures("engine-level (threads sharing one Engine, no browser)")
+    first = FirstSeen()
+    waited: list[int] = []  # the furthest queue place each waiting benchmark was told
+    engine = Engine(cache_dir=cache_dir)
+    watcher = BusyWatcher(engine).start()
+
+    def step_timeout() -> float:
+        return max(1.0, min(STEP_S, deadline - time.monotonic()))
+
+    def graphs(i: int, step: str, preset: str, env: dict) -> None:
+        cold = first.is_first((preset, tuple(sorted(env.items()))))
+        started = time.monotonic()
+        try:
+            engine.inspect({"preset": preset}, Config.make("cpu", env))
+        except ExplorerError as exc:
+            f.error(i, step, exc)
+            return
+        f.graph_time(step, cold, time.monotonic() - started)
+
+    def bench(i: int) -> None:
+        plan = session_plan(i)
+        spans, positions = [], []
+
+        def on_progress(message: dict) -> None:
+            if "queue_position" in message:
+                positions.append(message["queue_position"])
+            text = str(message.get("message", ""))
+            if text == "warming up" or text.startswith("rep "):
+                spans.append(time.monotonic())
+
+        try:
+            result = engine.bench({"preset": plan["preset"]}, Config.make("cpu", plan["env"]),
+                                  on_progress=on_progress, **BENCH)
+        except ExplorerError as exc:
+            f.error(i, "bench", exc)
+            return
+        with f._lock:
+            f.benches += 1
+            if result["isolation"]["others_running_at_start"]:
+                f.overlaps.add(i)
+            if len(spans) >= 2:
+                f.bench_spans.append((i, spans[0], spans[-1], result["worker"]["pid"]))
+            if positions:
+                waited.append(max(positions))
+
+    def together(step: str, work) -> None:
+        threads = [threading.Thread(target=work, args=(i,), daemon=True, name=f"{step}-{i}") for i in range(sessions)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(step_timeout())
+        for i, t in enumerate(threads):
+            if t.is_alive():
+                f.error(i, step, f"no answer within the step's time limit ({STEP_S:.0f} s)")
+
+    try:
+        log("engine: step load (session 0 alone, then the others)")
+        graphs(0, "load", DEFAULT_PRESET, ENVS[0])
+        together("load", lambda i: i and graphs(i, "load", DEFAULT_PRESET, ENVS[0]))
+        log("engine: step flag (odd sessions: a second worker configuration)")
+        together("flag", lambda i: i % 2 and graphs(i, "flag", DEFAULT_PRESET, ENVS[1]))
+        log("engine: step preset (every session another preset)")
+        together("preset", lambda i: graphs(i, "preset", session_plan(i)["preset"], session_plan(i)["env"]))
+        log("engine: step bench (every session at once)")
+        together("bench", bench)
+    finally:
+        watcher.stop()
+        queue = engine.queues.get("cpu")
+        engine.close()
+    f.overlaps |= spans_overlapping(f.bench_spans)
+    for i, start, end, pid in f.bench_spans:
+        if any(busy - {pid} for t, busy in watcher.samples if start <= t <= end):
+            f.overlaps.add(i)
+    if queue is not None:
+        f.notes.append(f"queue: {queue.benches_run} benchmarks run, its overlap counter {queue.overlaps}; "
+                       f"{len(waited)} benchmarks were told their place while waiting (furthest: "
+                       f"{max(waited, default=0)}); busy-worker watcher: {len(watcher.samples)} samples, "
+                       f"{len(f.bench_spans)} timed spans")
+    return f
+
+
+def spans_overlapping(spans: list) -> set:
+    found = set()
+    for a in spans:
+        for b in spans:
+            if a[0] < b[0] and a[1] <= b[2] and b[1] <= a[2]:
+                found |= {a[0], b[0]}
+    return found
+
+
+# --- the app server --------------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, cache_dir: Path, log_dir: Path):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_dir / "server.log"
+        env = dict(os.environ, EXPLORER_CACHE_DIR=str(cache_dir), PYTHONUNBUFFERED="1")
+        with open(self.log_path, "wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                 "--server.port", str(self.port), "--server.address", "127.0.0.1",
+                 "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+                cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        self.worker_pids: set[int] = set()
+        self.left_behind: list[int] = []
+        self.killed: list[int] = []
+        limit = time.monotonic() + SERVER_START_S
+        while time.monotonic() < limit:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited with code {self.proc.returncode}; log: {self.tail()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.25)
+        self.stop()
+        raise RuntimeError(f"streamlit did not answer within {SERVER_START_S:.0f} s; log: {self.tail()}")
+
+    def tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def workers(self) -> list:
+        """The server's TensorFlow worker processes (they run in sessions of their own)."""
+        import psutil
+
+        try:
+            children = psutil.Process(self.proc.pid).children(recursive=True)
+        except psutil.Error:
+            return []
+        found = []
+        for child in children:
+            try:
+                if "explorer.worker" in " ".join(child.cmdline()):
+                    found.append(child)
+                    self.worker_pids.add(child.pid)
+            except psutil.Error:
+                pass
+        return found
+
+    def stop(self) -> None:
+        self.workers()
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(20)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait(10)
+        # Workers lead their own sessions: give them a moment to notice their server is gone (their
+        # stdin closes), then stop whichever did not.
+        import psutil
+
+        workers = []
+        for pid in self.worker_pids:
+            try:
+                proc = psutil.Process(pid)
+                if "explorer.worker" in " ".join(proc.cmdline()):
+                    workers.append(proc)
+            except psutil.Error:
+                pass
+        _, survivors = psutil.wait_procs(workers, timeout=10)
+        for proc in survivors:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+        _, alive = psutil.wait_procs(survivors, timeout=10)
+        self.left_behind = [p.pid for p in alive]
+        self.killed = [p.pid for p in survivors]
+
+
+class CpuWatcher:
+    """CPU time of each of the server's worker processes, sampled from outside the server."""
+
+    def __init__(self, server: Server, period_s: float = 0.02):
+        self.server, self.period_s = server, period_s
+        self.samples: list[tuple[float, dict]] = []  # (time, {pid: cpu seconds})
+        self.flag_value: dict[int, str | None] = {}  # pid -> its TF_ENABLE_ONEDNN_OPTS (None: unset)
+        self.configs: dict[int, str] = {}  # pid -> device and flags, for the report
+        self.seen: dict[int, list[float]] = {}  # pid -> [first, last] time it was seen
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        import psutil
+
+        while not self._stop.is_set():
+            cpu = {}
+            now = time.monotonic()
+            for proc in self.server.workers():
+                try:
+                    times = proc.cpu_times()
+                    cpu[proc.pid] = times.user + times.system
+                    self.seen.setdefault(proc.pid, [now, now])[1] = now
+                    if proc.pid not in self.flag_value:
+                        environ = proc.environ()
+                        self.flag_value[proc.pid] = environ.get(FLAG_NAME)
+                        flags = " ".join(f"{k}={v}" for k, v in sorted(environ.items()) if k in ENV_FLAGS)
+                        self.configs[proc.pid] = f"{environ.get('EXPLORER_DEVICE', '?')} {flags}".strip()
+                except psutil.Error:
+                    pass
+            self.samples.append((now, cpu))
+            self._stop.wait(self.period_s)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(5)
+
+    def beside(self, start: float, end: float, flag_value: str | None) -> tuple[int, float]:
+        """Sample intervals within [start, end] in which the benchmark's worker and another worker
+        both ran (each >= 10 ms of CPU), and the other workers' CPU seconds in those intervals.
+
+        Requiring both at once makes the check immune to the page receiving progress late: after
+        the benchmark ends its worker idles, so the next request's CPU is not counted against it.
+        """
+        inside = [(t, c) for t, c in self.samples if start <= t <= end]
+        if len(inside) < 2:
+            return 0, 0.0
+        first, last = inside[0][1], inside[-1][1]
+        candidates = [pid for pid, value in self.flag_value.items() if value == flag_value and pid in last]
+        if not candidates:
+            return 0, 0.0
+        own = max(candidates, key=lambda pid: last[pid] - first.get(pid, last[pid]))  # the one that was timing
+        both, other_cpu = 0, 0.0
+        for (_, a), (_, b) in zip(inside, inside[1:]):
+            mine = b.get(own, 0.0) - a.get(own, b.get(own, 0.0))
+            others = sum(b[pid] - a.get(pid, b[pid]) for pid in b if pid != own)
+            if mine >= 0.01 and others >= 0.01:
+                both += 1
+                other_cpu += others
+        return both, other_cpu
+
+
+# --- browser run -----------------------------------------------------------------------------------
+
+class UiNotReady(Exception):
+    pass
+
+
+async def run_browser(sessions: int, deadline: float, cache_dir: Path, log_dir: Path) -> Figures:
+    from playwright.async_api import Error as PlaywrightError
+    from playwright.async_api import async_playwright
+
+    if PLACEHOLDER_MARK in (ROOT / "app.py").read_text():
+        raise UiNotReady("app.py is still the placeholder page")
+    if not os.access(CHROMIUM, os.X_OK):
+        raise UiNotReady(f"{CHROMIUM} not found (Debian package chromium)")
+    f = Figures("browser (real Streamlit sessions, one headless Chromium)")
+    first = FirstSeen()
+    log(f"starting the app server (log: {log_dir / 'server.log'})")
+    server = Server(cache_dir, log_dir)
+    watcher = CpuWatcher(server).start()
+    pages: list = [None] * sessions
+    frames: list[list] = [[] for _ in range(sessions)]  # when each page received benchmark progress
+    data_times: list = []  # (step, cold, seconds from the action to the page's script run being over)
+
+    def left(limit: float = STEP_S) -> float:
+        return max(1.0, min(limit, deadline - time.monotonic())) * 1000
+
+    def act() -> float:
+        return left(ACTION_S)
+
+    async def guard(route):
+        host = route.request.url.split("/")[2] if "//" in route.request.url else ""
+        if host.split(":")[0] in ("127.0.0.1", ""):
+            await route.continue_()
+        else:
+            await route.abort()
+
+    async def drawn(page, expect_text: str | None) -> float:
+        """Wait for the page to be idle (and show expect_text, if given) with a graph drawn; returns
+        when the page went idle (the server's script run over, the drawing perhaps not yet made)."""
+        await page.wait_for_function(
+            """([root, text]) => {
+                const app = document.querySelector(root);
+                if (!app || app.getAttribute('data-test-connection-state') !== 'CONNECTED') return false;
+                if (app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+                if (document.querySelector("[data-testid='stElementContainer'][data-stale='true']")) return false;
+                return !text || document.body.innerText.includes(text);
+            }""", arg=[APP_ROOT, expect_text], timeout=left(), polling=100)
+        idle = time.monotonic()
+        limit = time.monotonic() + left() / 1000
+        while time.monotonic() < limit:
+            if await page.locator(EXCEPTION).count():
+                raise RuntimeError("the page shows an exception")
+            for frame in page.frames:
+                try:
+                    if await frame.locator(GRAPH_NODE).count():
+                        return idle
+                except PlaywrightError:
+                    pass  # a frame replaced while we looked
+            await asyncio.sleep(0.05)
+        raise RuntimeError("no graph drawn on the page")
+
+    async def measure(i: int, step: str, key, action, expect_text: str | None) -> None:
+        cold = first.is_first(key)
+        started = time.monotonic()
+        try:
+            await action()
+            idle = await drawn(pages[i], expect_text)
+        except (PlaywrightError, RuntimeError, asyncio.TimeoutError) as exc:
+            f.error(i, step, f"{type(exc).__name__}: {exc}")
+            return
+        f.graph_time(step, cold, time.monotonic() - started)
+        data_times.append((step, cold, idle - started))
+
+    def on_frame(i: int, payload) -> None:
+        data = payload if isinstance(payload, bytes) else str(payload).encode()
+        if b"warming up" in data or b"rep " in data:
+            frames[i].append(time.monotonic())
+
+    async def open_page(browser, i: int) -> None:
+        context = await browser.new_context(viewport=VIEWPORT)
+        await context.route("**/*", guard)
+        page = await context.new_page()
+        page.on("websocket", lambda ws, i=i: ws.on("framereceived", lambda p, i=i: on_frame(i, p)))
+        pages[i] = page
+
+    async def load(i: int) -> None:
+        await measure(i, "load", (DEFAULT_PRESET, ()), lambda: pages[i].goto(server.url, timeout=left()), None)
+
+    async def flag(i: int) -> None:
+        async def action():
+            group = pages[i].locator("[data-testid='stRadio']").filter(has_text=FLAG_NAME).first
+            await group.get_by_text(FLAG_VALUE, exact=True).click(timeout=act())
+
+        await measure(i, "flag", (DEFAULT_PRESET, tuple(ENVS[1].items())), action, ONEDNN_OFF_TEXT)
+
+    async def preset(i: int) -> None:
+        plan = session_plan(i)
+        title = PRESETS[plan["preset"]].title
+
+        async def action():
+            # The selectbox filters its options as one types (its list is virtualised: an option
+            # out of view is not in the page), so type the title and take the match.
+            box = pages[i].locator("[data-testid='stSelectbox']").filter(has_text=PRESET_SELECT_LABEL).first
+            await box.locator("input").click(timeout=act())
+            await box.locator("input").fill(title, timeout=act())
+            await pages[i].get_by_role("option", name=title, exact=True).click(timeout=act())
+
+        await measure(i, "preset", (plan["preset"], tuple(plan["env"].items())), action, f"{title} on ")
+
+    async def bench(i: int) -> None:
+        page = pages[i]
+        try:
+            await page.get_by_role("tab", name=BENCH_TAB).click(timeout=act())
+            button = page.get_by_role("button", name=RUN_BUTTON)
+            if not await button.count():
+                f.notes.append(f"session {i}: no '{RUN_BUTTON}' button on the page; no benchmark run")
+                return
+            for label, name in BENCH_INPUTS.items():
+                await page.get_by_role("spinbutton", name=label).fill(str(BENCH[name]), timeout=act())
+            before = len(frames[i])
+            await button.click(timeout=act())
+            done = page.get_by_text(BENCH_DONE_TEXT).first
+            failed = page.get_by_text(BENCH_FAILED_TEXT).first
+            await done.or_(failed).wait_for(timeout=left())
+            if await failed.count() and await failed.is_visible():
+                alert = await page.locator(ERROR_ALERT).last.inner_text()
+                f.error(i, "bench", alert)
+                return
+            if await page.locator(EXCEPTION).count():
+                f.error(i, "bench", "the page shows an exception")
+                return
+            f.benches += 1
+            spans = frames[i][before:]
+            if len(spans) >= 2:
+                f.bench_spans.append((i, spans[0], spans[-1], None))
+        except (PlaywrightError, asyncio.TimeoutError) as exc:
+            f.error(i, "bench", f"{type(exc).__name__}: {exc}")
+
+    async def together(step: str, work, who) -> None:
+        log(f"browser: step {step} ({len(who)} sessions)")
+        tasks = [asyncio.wait_for(work(i), timeout=min(STEP_S, max(1.0, deadline - time.monotonic())) + 30)
+                 for i in who]
+        for i, outcome in zip(who, await asyncio.gather(*tasks, return_exceptions=True)):
+            if isinstance(outcome, BaseException):
+                f.error(i, step, f"{type(outcome).__name__}: {outcome}")
+
+    try:
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            try:
+                await asyncio.gather(*(open_page(browser, i) for i in range(sessions)))
+                await together("load", load, [0])
+                if f.errors or not f.cold:
+                    raise UiNotReady(f"the first session saw no graph: {f.errors[:1]}")
+                await together("load", load, list(range(1, sessions)))
+                await together("flag", flag, list(range(1, sessions, 2)))
+                await together("preset", preset, list(range(sessions)))
+                await together("bench", bench, list(range(sessions)))
+            finally:
+                await browser.close()
+    finally:
+        watcher.stop()
+        server.stop()
+        log(f"server stopped; its worker processes: {sorted(server.worker_pids)}, of which "
+            f"{len(server.killed)} were still running 10 s after it and were killed")
+    # Overlaps, from outside: two benchmarks' timed spans intersect, or another worker burnt CPU
+    # during one (its own worker: the one of the session's configuration).
+    f.overlaps |= spans_overlapping(f.bench_spans)
+    for i, start, end, _ in f.bench_spans:
+        intervals, used = watcher.beside(start, end, session_plan(i)["env"].get(FLAG_NAME))
+        if intervals >= 3:  # one or two at the very edges can be the hand-over between requests
+            f.overlaps.add(i)
+        if intervals:
+            f.notes.append(f"session {i}: another worker ran in {intervals} sample(s) of its benchmark "
+                           f"({used:.2f} s CPU)")
+    for pid, (first_seen, last_seen) in sorted(watcher.seen.items()):
+        if last_seen < watcher.samples[-1][0] - 1.0:
+            f.notes.append(f"worker {pid} ({watcher.configs.get(pid, '?')}) exited during the run, "
+                           f"{last_seen - first_seen:.0f} s after it was first seen")
+    for cold in (False, True):
+        pairs = [(step, t) for step, c, t in data_times if c == cold]
+        f.notes.append(f"p50/p95 time to the page's run being over {'cold' if cold else 'warm'} (the server done, "
+                       f"the drawing perhaps not yet made): {p50_p95(pairs)}")
+    f.notes.append("worker processes: " + "; ".join(f"{pid} ({c})" for pid, c in sorted(watcher.configs.items())))
+    f.notes.append(f"benchmark spans seen through the page: {len(f.bench_spans)} of {f.benches}; "
+                   f"CPU watcher took {len(watcher.samples)} samples of {len(watcher.flag_value)} worker processes")
+    if server.left_behind:
+        f.notes.append(f"worker processes still alive after the server stopped: {server.left_behind}")
+    return f
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sessions", nargs="?", type=int, default=20, help="concurrent sessions (default 20)")
+    parser.add_argument("--engine-only", action="store_true", help="threads against one Engine, no server or browser")
+    parser.add_argument("--max-seconds", type=float, default=900.0, help="stop every step after this (default 900)")
+    args = parser.parse_args()
+    if not 1 <= args.sessions <= 200:
+        parser.error("sessions: 1..200")
+    started = time.monotonic()
+    deadline = started + args.max_seconds
+    work = Path(tempfile.mkdtemp(prefix="explorer-serving-"))
+    figures = None
+    if not args.engine_only:
+        try:
+            figures = asyncio.run(run_browser(args.sessions, deadline, work / "cache-browser", work))
+        except UiNotReady as exc:
+            log(f"the page is not ready for the browser run ({exc}); running the engine-level part instead")
+    if figures is None:
+        figures = run_engine(args.sessions, deadline, work / "cache-engine")
+    report(figures, args.sessions, started)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
