@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--chain", action="append", default=[], metavar="FIELD=VALUE",
                        help="with PRESET 'chain': contraction, bias, norm, activation, squeeze, side_add")
         p.add_argument("--no-cache", action="store_true", help="run even if this configuration was run before")
+        if name == "inspect":
+            p.add_argument("--export", metavar="DIR", help="also write repro.py, the three graphs as pbtxt and a "
+                           "summary.json into DIR (for a bug report)")
         p.add_argument("--json", action="store_true", help="machine-readable output")
         if name == "bench":
             p.add_argument("--reps", type=int, default=60, help="timed repetitions of each variant (default 60)")
@@ -183,6 +186,23 @@ def _print_bench(result: dict) -> None:
         print(f"  WARNING: {problem}")
 
 
+def _export(result: dict, directory: str) -> None:
+    import io
+    import zipfile
+    from pathlib import Path
+
+    from .repro import bundle
+
+    target = Path(directory)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(io.BytesIO(bundle(result))) as archive:
+            archive.extractall(target)
+    except OSError as exc:
+        raise ExplorerError(f"--export: cannot write to {directory}: {exc.strerror}") from None
+    print(f"exported to {target}: " + ", ".join(sorted(p.name for p in target.iterdir())), file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "presets":
@@ -199,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "inspect":
             result = engine.inspect(spec, config, use_cache=not args.no_cache)
             print(json.dumps(result, indent=1)) if args.json else _print_inspect(result)
+            if args.export:
+                _export(result, args.export)
         else:
             result = engine.bench(spec, config, reps=args.reps, warmup=args.warmup, max_seconds=args.max_seconds)
             print(json.dumps(result, indent=1)) if args.json else _print_bench(result)
