@@ -38,6 +38,7 @@ import argparse
 import asyncio
 import math
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -664,6 +665,8 @@ def main() -> int:
             log(f"the page is not ready for the browser run ({exc}); running the engine-level part instead")
     if figures is None:
         figures = run_engine(args.sessions, deadline, work / "cache-engine")
+    for cache in work.glob("cache-*"):
+        shutil.rmtree(cache, ignore_errors=True)  # the server's log stays, for a look afterwards
     report(figures, args.sessions, started)
     return 0
 
