@@ -176,6 +176,7 @@ class Engine:
         self.cache = ResultCache(Path(cache_dir) if cache_dir else None)
         self.queues: dict[str, DeviceQueue] = {}
         self._lock = threading.Lock()
+        self._inflight: dict[str, threading.Event] = {}  # inspect keys being computed now
 
     def queue(self, device: str) -> DeviceQueue:
         """The admission queue of the hardware a device runs on: a simulated GPU runs on the CPU."""
@@ -233,10 +234,37 @@ class Engine:
         """The model's graphs at every stage, the fusions found and Grappler's own account."""
         spec, config = resolve(spec), _config(config)
         key = ResultCache.key("inspect", spec, config)
-        if use_cache:
+        if not use_cache:
+            return self._inspect(spec, config, key, on_progress)
+        cached = self.cache.get(key)
+        if cached is not None:
+            return dict(cached, cached=True)
+        # Many sessions asking for the same new configuration at once (a class pressing "run"
+        # together) share one computation instead of queueing up to repeat it.
+        with self._lock:
+            running = self._inflight.get(key)
+            if running is None:
+                running = self._inflight[key] = threading.Event()
+                owner = True
+            else:
+                owner = False
+        if not owner:
+            deadline = time.monotonic() + self.pool.limits.startup_s + self.pool.limits.inspect_s
+            while not running.wait(0.5) and time.monotonic() < deadline:
+                if on_progress:
+                    on_progress({"fraction": 0.0, "message": "another session is computing this same "
+                                 "configuration; waiting for its result"})
             cached = self.cache.get(key)
-            if cached is not None:
-                return dict(cached, cached=True)
+            return dict(cached, cached=True, shared=True) if cached is not None else \
+                self.inspect(spec, config, on_progress=on_progress)
+        try:
+            return self._inspect(spec, config, key, on_progress)
+        finally:
+            with self._lock:
+                self._inflight.pop(key, None)
+            running.set()
+
+    def _inspect(self, spec: ModelSpec, config: Config, key: str, on_progress) -> dict:
         payload = {"spec": spec.to_dict(), "grappler": config.grappler_dict}
         with self.queue(config.device).slot("graph", on_progress):
             result, info = self._run(config, "inspect", payload, self.pool.limits.inspect_s, on_progress)

@@ -191,15 +191,27 @@ class WorkerProcess:
                 raise WorkerError("crash", "The worker process had died; the next request starts a new one.",
                                   self.stderr_tail()) from None
             deadline = time.monotonic() + timeout
+            abandoned = None
             while True:
                 reply = self._next(deadline, op)
                 if reply.get("id") != req_id:
                     continue
                 if "progress" in reply:
                     if on_progress is not None:
-                        on_progress(reply["progress"])
+                        try:
+                            on_progress(reply["progress"])
+                        except BaseException as exc:  # the caller went away, e.g. a page rerun
+                            if op == "bench":
+                                # Nobody will see this timing: stop it now rather than hold the device.
+                                self.kill()
+                                raise
+                            # Graph work is short: finish it, so the worker (and the caller's queue
+                            # slot) is only given back once the worker is idle again.
+                            abandoned, on_progress = exc, None
                     continue
                 self.last_used = time.monotonic()
+                if abandoned is not None:
+                    raise abandoned
                 if reply.get("ok"):
                     return reply["result"]
                 error = reply.get("error") or {}

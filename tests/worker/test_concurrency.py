@@ -274,3 +274,59 @@ def _starting_workers() -> set[int]:
         except psutil.Error:
             pass
     return found
+
+
+def test_sessions_asking_for_the_same_new_configuration_share_one_computation():
+    engine = Engine(cache_dir=None)
+    try:
+        spec = tiny("matmul_bias_relu", 7)
+        engine.inspect(tiny("matmul_bias_relu", 8), CONFIGS[0])  # a warm worker, another spec
+        worker = engine.pool.workers()[0]
+        before = worker.requests
+        results, errors = [], []
+        go = threading.Barrier(6)
+
+        def session():
+            go.wait()
+            try:
+                results.append(engine.inspect(spec, CONFIGS[0]))
+            except Exception as exc:  # noqa: BLE001 - collected and asserted below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=session) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(CALL_TIMEOUT_S)
+        assert not errors and len(results) == 6
+        assert worker.requests - before == 1, "the same configuration was computed more than once"
+        assert sum(not r["cached"] for r in results) == 1
+        assert {r["key"] for r in results} == {results[0]["key"]}
+    finally:
+        engine.close()
+
+
+class Gone(Exception):
+    """What a page rerun raises inside a progress callback."""
+
+
+def test_a_benchmark_whose_session_went_away_is_stopped_and_frees_the_device():
+    engine = Engine(cache_dir=None)
+    try:
+        engine.inspect(tiny("matmul_bias_relu", 0), CONFIGS[0])
+        first = engine.pool.workers()[0].pid
+
+        def leave(message):
+            if str(message.get("message", "")).startswith("rep"):
+                raise Gone()
+
+        started = time.monotonic()
+        with pytest.raises(Gone):
+            engine.bench(tiny("matmul_bias_relu", 0), CONFIGS[0], reps=2000, warmup=1, max_seconds=60,
+                         on_progress=leave)
+        assert time.monotonic() - started < 30, "the abandoned benchmark ran on"
+        # The device is free and a new worker serves the next benchmark at once.
+        result = engine.bench(tiny("matmul_bias_relu", 0), CONFIGS[0], reps=3, warmup=0, max_seconds=5)
+        assert result["worker"]["pid"] != first and result["isolation"]["others_running_at_start"] == 0
+    finally:
+        engine.close()
