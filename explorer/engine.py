@@ -158,8 +158,22 @@ class ResultCache:
             tmp = self.directory / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"
             tmp.write_text(json.dumps(value))
             os.replace(tmp, self.directory / f"{key}.json")
+            self._prune()
         except OSError:
             pass  # a read-only or full disk only costs the cache
+
+    MAX_FILES = 2000  # a long-running class server must not fill its disk
+
+    def _prune(self) -> None:
+        files = list(self.directory.glob("*.json"))
+        if len(files) <= self.MAX_FILES:
+            return
+        files.sort(key=lambda p: p.stat().st_mtime)
+        for path in files[: len(files) - self.MAX_FILES * 9 // 10]:  # oldest first, with some headroom
+            try:
+                path.unlink()
+            except OSError:
+                pass
 
 
 def _config(config) -> Config:

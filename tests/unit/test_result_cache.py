@@ -48,3 +48,13 @@ def test_results_survive_a_new_cache_instance_and_keys_separate_requests(tmp_pat
     (tmp_path / f"{key}.json").write_text("{not json")
     assert ResultCache(tmp_path).get(key) is None, "a damaged entry is a miss, not an error"
     assert ResultCache(None).get(key) is None, "without a directory nothing outlives the instance"
+
+
+def test_the_disk_cache_keeps_a_bounded_number_of_results(tmp_path, monkeypatch):
+    monkeypatch.setattr(ResultCache, "MAX_FILES", 20)
+    cache = ResultCache(tmp_path)
+    for i in range(45):
+        cache.put(f"k{i:03d}", {"i": i})
+    kept = sorted(p.stem for p in tmp_path.glob("*.json"))
+    assert len(kept) <= 20
+    assert "k044" in kept and "k000" not in kept  # the newest stay, the oldest go
