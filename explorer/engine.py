@@ -168,7 +168,7 @@ class ResultCache:
         files = list(self.directory.glob("*.json"))
         if len(files) <= self.MAX_FILES:
             return
-        files.sort(key=lambda p: p.stat().st_mtime)
+        files.sort(key=lambda p: p.stat().st_mtime_ns)
         for path in files[: len(files) - self.MAX_FILES * 9 // 10]:  # oldest first, with some headroom
             try:
                 path.unlink()
