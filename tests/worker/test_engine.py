@@ -156,11 +156,13 @@ def test_bad_spec_is_refused_before_any_worker_starts():
         engine.close()
 
 
-def _kill_when_busy(engine, sig, delay=0.5):
+def _kill_when_busy(engine, sig, delay=0.5, config=None):
+    """Send ``sig`` to the first busy worker (of ``config`` if given) once it has worked ``delay`` s."""
     def run():
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            busy = [w for w in engine.pool.workers() if w.lock.locked()]
+            busy = [w for w in engine.pool.workers() if w.lock.locked()
+                    and (config is None or w.config.process_key() == config.process_key())]
             if busy:
                 time.sleep(delay)
                 os.kill(busy[0].pid, sig)
@@ -212,5 +214,33 @@ def test_worker_over_its_memory_cap_is_stopped():
         assert info.value.kind == "memory" and "cap" in str(info.value)
         result = engine.inspect({"preset": "matmul_bias_relu", "params": SMALL_MATMUL})
         assert result["fusions"]
+    finally:
+        engine.close()
+
+
+def test_a_fault_in_one_session_leaves_the_others_untouched():
+    engine = Engine(cache_dir=None)
+    try:
+        other = Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "0"})
+        engine.inspect({"preset": "matmul_bias_relu", "params": SMALL_MATMUL})  # session A's worker
+        engine.inspect({"preset": "conv2d_bias_relu", "params": SMALL_CONV}, other)  # session B's worker
+        b_worker = next(w for w in engine.pool.workers() if w.config.process_key() == other.process_key())
+        outcome = {}
+
+        def session_b():
+            # B keeps asking for graphs while A's worker is killed under it.
+            outcome["b"] = [engine.inspect({"preset": "conv2d_bias_relu", "params": dict(SMALL_CONV, batch=2 + i)},
+                                           other)["fusions"] for i in range(4)]
+
+        _kill_when_busy(engine, signal.SIGKILL, config=Config())  # only session A's worker
+        thread = threading.Thread(target=session_b)
+        with pytest.raises(WorkerError) as info:
+            thread.start()
+            engine.bench({"preset": "matmul_bias_relu", "params": {"m": 2048, "k": 256, "n": 256}},
+                         reps=2000, warmup=0, max_seconds=60)
+        thread.join(120)
+        assert info.value.kind == "crash"
+        assert len(outcome["b"]) == 4 and all(outcome["b"])
+        assert b_worker.alive() and b_worker in engine.pool.workers()
     finally:
         engine.close()
