@@ -194,7 +194,8 @@ def test_hung_worker_times_out_and_the_next_request_works():
     engine = Engine(limits=Limits(inspect_s=6), cache_dir=None)
     try:
         engine.inspect({"preset": "matmul_bias_relu", "params": SMALL_MATMUL})  # warm
-        _kill_when_busy(engine, signal.SIGSTOP, delay=0.0)
+        # Freeze the worker: from here on it reads nothing and answers nothing, like a hung one.
+        os.kill(engine.pool.workers()[0].pid, signal.SIGSTOP)
         started = time.monotonic()
         with pytest.raises(WorkerError) as info:
             engine.inspect({"preset": "matmul_bias_relu", "params": {"m": 65, "k": 32, "n": 16}})
