@@ -9,7 +9,7 @@ import streamlit as st
 
 from ..graphs import STAGES
 from ..render import EDGE_LEGEND, LEGEND, to_svg
-from . import cached, state
+from . import cached, linked, state
 
 PAIRS = {
     "traced->optimized": "traced → after Grappler",
@@ -46,7 +46,16 @@ def panel(result: dict) -> None:
     left, right = st.columns(2, gap="medium")
     for col, side, stage in ((left, "before", before), (right, "after", after)):
         with col:
-            _graph(stage, side, drawn, result, pair)
+            _graph_head(stage, side, drawn, result)
+    # The mapping of what went where is the engine's (fusions_by_pair); the drawing's clusters are numbered
+    # in the order of the diff's fusions.
+    fusions = (result.get("fusions_by_pair") or {}).get(pair, drawn["diff"]["fusions"])
+    groups = linked.link_groups(fusions, drawn["names"]["before"], drawn["names"]["after"],
+                                [f["node"] for f in drawn["diff"]["fusions"]])
+    if not linked.show(drawn["before"], drawn["after"], groups):
+        # No Graphviz binary here: the browser draws the DOT itself, without the linking.
+        for col, side in ((left, "before"), (right, "after")):
+            col.graphviz_chart(drawn[side], width="stretch")
 
 
 def _fusions(drawn: dict, pair: str) -> None:
@@ -87,7 +96,8 @@ def _legend() -> None:
     st.markdown(f'<div style="font-size:0.78rem;line-height:1.55">{"".join(rows)}</div>', unsafe_allow_html=True)
 
 
-def _graph(stage: str, side: str, drawn: dict, result: dict, pair: str) -> None:
+def _graph_head(stage: str, side: str, drawn: dict, result: dict) -> None:
+    """The title of one side and its downloads (the drawing itself is the linked view below both)."""
     dot = drawn[side]
     head, buttons = st.columns([2, 1], vertical_alignment="center")
     head.markdown(f"**{STAGES[stage][0].upper() + STAGES[stage][1:]}** · {drawn['nodes'][side]} nodes")
@@ -101,4 +111,3 @@ def _graph(stage: str, side: str, drawn: dict, result: dict, pair: str) -> None:
         st.download_button("pbtxt (TensorFlow GraphDef)", data=lambda t=pbtxt: t, file_name=f"{name}.pbtxt",
                            mime="text/plain", on_click="ignore", key=f"graphs.pbtxt.{side}", disabled=not pbtxt,
                            width="stretch")
-    st.graphviz_chart(dot, width="stretch")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from e2e_helpers import open_app, wait_idle
 
-GRAPH_SVG = "[data-testid='stGraphVizChart'] svg"
+LINKED = "[data-testid='stIFrame']"  # the linked before/after drawing (explorer/ui/linked.py)
+GRAPH_SVG = ".fx-pane svg"
 PLOTLY = "[data-testid='stPlotlyChart'] .js-plotly-plot"
 EXCEPTION = "[data-testid='stException']"
 
@@ -18,17 +19,20 @@ def _pick_preset(page, title: str) -> None:
 
 def test_graphs_preset_and_benchmark(app_server, page):
     open_app(page, app_server, 180_000)
-    # The default model shows its fusion and both graphs, drawn by Graphviz in the browser.
-    page.locator(GRAPH_SVG).nth(1).wait_for(state="visible", timeout=60_000)
-    assert page.locator(GRAPH_SVG).count() >= 2
+    # The default model shows its fusion and both graphs, drawn by Graphviz as SVG.
+    graphs = page.frame_locator(LINKED).first
+    graphs.locator(GRAPH_SVG).nth(1).wait_for(state="visible", timeout=60_000)
+    assert graphs.locator(GRAPH_SVG).count() == 2
     assert page.get_by_text("_FusedMatMul [BiasAdd, GeluApproximate]").first.is_visible()
     assert page.locator(EXCEPTION).count() == 0
 
     _pick_preset(page, "MatMul + BiasAdd + ReLU")
     page.get_by_text("_FusedMatMul [BiasAdd, Relu]").first.wait_for(state="visible", timeout=60_000)
-    assert page.locator(GRAPH_SVG).count() >= 2
+    graphs = page.frame_locator(LINKED).first
+    graphs.locator(GRAPH_SVG).nth(1).get_by_text("_FusedMatMul").first.wait_for(state="visible", timeout=60_000)
+    assert graphs.locator(GRAPH_SVG).count() == 2
     # the fused node is in the drawing itself, not only in the list
-    assert page.locator(GRAPH_SVG).nth(1).get_by_text("_FusedMatMul").count() >= 1
+    assert graphs.locator(GRAPH_SVG).nth(1).get_by_text("_FusedMatMul").count() >= 1
 
     page.get_by_role("tab", name="Fused vs unfused").click()
     reps = page.get_by_role("spinbutton", name="Timed calls per variant")

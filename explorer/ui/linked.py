@@ -1,0 +1,223 @@
+"""Two graphs side by side, linked: hover or click a node and its counterparts on the other side light up.
+
+A fused node on the after side is linked to every node it absorbed on the before side (and its
+cluster), a node that kept its name to its namesake. The drawings are Graphviz SVGs made by
+``render.to_svg`` from ``render.to_dot`` with id prefixes "b-" (before) and "a-" (after), so a
+node's element id is ``render.html_id(name, prefix)``. The links travel as JSON of those ids
+(ids are ``[A-Za-z0-9_-]`` only; labels are set with ``textContent``), with ``<``, ``>`` and
+``&`` escaped so that nothing in it can close the script.
+
+``page_html`` is pure (tests call it); ``show`` puts it on the page in an ``st.iframe`` (the
+successor of ``st.components.v1.html``, which it falls back to on an older Streamlit) and returns
+False when Graphviz's ``dot`` is missing or fails, so that the caller can draw with
+``st.graphviz_chart`` instead.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ..render import html_id
+
+BEFORE, AFTER = "b-", "a-"
+PANE_PX = 540  # the width one pane gets on a wide page; only used to guess the frame's height
+MAX_HEIGHT = 2400
+
+CSS = """
+html, body { margin: 0; padding: 0; font-family: "Source Sans Pro", "Source Sans 3", sans-serif; color: #31333f; }
+.fx-hint { font-size: 13px; color: #6b6f7b; margin: 0 0 6px 0; min-height: 18px; }
+.fx-hint b { color: #31333f; }
+.fx-panes { display: flex; gap: 24px; align-items: flex-start; }
+.fx-pane { flex: 1 1 0; min-width: 0; text-align: center; }
+.fx-pane svg { max-width: 100%; height: auto; }
+.fx-pane g.node, .fx-pane g.cluster { cursor: pointer; }
+.fx-active g.node:not(.fx-hl), .fx-active g.edge { opacity: 0.3; transition: opacity 0.12s; }
+.fx-pane g.node.fx-hl path, .fx-pane g.node.fx-hl polygon, .fx-pane g.node.fx-hl ellipse {
+  stroke: #e4572e !important; stroke-width: 3.5px !important; }
+.fx-pane g.node.fx-linked path, .fx-pane g.node.fx-linked polygon, .fx-pane g.node.fx-linked ellipse {
+  fill: #ffe3d6 !important; }
+.fx-pane g.cluster.fx-hl > path, .fx-pane g.cluster.fx-hl > polygon {
+  stroke: #e4572e !important; stroke-width: 2.5px !important; }
+.fx-pinned .fx-hint::after { content: "  (pinned: click it again, or on empty space, to release)"; }
+"""
+
+JS = """
+(() => {
+  const groups = JSON.parse(document.getElementById("fx-links").textContent);
+  const root = document.getElementById("fx-root");
+  const hint = document.getElementById("fx-hint");
+  const idle = hint.textContent;
+  const byId = new Map();
+  groups.forEach((g, i) => [...g.before, ...g.after].forEach(id => {
+    if (!byId.has(id)) byId.set(id, []);
+    byId.get(id).push(i);
+  }));
+  let pinned = null;
+  const clear = () => {
+    root.querySelectorAll(".fx-hl, .fx-linked").forEach(e => e.classList.remove("fx-hl", "fx-linked"));
+    root.classList.remove("fx-active");
+    hint.textContent = idle;
+  };
+  const light = (el) => {
+    clear();
+    const side = el.closest(".fx-pane").dataset.side;
+    const hits = byId.get(el.id) || [];
+    el.classList.add("fx-hl");
+    root.classList.add("fx-active");
+    const labels = [];
+    for (const i of hits) {
+      const g = groups[i];
+      for (const s of ["before", "after"]) {
+        for (const id of g[s]) {
+          const other = document.getElementById(id);
+          if (!other) continue;  // folded away (a constant) or not drawn
+          other.classList.add("fx-hl");
+          if (s !== side) other.classList.add("fx-linked");
+        }
+      }
+      if (g.label) labels.push(g.label);
+    }
+    hint.textContent = labels.length ? labels.join("  ·  ") :
+      (hits.length ? "" : "No counterpart on the other side: this node is new here, or gone there.");
+  };
+  // One scale for both sides, so that a node is the same size left and right (Graphviz sizes are in pt).
+  const svgs = [...root.querySelectorAll(".fx-pane svg")];
+  const natural = svgs.map(svg => (parseFloat(svg.getAttribute("width")) || 400) * 4 / 3);
+  const rescale = () => {
+    const pane = root.querySelector(".fx-pane");
+    if (!pane || !pane.clientWidth) return;
+    const k = Math.min(1, ...natural.map(w => pane.clientWidth / w));
+    svgs.forEach((svg, i) => { svg.style.width = (natural[i] * k) + "px"; svg.style.height = "auto"; });
+  };
+  rescale();
+  new ResizeObserver(rescale).observe(root);
+  const target = (ev) => ev.target.closest("g.node, g.cluster");
+  root.addEventListener("mouseover", ev => { const el = target(ev); if (el && !pinned) light(el); });
+  root.addEventListener("mouseout", ev => {
+    const el = target(ev);
+    if (el && !pinned && !(ev.relatedTarget && el.contains(ev.relatedTarget))) clear();
+  });
+  root.addEventListener("click", ev => {
+    const el = target(ev);
+    const release = !el || el === pinned;
+    pinned = release ? null : el;
+    root.classList.toggle("fx-pinned", !release);
+    if (el) light(el); else clear();  // released over a node: it stays lit as hovered until the mouse leaves
+  });
+  const fit = () => {
+    try {
+      const frame = window.frameElement;
+      if (frame) frame.style.height = Math.ceil(document.body.getBoundingClientRect().height + 4) + "px";
+    } catch (e) { /* another origin: keep the height given */ }
+  };
+  if (root.dataset.fit === "1") {  // a frame of fixed height (components.html): grow it to the drawing
+    window.addEventListener("load", fit);
+    new ResizeObserver(fit).observe(document.body);
+  }
+})();
+"""
+
+
+def link_groups(fusions: list[dict], before_names, after_names, cluster_order: list[str] | None = None) -> list[dict]:
+    """What lights up together: each fusion (absorbed nodes ↔ fused node, with both clusters),
+    then every name present on both sides (its namesake).
+
+    ``fusions`` are fusion dicts (``node``, ``absorbed``, ``describe``); ``cluster_order`` lists
+    the fused node of each cluster as render.to_dot numbered them (``fx-<prefix>cluster-<i>``).
+    """
+    before_names, after_names = set(before_names), set(after_names)
+    cluster_of = {node: i for i, node in enumerate(cluster_order or [])}
+    groups, taken = [], set()
+    for f in fusions:
+        before = [html_id(n, BEFORE) for n in f["absorbed"] if n in before_names]
+        after = [html_id(f["node"], AFTER)] if f["node"] in after_names else []
+        if f["node"] in cluster_of:
+            i = cluster_of[f["node"]]
+            before.append(f"fx-{BEFORE}cluster-{i}")
+            after.append(f"fx-{AFTER}cluster-{i}")
+        groups.append({"before": before, "after": after,
+                       "label": f.get("describe") or f.get("description") or f"→ {f.get('op', '')}"})
+        taken.update(f["absorbed"])
+        taken.add(f["node"])
+    for name in sorted((before_names & after_names) - taken):
+        groups.append({"before": [html_id(name, BEFORE)], "after": [html_id(name, AFTER)], "label": ""})
+    return groups
+
+
+def script_json(data) -> str:
+    """JSON that is safe inside <script>: no '<', '>' or '&' (so no '</script>'), no line separators."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    for char, code in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                       ("\u2029", "\\u2029")):
+        text = text.replace(char, code)
+    return text
+
+
+_PROLOG = re.compile(r"^.*?(?=<svg[\s>])", re.S)
+_SIZE = re.compile(r'<svg[^>]*?\bwidth="([\d.]+)pt"[^>]*?\bheight="([\d.]+)pt"', re.S)
+
+
+def svg_element(svg: str) -> str:
+    """The <svg> element of Graphviz output, without the XML prolog, doctype and comments before it."""
+    return _PROLOG.sub("", svg, count=1).strip()
+
+
+def svg_size_px(svg: str) -> tuple[float, float]:
+    m = _SIZE.search(svg)
+    if not m:
+        return 400.0, 400.0
+    return float(m.group(1)) * 4 / 3, float(m.group(2)) * 4 / 3
+
+
+HINT = "Hover over a node, or click it to pin: its counterparts on the other side light up."
+
+
+def page_html(before_svg: str, after_svg: str, groups: list[dict], hint: str = HINT, fit: bool = False) -> str:
+    """The whole document of the linked view: both SVGs, the links as JSON, the CSS and the JS.
+
+    ``fit``: the script grows its frame to the drawing (for a frame of fixed height).
+    """
+    import html
+
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><style>" + CSS + "</style></head><body>"
+        f"<div id='fx-root' data-fit='{1 if fit else 0}'><p id='fx-hint' class='fx-hint'>{html.escape(hint)}</p>"
+        "<div class='fx-panes'>"
+        f"<div class='fx-pane' data-side='before'>{svg_element(before_svg)}</div>"
+        f"<div class='fx-pane' data-side='after'>{svg_element(after_svg)}</div>"
+        "</div></div>"
+        f"<script type='application/json' id='fx-links'>{script_json(groups)}</script>"
+        f"<script>{JS}</script></body></html>"
+    )
+
+
+def frame_height(before_svg: str, after_svg: str, pane_px: float = PANE_PX) -> int:
+    """A first guess of the frame's height (the page corrects it once the browser has laid it out)."""
+    heights = []
+    for svg in (before_svg, after_svg):
+        w, h = svg_size_px(svg)
+        heights.append(h * min(1.0, pane_px / max(w, 1.0)))
+    return int(min(max(heights) + 40, MAX_HEIGHT))
+
+
+def show(before_dot: str, after_dot: str, groups: list[dict], *, hint: str = HINT) -> bool:
+    """Draw both graphs linked; False (and nothing drawn) when they cannot be made into SVG."""
+    import streamlit as st
+
+    from ..errors import ExplorerError
+    from . import cached
+
+    try:
+        before_svg, after_svg = cached.svg(before_dot), cached.svg(after_dot)
+    except ExplorerError:
+        return False
+    if hasattr(st, "iframe"):  # Streamlit 1.5x+: sizes the frame to its content
+        st.iframe(page_html(before_svg, after_svg, groups, hint, fit=True), height="content")
+    else:
+        import streamlit.components.v1 as components
+
+        components.html(page_html(before_svg, after_svg, groups, hint, fit=True),
+                        height=frame_height(before_svg, after_svg), scrolling=True)
+    return True
+
