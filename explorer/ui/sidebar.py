@@ -127,10 +127,25 @@ def _chain_builder() -> Chain:
     return Chain(contraction, squeeze, bias, norm, side_add, activation)
 
 
+# The playground: parameters that break (or mend) a fusion, in the order a learner tries them, with what
+# each one does to the pattern in one line.
+KNOBS = {
+    "second_consumer": "Feeds the contraction output to one more op: it must stay a tensor of its own, so nothing "
+                       "can fuse onto it.",
+    "return_intermediate": "Also returns an intermediate from the function: a second consumer, so that op must "
+                           "stay separate.",
+    "dtype": "Fused kernels exist for some types only: float32 nearly everywhere, bfloat16/float16 only where the "
+             "CPU supports them, float64 rarely.",
+    "data_format": "NCHW: the stock CPU fuses convolutions only in NHWC; oneDNN takes both.",
+    "training": "Training-mode batch norm computes batch statistics first, so a convolution cannot absorb it.",
+    "filter_size": "1×1 or larger: on GPU, cuDNN's fused convolution needs a spatial filter (try GPU, simulated).",
+}
+
+
 def _params(chain: Chain, model_id: str) -> dict:
     names = chain.param_names()
     values: dict = {}
-    ints = [n for n in names if PARAMS[n].kind == "int"]
+    ints = [n for n in names if PARAMS[n].kind == "int" and n not in KNOBS]
     st.caption("Sizes")
     cols = st.columns(2)
     for i, name in enumerate(ints):
@@ -138,16 +153,30 @@ def _params(chain: Chain, model_id: str) -> dict:
         key = state.ensure_param(model_id, name)
         values[name] = cols[i % 2].number_input(PARAM_LABELS.get(name, name), min_value=p.low, max_value=p.high,
                                                 step=1, key=key, help=f"{p.help} ({p.low}..{p.high})")
-    cols = st.columns(2)
-    others = [n for n in names if PARAMS[n].kind == "choice"]
-    for i, name in enumerate(others):
-        p = PARAMS[name]
-        key = state.ensure_param(model_id, name)
-        values[name] = cols[i % 2].selectbox(PARAM_LABELS.get(name, name), p.choices, key=key, help=p.help)
-    for name in (n for n in names if PARAMS[n].kind == "bool"):
-        key = state.ensure_param(model_id, name)
-        values[name] = st.checkbox(PARAM_LABELS.get(name, name), key=key, help=PARAMS[name].help)
+    knobs = [n for n in KNOBS if n in names]
+    if knobs:
+        st.subheader("Break the fusion", anchor=False,
+                     help="A playground for the remapper's rules: each knob changes one precondition of the "
+                          "pattern. Flip one and watch the verdict (above the tabs, and in 'Why it fused (or not)').")
+        st.caption("Each knob changes one precondition of the pattern: flip one and watch the verdict change.")
+        for name in knobs:
+            values[name] = _knob(name, model_id)
+            st.caption(KNOBS[name])
+    for name in (n for n in names if n not in values):  # anything a new model kind adds
+        values[name] = _knob(name, model_id)
     return values
+
+
+def _knob(name: str, model_id: str):
+    p = PARAMS[name]
+    key = state.ensure_param(model_id, name)
+    label = PARAM_LABELS.get(name, name)
+    if p.kind == "int":
+        return st.number_input(label, min_value=p.low, max_value=p.high, step=1, key=key,
+                               help=f"{p.help} ({p.low}..{p.high})")
+    if p.kind == "choice":
+        return st.selectbox(label, p.choices, key=key, help=p.help)
+    return st.toggle(label, key=key, help=p.help)
 
 
 def _configuration(fingerprint: dict | None) -> tuple[Config | None, list[str]]:
