@@ -9,6 +9,8 @@ draws figures; these modules decide where things go on the page.
 - ``sidebar``: the model builder, device, environment flags and Grappler switches -> ``Choice``.
 - ``frame``: title, the "what is fusion" intro, the configuration as environment + command line.
 - ``graphs``: the before/after graph panel (a fragment).
+- ``linked``: both graphs in one frame, where hovering a node lights up its counterparts on the other side.
+- ``why``: why it fused (or not): the verdict, the pattern's checklist, the fixes.
 - ``bench``: fused against unfused, and the size sweep.
 - ``whatif``: pin a result, change one thing, compare.
 - ``page``: the composition ``app.py`` runs.

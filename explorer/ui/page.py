@@ -7,7 +7,7 @@ import streamlit as st
 from ..engine import ResultCache
 from ..errors import ExplorerError, WorkerError
 from ..graphs import STAGES
-from . import bench, cached, frame, graphs, sidebar, state, whatif
+from . import bench, cached, frame, graphs, sidebar, state, whatif, why
 
 
 def render() -> None:
@@ -28,11 +28,14 @@ def render() -> None:
         return
     _summary_line(choice, result)
     frame.reproduce(choice)
+    export(choice, result)
     whatif.panel(choice, result)
-    tab_graphs, tab_bench, tab_sweep, tab_log = st.tabs(
-        ["Graphs before → after", "Fused vs unfused", "Size sweep", "Grappler's log"])
+    tab_graphs, tab_why, tab_bench, tab_sweep, tab_log = st.tabs(
+        ["Graphs before → after", "Why it fused (or not)", "Fused vs unfused", "Size sweep", "Grappler's log"])
     with tab_graphs:
         graphs.panel(result)
+    with tab_why:
+        why.panel(result, choice.preset.id if choice.preset else "chain", choice.model.p)
     with tab_bench:
         bench.panel(choice) if not result.get("simulated") else bench.simulated_note()
     with tab_sweep:
@@ -113,12 +116,14 @@ def _summary_line(choice: sidebar.Choice, result: dict) -> None:
     with left:
         found = (f"**{len(fusions)} fusion{'s' if len(fusions) != 1 else ''}** found by Grappler" if fusions
                  else "**no fusion** found by Grappler")
-        st.markdown(f"{found} · {choice.label} on {sidebar.device_label(choice.config.device)} · oneDNN "
+        badge = why.verdict_badge(result.get("explanation"))
+        st.markdown(f"{badge + ' ' if badge else ''}{found} · {choice.label} on "
+                    f"{sidebar.device_label(choice.config.device)} · oneDNN "
                     f"{'on' if fp.get('onednn') else 'off'} · TensorFlow {fp.get('tensorflow', '?')}")
         st.caption(f"Graphs {result['provenance']}.")
     with right:
         whatif.pin_button(choice, result)
-    for warning in result.get("warnings") or []:
+    for warning in merged_warnings(result.get("warnings") or []):
         st.warning(warning)
     if result.get("simulated"):
         profile = result.get("profile") or {}
@@ -126,6 +131,37 @@ def _summary_line(choice: sidebar.Choice, result: dict) -> None:
             st.markdown("\n".join(f"- {line}" for line in result.get("limits") or []))
             if result.get("method"):
                 st.caption(result["method"])
+
+
+def merged_warnings(warnings: list[str]) -> list[str]:
+    """Warnings that quote the same TensorFlow log line, as one ("meaning. meaning. TensorFlow logged: line")."""
+    marker = " TensorFlow logged: "
+    groups: dict[str, tuple[list[str], str | None]] = {}  # key -> (meanings, the quoted line or None)
+    for w in warnings:
+        meaning, sep, line = w.partition(marker)
+        key = line if sep else w
+        groups.setdefault(key, ([], line if sep else None))[0].append(meaning if sep else w)
+    return [" ".join(meanings) + (f"{marker}{line}" if line is not None else "") for meanings, line in groups.values()]
+
+
+def export(choice: sidebar.Choice, result: dict) -> None:
+    """Downloads that take the finding elsewhere: the standalone script, and a zip for a bug report."""
+    from .. import repro
+
+    name = repro.bundle_name(result)
+    left, middle, right = st.columns([1.3, 1.3, 3], vertical_alignment="center")
+    left.download_button("Reproduce: repro.py", data=lambda: repro.script(choice.model, choice.config),
+                         file_name="repro.py", mime="text/x-python", on_click="ignore", key="export.script",
+                         icon=":material/code:", width="stretch",
+                         help="A standalone script (TensorFlow and numpy only) that sets these flags, builds this "
+                              "model, runs it once and prints the fused ops. Run: python repro.py --pbtxt-dir out/")
+    middle.download_button("Bug-report bundle (.zip)", data=lambda: repro.bundle(result), file_name=f"{name}.zip",
+                           mime="application/zip", on_click="ignore", key="export.bundle",
+                           icon=":material/folder_zip:", width="stretch",
+                           help="repro.py, the three graphs as pbtxt (traced, after Grappler, executed) and a "
+                                "summary.json of the machine, the configuration, the fusions and the verdict.")
+    right.caption("Take it elsewhere: a script that reproduces this run without the explorer, or everything for "
+                  "a bug report.")
 
 
 def _grappler_log(result: dict) -> None:
