@@ -11,6 +11,7 @@ draws figures; these modules decide where things go on the page.
 - ``graphs``: the before/after graph panel (a fragment).
 - ``linked``: both graphs in one frame, where hovering a node lights up its counterparts on the other side.
 - ``why``: why it fused (or not): the verdict, the pattern's checklist, the fixes.
+- ``passes``: every Grappler pass on the model's function, and the graphs around one pass.
 - ``bench``: fused against unfused, and the size sweep.
 - ``whatif``: pin a result, change one thing, compare.
 - ``page``: the composition ``app.py`` runs.

@@ -7,7 +7,7 @@ import streamlit as st
 from ..engine import ResultCache
 from ..errors import ExplorerError, WorkerError
 from ..graphs import STAGES
-from . import bench, cached, frame, graphs, sidebar, state, whatif, why
+from . import bench, cached, frame, graphs, passes, sidebar, state, whatif, why
 
 
 def render() -> None:
@@ -30,12 +30,15 @@ def render() -> None:
     frame.reproduce(choice)
     export(choice, result)
     whatif.panel(choice, result)
-    tab_graphs, tab_why, tab_bench, tab_sweep, tab_log = st.tabs(
-        ["Graphs before → after", "Why it fused (or not)", "Fused vs unfused", "Size sweep", "Grappler's log"])
+    tab_graphs, tab_why, tab_passes, tab_bench, tab_sweep, tab_log = st.tabs(
+        ["Graphs before → after", "Why it fused (or not)", "Pass pipeline", "Fused vs unfused", "Size sweep",
+         "Grappler's log"])
     with tab_graphs:
         graphs.panel(result)
     with tab_why:
         why.panel(result, choice.preset.id if choice.preset else "chain", choice.model.p)
+    with tab_passes:
+        passes.panel(result)
     with tab_bench:
         bench.panel(choice) if not result.get("simulated") else bench.simulated_note()
     with tab_sweep:

@@ -47,6 +47,10 @@ def switch_key(name: str) -> str:
 STAGE_PAIR = "graphs.pair"  # "traced->optimized", "optimized->executed" or "traced->executed"
 FOLD = "graphs.fold"  # fold constants, argument and identity nodes away
 
+# The pass pipeline.
+PASS = "passes.selected"  # "<result key>|<iteration>:<position>" of the pass whose graphs are shown, or None
+PASS_FOLD = "passes.fold"
+
 # Fused against unfused, and the size sweep.
 BENCH_REPS = "bench.reps"
 BENCH_WARMUP = "bench.warmup"
@@ -80,6 +84,8 @@ DEFAULTS: dict[str, object] = {
     **{switch_key(name): UNSET for name in GRAPPLER_SWITCHES},
     STAGE_PAIR: "traced->optimized",
     FOLD: False,
+    PASS: None,
+    PASS_FOLD: False,
     BENCH_REPS: 60,
     BENCH_WARMUP: 5,
     BENCH_SECONDS: 60,
