@@ -85,7 +85,7 @@ def stage_pair(result_key: str, before: str, after: str, fold: bool, _result: di
         "diff": diff.to_dict(),
         "counts": diff.counts(),
         "nodes": {"before": len(g_before), "after": len(g_after)},
-        "names": {"before": [n.name for n in g_before.nodes], "after": [n.name for n in g_after.nodes]},
+        "names": {"before": {n.name: n.op for n in g_before.nodes}, "after": {n.name: n.op for n in g_after.nodes}},
     }
 
 
@@ -116,5 +116,5 @@ def pass_pair(result_key: str, before: str, after: str, fold: bool, _result: dic
         "counts": diff.counts(),
         "summary": diff.summary(),
         "nodes": {"before": len(g_before), "after": len(g_after)},
-        "names": {"before": [n.name for n in g_before.nodes], "after": [n.name for n in g_after.nodes]},
+        "names": {"before": {n.name: n.op for n in g_before.nodes}, "after": {n.name: n.op for n in g_after.nodes}},
     }

@@ -123,9 +123,13 @@ def link_groups(fusions: list[dict], before_names, after_names, cluster_order: l
     """What lights up together: each fusion (absorbed nodes ↔ fused node, with both clusters),
     then every name present on both sides (its namesake).
 
-    ``fusions`` are fusion dicts (``node``, ``absorbed``, ``describe``); ``cluster_order`` lists
-    the fused node of each cluster as render.to_dot numbered them (``fx-<prefix>cluster-<i>``).
+    ``fusions`` are fusion dicts (``node``, ``absorbed``, ``describe``); ``before_names`` and
+    ``after_names`` are the names of each side, or dicts name -> op (the label then tells an op
+    that changed); ``cluster_order`` lists the fused node of each cluster as render.to_dot
+    numbered them (``fx-<prefix>cluster-<i>``).
     """
+    ops_before = before_names if isinstance(before_names, dict) else {}
+    ops_after = after_names if isinstance(after_names, dict) else {}
     before_names, after_names = set(before_names), set(after_names)
     cluster_of = {node: i for i, node in enumerate(cluster_order or [])}
     groups, taken = [], set()
@@ -141,7 +145,9 @@ def link_groups(fusions: list[dict], before_names, after_names, cluster_order: l
         taken.update(f["absorbed"])
         taken.add(f["node"])
     for name in sorted((before_names & after_names) - taken):
-        groups.append({"before": [html_id(name, BEFORE)], "after": [html_id(name, AFTER)], "label": ""})
+        old, new = ops_before.get(name), ops_after.get(name)
+        label = f"{name}: {old} → {new}" if old and new and old != new else f"{name}: the same node on both sides"
+        groups.append({"before": [html_id(name, BEFORE)], "after": [html_id(name, AFTER)], "label": label})
     return groups
 
 

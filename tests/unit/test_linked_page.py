@@ -47,6 +47,14 @@ def test_groups_link_a_fusion_to_what_it_absorbed_and_namesakes_to_each_other():
     assert html_id("relu", "b-") not in namesakes  # it belongs to the fusion
 
 
+def test_a_renamed_kernel_is_labelled_with_both_ops():
+    before = {"mm": "_FusedMatMul", "x": "_Arg"}
+    after = {"mm": "_MklNativeFusedMatMul", "x": "_Arg"}
+    labels = {g["before"][0]: g["label"] for g in linked.link_groups([], before, after)}
+    assert labels[html_id("mm", "b-")] == "mm: _FusedMatMul → _MklNativeFusedMatMul"
+    assert labels[html_id("x", "b-")] == "x: the same node on both sides"
+
+
 def test_script_json_cannot_close_the_script():
     text = linked.script_json([{"label": EVIL, "before": [], "after": []}])
     assert "<" not in text and ">" not in text and "&" not in text
