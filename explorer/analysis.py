@@ -55,10 +55,13 @@ def annotate(result: dict) -> dict:
 def tf_warnings(result: dict, graphs: dict[str, Graph]) -> list[str]:
     lines = (result.get("grappler") or {}).get("notable", [])
     warnings = []
+    meanings: dict[str, list[str]] = {}  # one log line can match two needles: one warning, both meanings
     for needle, meaning in TF_FAILURES:
         hits = [ln for ln in lines if needle in ln]
         if hits:
-            warnings.append(f"{meaning} TensorFlow logged: {hits[0]}")
+            meanings.setdefault(hits[0], []).append(meaning)
+    for line, said in meanings.items():
+        warnings.append(f"{' '.join(said)} TensorFlow logged: {line}")
     traced, optimized = graphs.get("traced"), graphs.get("optimized")
     if traced is not None and optimized is not None and traced.to_dict()["nodes"] == optimized.to_dict()["nodes"]:
         warnings.append("The graph after Grappler is identical to the traced graph: Grappler changed nothing "

@@ -413,7 +413,17 @@ def predict(ctx: Context) -> Prediction:
             full = STANDALONE[act]
     if blocked:
         fusions = []
-    return Prediction(c.describe(), fusions, full, checks, certain, notes)
+    return Prediction(c.describe(), fusions, full, _unique(checks), certain, notes)
+
+
+def _unique(checks: list[Check]) -> list[Check]:
+    """A condition reached from two parts of the chain (a consumer check) is listed once."""
+    seen, out = set(), []
+    for check in checks:
+        if (check.name, check.detail) not in seen:
+            seen.add((check.name, check.detail))
+            out.append(check)
+    return out
 
 
 def observed_fusions(optimized: Graph, traced: Graph | None = None) -> list[tuple[str, tuple[str, ...]]]:

@@ -137,9 +137,14 @@ def _attr_note(node: Node) -> str:
     return " ".join(notes)
 
 
+NO_OP = "(no op)"
+
+
 def node_label(node: Node, folded_consts: int = 0) -> str:
     """The HTML-like label: op (bold), fused ops, name, then dtype · device · shape."""
-    rows = [f"<b>{_html(node.op)}</b>"]
+    # A node TensorFlow left without an op (a remapper defect) must still be drawn: Graphviz
+    # rejects an empty bold label.
+    rows = [f"<b>{_html(node.op or NO_OP)}</b>"]
     fused = fused_ops_of(node)
     if fused:
         implied = "" if node.fused_ops else " (by op name)"

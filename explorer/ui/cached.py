@@ -49,20 +49,6 @@ def fingerprint_is_ready() -> bool:
     return engine().is_warm(Config())
 
 
-NO_OP = "(no op)"
-
-
-def drawable(graph):
-    """The graph with every empty op spelled NO_OP: a node TensorFlow left without an op (a remapper defect)
-    must still be drawn, and Graphviz rejects the empty bold label render would give it."""
-    from ..graphs import Graph, Node
-
-    if all(n.op for n in graph.nodes):
-        return graph
-    return Graph(tuple(n if n.op else Node(n.name, NO_OP, n.device, n.dtype, n.inputs, n.fused_ops, n.attrs, n.shape)
-                       for n in graph.nodes), graph.stage)
-
-
 @st.cache_data(show_spinner=False, max_entries=64)
 def stage_pair(result_key: str, before: str, after: str, fold: bool, _result: dict) -> dict:
     """DOT text of both stages, coloured by the diff, with the diff's lists.
@@ -75,7 +61,7 @@ def stage_pair(result_key: str, before: str, after: str, fold: bool, _result: di
     from ..render import to_dot
 
     graphs = graphs_of(_result)
-    g_before, g_after = drawable(graphs[before]), drawable(graphs[after])
+    g_before, g_after = graphs[before], graphs[after]
     diff = diff_graphs(g_before, g_after)
     return {
         "before": to_dot(g_before, diff.overlay("before"), title="", fold_boilerplate=fold,
@@ -105,7 +91,7 @@ def pass_pair(result_key: str, before: str, after: str, fold: bool, _result: dic
     from ..render import to_dot
 
     graphs = (_result.get("grappler") or {}).get("pass_graphs") or {}
-    g_before, g_after = drawable(Graph.from_dict(graphs[before])), drawable(Graph.from_dict(graphs[after]))
+    g_before, g_after = Graph.from_dict(graphs[before]), Graph.from_dict(graphs[after])
     diff = diff_graphs(g_before, g_after)
     return {
         "before": to_dot(g_before, diff.overlay("before"), fold_boilerplate=fold, clusters=diff.clusters("before"),
