@@ -18,7 +18,7 @@ import sys
 from .catalog import PRESETS
 from .errors import ExplorerError, SpecError
 from .flags import Config, parse_assignment
-from .spec import Chain, resolve
+from .spec import DEFAULT_PARAMS, Chain, resolve
 
 
 class _Parser(argparse.ArgumentParser):
@@ -78,10 +78,13 @@ def command_line(spec: dict, config: Config, command: str = "inspect") -> str:
     resolved = resolve(spec)
     if resolved.preset:
         head = [resolved.preset]
-        params = {k: v for k, v in spec.get("params", {}).items()}
+        defaults = resolve({"preset": resolved.preset}).p
+        params = {k: v for k, v in resolved.params if defaults.get(k) != v}  # only what differs
     else:
-        head = ["chain"] + [a for k, v in resolved.chain.to_dict().items() for a in ("--chain", f"{k}={v}")]
-        params = dict(resolved.params)
+        plain = Chain().to_dict()
+        fields = {k: v for k, v in resolved.chain.to_dict().items() if k == "contraction" or plain[k] != v}
+        head = ["chain"] + [a for k, v in fields.items() for a in ("--chain", f"{k}={v}")]
+        params = {k: v for k, v in resolved.params if DEFAULT_PARAMS.get(k) != v}
     parts = ["python", "-m", "explorer", command] + head
     for key, value in params.items():
         parts += ["--set", f"{key}={value}"]

@@ -69,7 +69,7 @@ ENV_FLAGS: dict[str, EnvFlag] = {
             ("--tf_xla_auto_jit=2", "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"),
             "any",
             "XLA auto-clustering: with it on, the remapper leaves GPU fusions (and with "
-            "--tf_xla_cpu_global_jit, CPU fusions) to XLA.",
+            "`--tf_xla_cpu_global_jit`, CPU fusions) to XLA.",
             "XLA auto-clustering off",
         ),
     )

@@ -128,9 +128,12 @@ def show(result: dict, choice: Choice) -> None:
         verified = ("verified: no function was re-instantiated while timing" if proof.get("verified")
                     else "NOT verified: a function was re-instantiated while timing")
         iso = result.get("isolation") or {}
+        alone = ("nothing else of the explorer ran on this device while it was timing (the queue held it)"
+                 if not iso.get("others_running_at_start") else
+                 f"{iso['others_running_at_start']} other request(s) were running when it started")
         st.caption(f"Proof {verified}. {summary['reps']} interleaved pairs after {result.get('warmup', 0)} warm-up "
-                   f"calls; {result.get('order', '')}. Measured {result.get('measured_at', '')}, load average "
-                   f"{iso.get('load_before', '?')} → {iso.get('load_after', '?')}.")
+                   f"calls; {result.get('order', '')}; {alone}. Measured {result.get('measured_at', '')}, machine "
+                   f"load average {iso.get('load_before', '?')} → {iso.get('load_after', '?')}.")
     c1, c2 = st.columns([1, 3], vertical_alignment="center")
     c1.download_button("Samples (CSV)", data=lambda r=result: charts.samples_csv(r), file_name="samples.csv",
                        mime="text/csv", on_click="ignore", key="bench.csv", icon=":material/download:")
