@@ -19,8 +19,7 @@ from explorer.render import LEGEND, PALETTE, html_id, legend, legend_dot, node_l
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:pydot")
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-# Graphviz is part of the set-up (./dev.sh installs it): a missing `dot` fails these tests.
-needs_dot = pytest.mark.usefixtures()
+# Graphviz is part of the set-up (./dev.sh installs it): a missing `dot` fails the tests that run it.
 
 NASTY = 'we"ird <name> & {brace} a:1 ^ctrl \\back\\N [x]; é\nline'
 
@@ -67,7 +66,6 @@ def test_synthetic_ids_and_names_only_in_labels():
     assert 'tooltip="we\\"ird <name> & {brace} a:1 ^ctrl ⧵back⧵N [x]; é␊line\\nop: Relu"' in text
 
 
-@needs_dot
 def test_nasty_names_survive_pydot_and_graphviz():
     g = Graph((
         Node(NASTY, "Relu", dtype="float32", attrs=(("padding", 'SA"ME<>'),)),
@@ -302,7 +300,6 @@ def test_fixture_dot_parses_back():
         assert len(dot.get_edges()) == len(edge_lines(text))
 
 
-@needs_dot
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.json")), ids=lambda p: p.stem)
 def test_every_fixture_renders(path):
     g = stages(path.stem)
@@ -317,7 +314,6 @@ def test_every_fixture_renders(path):
     assert svg.lstrip().startswith("<?xml") and svg.count("</svg>") == len(texts)
 
 
-@needs_dot
 def test_legend_renders():
     assert "</svg>" in to_svg(legend_dot())
 
@@ -330,7 +326,6 @@ def test_to_svg_without_graphviz(monkeypatch):
         to_svg("digraph G {}")
 
 
-@needs_dot
 def test_to_svg_reports_bad_dot():
     with pytest.raises(ExplorerError, match="Graphviz could not render"):
         to_svg("digraph G { this is not dot")
