@@ -136,7 +136,8 @@ def _side(col, title: str, mine: dict, other: dict | None) -> None:
         else:
             st.markdown("Fusions found: **none**")
         differs = other is not None and other["executed"] != mine["executed"]
-        st.markdown(f"Executed ops: `{mine['executed']}`" + (" :orange-badge[differs]" if differs else ""))
+        executed = f"`{mine['executed']}`" if mine["executed"] else "none: a simulated GPU runs nothing"
+        st.markdown(f"Executed ops: {executed}" + (" :orange-badge[differs]" if differs else ""))
         st.caption(" → ".join(f"{stage} {n} nodes" for stage, n in mine["nodes"].items()))
         bench = state.recall(state.BENCH_RESULTS, mine["run_key"])
         if bench is not None:
