@@ -14,7 +14,8 @@ import streamlit as st
 from ..catalog import PRESETS, Preset
 from ..errors import SpecError
 from ..flags import DEVICES, ENV_FLAGS, GRAPPLER_SWITCHES, Config, gpu_profiles, is_simulated
-from ..spec import ACTIVATION_LABELS, ACTIVATIONS, BIASES, CONTRACTIONS, NORMS, PARAMS, Chain, ModelSpec, resolve
+from ..spec import (ACTIVATION_LABELS, ACTIVATIONS, BIASES, CONTRACTIONS, MAX_DIM, MAX_MODEL_BYTES,
+                    MAX_TENSOR_BYTES, NORMS, PARAMS, Chain, ModelSpec, resolve)
 from . import state
 
 DEVICE_LABELS = {"cpu": "CPU", "gpu": "GPU", "gpu-sim": "GPU, simulated"}
@@ -146,7 +147,9 @@ def _params(chain: Chain, model_id: str) -> dict:
     names = chain.param_names()
     values: dict = {}
     ints = [n for n in names if PARAMS[n].kind == "int" and n not in KNOBS]
-    st.caption("Sizes")
+    st.caption("Sizes", help=f"Limits: each tensor up to {MAX_TENSOR_BYTES >> 20} MiB, the model about "
+               f"{MAX_MODEL_BYTES >> 30} GiB in all, each dimension up to {MAX_DIM:,}. A size over a limit is "
+               "refused with the limit named, before anything runs.")
     cols = st.columns(2)
     for i, name in enumerate(ints):
         p = PARAMS[name]
