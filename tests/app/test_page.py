@@ -161,10 +161,6 @@ def test_every_env_flag_is_offered_with_its_meaning(make_app):
 
 
 def test_simulated_gpu_shows_graphs_labelled_and_no_timing(make_app):
-    from explorer.flags import DEVICES
-
-    if "gpu-sim" not in DEVICES:
-        pytest.skip("this engine has no simulated GPU")
     at = make_app().run()
     at.radio(key=state.DEVICE).set_value("gpu-sim").run()
     assert not at.exception
@@ -203,8 +199,7 @@ def test_tensorflow_defect_is_reported_plainly(make_app):
     chain = {"contraction": "Conv2D", "bias": "none", "norm": "FusedBatchNorm", "activation": "Tanh"}
     at = make_app(**{state.MODE: "chain"}, **{state.chain_key(k): v for k, v in chain.items()}).run()
     assert not at.exception
-    if not at.error:
-        pytest.skip("this TensorFlow runs Conv2D+FusedBatchNorm+Tanh")
+    # Pinned TF 2.21 has this defect; a TensorFlow that fixes it fails here, so the page's text is revisited.
     assert any("TensorFlow failed" in e.value for e in at.error), [e.value for e in at.error]
 
 

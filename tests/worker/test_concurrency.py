@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 import time
 
-import psutil
 import pytest
 
 from explorer.engine import Engine
@@ -262,18 +261,6 @@ def test_a_worker_prestarted_during_a_benchmark_waits_for_it():
         assert not beside, f"worker process(es) {beside} started while a benchmark was timing"
     finally:
         engine.close()
-
-
-def _starting_workers() -> set[int]:
-    """Worker processes of this test process, including one still importing TensorFlow."""
-    found = set()
-    for child in psutil.Process().children(recursive=True):
-        try:
-            if "explorer.worker" in " ".join(child.cmdline()):
-                found.add(child.pid)
-        except psutil.Error:
-            pass
-    return found
 
 
 def test_sessions_asking_for_the_same_new_configuration_share_one_computation():
