@@ -102,7 +102,11 @@ def inspect(choice: sidebar.Choice) -> dict | None:
     placeholder.empty()
     if choice.config.device == "cpu":
         # The likeliest next question is "and without oneDNN?" (or with it): start that worker now.
-        flipped = "0" if (result.get("fingerprint") or {}).get("onednn") else "1"
+        # From an explicit setting the way back is "unset" (TF's default), not the opposite value.
+        if "TF_ENABLE_ONEDNN_OPTS" in choice.config.env_dict:
+            flipped = None
+        else:
+            flipped = "0" if (result.get("fingerprint") or {}).get("onednn") else "1"
         engine.prestart(choice.config.with_env("TF_ENABLE_ONEDNN_OPTS", flipped))
     shown = st.session_state.get(state.SHOWN)
     if not shown or shown.get("key") != key:
