@@ -174,19 +174,20 @@ def session_plan(i: int) -> dict:
 
 # --- engine-level run ------------------------------------------------------------------------------
 
-class BusyWatcher:
-    """Samples which worker processes of an Engine are inside a request (their request lock is held)."""
+class Sampler:
+    """A background thread that calls ``sample()`` every ``period_s`` until stopped."""
 
-    def __init__(self, engine, period_s: float = 0.005):
-        self.engine, self.period_s = engine, period_s
-        self.samples: list[tuple[float, frozenset]] = []
+    def __init__(self, period_s: float):
+        self.period_s = period_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    def sample(self) -> None:
+        raise NotImplementedError
+
     def _run(self):
         while not self._stop.is_set():
-            self.samples.append((time.monotonic(),
-                                 frozenset(w.pid for w in self.engine.pool.workers() if w.lock.locked())))
+            self.sample()
             self._stop.wait(self.period_s)
 
     def start(self):
@@ -196,6 +197,19 @@ class BusyWatcher:
     def stop(self):
         self._stop.set()
         self._thread.join(5)
+
+
+class BusyWatcher(Sampler):
+    """Samples which worker processes of an Engine are inside a request (their request lock is held)."""
+
+    def __init__(self, engine, period_s: float = 0.005):
+        super().__init__(period_s)
+        self.engine = engine
+        self.samples: list[tuple[float, frozenset]] = []
+
+    def sample(self) -> None:
+        self.samples.append((time.monotonic(),
+                             frozenset(w.pid for w in self.engine.pool.workers() if w.lock.locked())))
 
 
 def run_engine(sessions: int, deadline: float, cache_dir: Path) -> Figures:
@@ -388,46 +402,35 @@ class Server:
         self.killed = [p.pid for p in survivors]
 
 
-class CpuWatcher:
+class CpuWatcher(Sampler):
     """CPU time of each of the server's worker processes, sampled from outside the server."""
 
     def __init__(self, server: Server, period_s: float = 0.02):
-        self.server, self.period_s = server, period_s
+        super().__init__(period_s)
+        self.server = server
         self.samples: list[tuple[float, dict]] = []  # (time, {pid: cpu seconds})
         self.flag_value: dict[int, str | None] = {}  # pid -> its TF_ENABLE_ONEDNN_OPTS (None: unset)
         self.configs: dict[int, str] = {}  # pid -> device and flags, for the report
         self.seen: dict[int, list[float]] = {}  # pid -> [first, last] time it was seen
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _run(self):
+    def sample(self) -> None:
         import psutil
 
-        while not self._stop.is_set():
-            cpu = {}
-            now = time.monotonic()
-            for proc in self.server.workers():
-                try:
-                    times = proc.cpu_times()
-                    cpu[proc.pid] = times.user + times.system
-                    self.seen.setdefault(proc.pid, [now, now])[1] = now
-                    if proc.pid not in self.flag_value:
-                        environ = proc.environ()
-                        self.flag_value[proc.pid] = environ.get(FLAG_NAME)
-                        flags = " ".join(f"{k}={v}" for k, v in sorted(environ.items()) if k in ENV_FLAGS)
-                        self.configs[proc.pid] = f"{environ.get('EXPLORER_DEVICE', '?')} {flags}".strip()
-                except psutil.Error:
-                    pass
-            self.samples.append((now, cpu))
-            self._stop.wait(self.period_s)
-
-    def start(self):
-        self._thread.start()
-        return self
-
-    def stop(self):
-        self._stop.set()
-        self._thread.join(5)
+        cpu = {}
+        now = time.monotonic()
+        for proc in self.server.workers():
+            try:
+                times = proc.cpu_times()
+                cpu[proc.pid] = times.user + times.system
+                self.seen.setdefault(proc.pid, [now, now])[1] = now
+                if proc.pid not in self.flag_value:
+                    environ = proc.environ()
+                    self.flag_value[proc.pid] = environ.get(FLAG_NAME)
+                    flags = " ".join(f"{k}={v}" for k, v in sorted(environ.items()) if k in ENV_FLAGS)
+                    self.configs[proc.pid] = f"{environ.get('EXPLORER_DEVICE', '?')} {flags}".strip()
+            except psutil.Error:
+                pass
+        self.samples.append((now, cpu))
 
     def beside(self, start: float, end: float, flag_value: str | None) -> tuple[int, float]:
         """Sample intervals within [start, end] in which the benchmark's worker and another worker
