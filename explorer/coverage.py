@@ -19,7 +19,7 @@ TOTAL_ROWS = 30
 _CONV3 = {"filter_size": 3}
 GPU_PARAMS = {
     "conv2d_bias_relu": _CONV3, "conv2d_bias": _CONV3, "conv2d_batchnorm_relu": _CONV3, "conv2d_batchnorm": _CONV3,
-    "conv2d_squeeze_bias": {}, "matmul_bias_gelu_exact": {"dtype": "float16"}, "matmul_bias_tanh": {"dtype": "float16"},
+    "matmul_bias_gelu_exact": {"dtype": "float16"}, "matmul_bias_tanh": {"dtype": "float16"},
     "batchnorm_grad_relu": {"dtype": "float16"}, "batchnorm_add_relu": {"dtype": "float16"},
 }
 

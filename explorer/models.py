@@ -99,7 +99,6 @@ def build(spec, tf):
                 y = tf.nn.conv3d(tf.pad(y, pads), t["w"], [1] * 5, "VALID", data_format=fmt3)
             else:
                 y = tf.nn.conv3d(y, t["w"], [1] * 5, "SAME", data_format=fmt3)
-        contraction_out = y
         if p.get("second_consumer"):
             extra.append(tf.identity(tf.reduce_sum(y), name="second_consumer"))
         if p.get("return_intermediate") == "contraction":
@@ -129,7 +128,6 @@ def build(spec, tf):
         if c.side_add:
             y = y + t["side"]
         y = _activation(tf, c.activation, y)
-        del contraction_out
         return (y, *extra) if extra else y
 
     body.__name__ = "model"

@@ -103,7 +103,7 @@ def _consumer_checks(ctx: Context, upto: str) -> list[Check]:
                             "must stay a separate tensor", "remove the second consumer"))
     ret = ctx.p.get("return_intermediate", "none")
     order = ["contraction", "bias", "norm"]
-    if ret != "none" and order.index(ret) < order.index(upto) if upto in order else ret != "none":
+    if ret != "none" and order.index(ret) < order.index(upto):  # an intermediate before ``upto``
         name = {"contraction": ctx.chain.contraction, "bias": ctx.chain.bias, "norm": ctx.chain.norm}[ret]
         checks.append(Check(f"{name} output not returned", False,
                             f"the {name} output is also returned from the function, so it has two consumers",

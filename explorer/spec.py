@@ -416,8 +416,6 @@ def _check_combination(spec: ModelSpec) -> None:
         return
     if c.squeeze and p["width"] != 1:
         raise SpecError("params.width", "Squeeze removes the width dimension, so width must be 1")
-    if c.contraction == "DepthwiseConv2dNative" and p["dtype"] == "bfloat16":
-        pass  # allowed; TF reports at run time if the CPU lacks support
     if c.norm != "none" and p["dtype"] == "float64":
         raise SpecError("params.dtype", "FusedBatchNorm takes float32, float16 or bfloat16, not float64")
     ret = p["return_intermediate"]
