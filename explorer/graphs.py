@@ -16,8 +16,10 @@ STAGES = {
     "executed": "as executed (partition graph)",
 }
 
+# Ops that move a tensor between the partitions of a graph split across devices (CPU and GPU).
+TRANSFER_OPS = frozenset({"_Send", "_Recv", "_HostSend", "_HostRecv"})
 # Ops that carry data in and out of a function or hold constants: folded away on request.
-BOILERPLATE_OPS = frozenset({"_Arg", "_Retval", "Const", "ReadVariableOp", "Identity", "NoOp", "_HostConst"})
+BOILERPLATE_OPS = frozenset({"_Arg", "_Retval", "Const", "ReadVariableOp", "Identity", "NoOp", "_HostConst"}) | TRANSFER_OPS
 
 
 @dataclass(frozen=True)
