@@ -97,7 +97,11 @@ class WorkerProcess:
             # included; a GPU machine's CPU need not share that, so simulate with oneDNN off
             # unless the user chose otherwise.
             env["TF_ENABLE_ONEDNN_OPTS"] = "0"
-        if self.config.device != "gpu":
+        if self.config.device == "gpu":
+            # Several workers (one per flag set) share one GPU: TF's default of reserving nearly all
+            # GPU memory at first use would leave the second worker none.
+            env.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+        else:
             # Hide GPUs from CPU and simulated runs: placement cannot drift and CUDA is never initialised.
             env["CUDA_VISIBLE_DEVICES"] = "-1"
         return env
@@ -258,8 +262,8 @@ class WorkerProcess:
 
 
 # Variables the parent sets for each worker; the caller's own values never leak in.
-_OWNED_ENV = {"TF_CPP_VMODULE", "TF_CPP_MIN_LOG_LEVEL", "TF_DUMP_GRAPH_PREFIX", "EXPLORER_DEVICE",
-              "CUDA_VISIBLE_DEVICES"} | set(ENV_FLAGS)
+# CUDA_VISIBLE_DEVICES is not ours: a GPU worker keeps the user's choice of GPU.
+_OWNED_ENV = {"TF_CPP_VMODULE", "TF_CPP_MIN_LOG_LEVEL", "TF_DUMP_GRAPH_PREFIX", "EXPLORER_DEVICE"} | set(ENV_FLAGS)
 
 
 class Pool:

@@ -144,6 +144,23 @@ def test_gpu_request_without_gpu_is_refused_clearly(engine):
     assert "No GPU" in str(info.value)
 
 
+def test_gpu_worker_environment_lets_workers_share_one_gpu(monkeypatch):
+    # A real GPU worker process starts here too (TensorFlow finds no GPU): its environment is the
+    # one a GPU machine would give it.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    monkeypatch.setenv("TF_USE_CUBLASLT", "1")  # a flag in the parent's environment must not leak in
+    engine = Engine(cache_dir=None)
+    try:
+        gpu = engine.fingerprint(Config.make("gpu", {"TF_MATMUL_AUTOTUNE_ENABLE": "1"}))
+        cpu = engine.fingerprint(Config.make("cpu"))
+    finally:
+        engine.close()
+    assert gpu["gpu_memory_growth"] and gpu["cuda_visible_devices"] == "1"
+    assert gpu["flags"] == {"TF_MATMUL_AUTOTUNE_ENABLE": "1"}
+    assert gpu["gpus"] == [] and gpu["cuda_build"]
+    assert cpu["cuda_visible_devices"] == "-1" and not cpu["gpu_memory_growth"]
+
+
 def test_bad_spec_is_refused_before_any_worker_starts():
     engine = Engine(cache_dir=None)
     try:
