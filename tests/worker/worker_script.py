@@ -1,0 +1,25 @@
+"""Runs a script against the real worker code in a fresh process (TensorFlow imported there only)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from explorer.runner import PROJECT_ROOT
+
+PRELUDE = """
+from explorer.worker import Protocol, Worker
+
+protocol = Protocol()
+worker = Worker(protocol)
+tf = worker.tf
+"""
+
+
+def run_in_worker(script: str) -> dict:
+    """The JSON the script sends last with ``protocol.send``; the script sees ``worker`` and ``tf``."""
+    proc = subprocess.run([sys.executable, "-c", PRELUDE + script], cwd=PROJECT_ROOT, capture_output=True,
+                          text=True, timeout=300, env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": "-1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
