@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 
+from . import machine
 from .catalog import PRESETS
 from .errors import ExplorerError, SpecError
 from .flags import Config, parse_assignment
@@ -123,8 +124,7 @@ def _print_inspect(result: dict) -> None:
     from .graphs import STAGES
 
     fp = result["fingerprint"]
-    print(f"TensorFlow {fp['tensorflow']} | oneDNN {'on' if fp['onednn'] else 'off'} | device {fp['device']} | "
-          f"{fp['cpu_model']} | flags {fp['flags'] or 'defaults'}")
+    print(f"{machine.describe(fp)} | flags {fp['flags'] or 'defaults'}")
     if result.get("simulated"):
         print(f"SIMULATED on a virtual {result['profile']['label']}: nothing ran. What the simulation cannot check:")
         for limit in result.get("limits", []):
@@ -169,8 +169,8 @@ def _print_inspect(result: dict) -> None:
 def _print_bench(result: dict) -> None:
     s = result["summary"]
     fp = result["fingerprint"]
-    print(f"TensorFlow {fp['tensorflow']} | oneDNN {'on' if fp['onednn'] else 'off'} | device {fp['device']} | "
-          f"{fp['cpu_model']} | {result['reps_done']} interleaved reps after {result['warmup']} warm-up")
+    print(f"{machine.describe(fp)} | flags {fp['flags'] or 'defaults'} | "
+          f"{result['reps_done']} interleaved reps after {result['warmup']} warm-up")
     for name in ("fused", "unfused"):
         v = s[name]
         print(f"  {name:<8} median {v['median_ms']:.4f} ms   p10 {v['p10_ms']:.4f}   p90 {v['p90_ms']:.4f}   "
@@ -180,7 +180,8 @@ def _print_bench(result: dict) -> None:
     print(f"  speedup  {sp['estimate']:.2f}x{ci}: {sp['verdict']}")
     a = result["agreement"]
     print(f"  outputs  max abs diff {a['max_abs']:.3g}, max rel diff {a['max_rel']:.3g} "
-          f"({'within' if a['within_tolerance'] else 'OUTSIDE'} tolerance {a['tolerance']:g})")
+          f"({'within' if a['within_tolerance'] else 'OUTSIDE'} tolerance {a['tolerance']:g}"
+          f"{', float32 ran as TF32' if a.get('tf32') else ''})")
     proof = result["proof_summary"]
     print(f"  fused ran:   {' '.join(proof['fused_executed'])}")
     print(f"  unfused ran: {' '.join(proof['unfused_executed'])}")

@@ -63,6 +63,8 @@ def test_bench_prints_the_comparison():
     out = run("bench", "matmul_bias_relu", "--set", "m=256", "--reps", "5", "--warmup", "1")
     assert out.returncode == 0, out.stderr
     assert "speedup" in out.stdout and "fused ran:" in out.stdout and "proof: verified" in out.stdout
+    header = out.stdout.splitlines()[0]
+    assert header.startswith("TensorFlow 2.") and " cores · oneDNN " in header and "interleaved reps" in header
 
 
 @pytest.mark.tf
