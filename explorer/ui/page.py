@@ -171,13 +171,27 @@ def export(choice: sidebar.Choice, result: dict) -> None:
                   "a bug report.")
 
 
+def remapper_silence(result: dict) -> str:
+    """What an empty remapper log means here: silence is not 'fused nothing' (some rewrites log no line)."""
+    if why.skipped_grappler(result):
+        return ("(the remapper logged nothing, but it did rewrite the graph: TensorFlow then threw Grappler's "
+                "work away, see 'Pass pipeline')")
+    if result.get("fusions"):
+        return "(the remapper logged nothing: its rewrites here log no line; the fusions are in 'Graphs before → after')"
+    return "(the remapper logged nothing, and nothing fused)"
+
+
 def _grappler_log(result: dict) -> None:
     grappler = result.get("grappler") or {}
-    st.caption("What TensorFlow itself logged while optimising this model (remapper=2, meta_optimizer=4).")
+    st.caption("What TensorFlow itself logged while optimising this model, with the remapper's and Grappler's "
+               "verbose logging on (TF_CPP_VMODULE=remapper=2,meta_optimizer=4).")
     st.markdown("**The remapper's own lines**")
     lines = grappler.get("remapper_log") or []
-    st.code("\n".join(lines) if lines else "(the remapper logged nothing: it fused nothing here)", language="text",
-            wrap_lines=True)
+    st.code("\n".join(lines) if lines else remapper_silence(result), language="text", wrap_lines=True)
+    if lines:
+        # e.g. the GELU sub-graph folds into _FusedMatMul without a line: the log alone undercounts.
+        st.caption("Not every rewrite logs a line at this level: the fusions under 'Graphs before → after' are "
+                   "the full account.")
     notable = [ln for ln in grappler.get("notable") or [] if ln.split("] ", 1)[-1].strip() not in lines]
     if notable:
         st.markdown("**Other notable lines**")
