@@ -14,8 +14,7 @@ import os
 import streamlit as st
 
 from ..pipeline import main_run
-from . import cached, linked, state
-
+from . import cached, linked, state, why
 
 
 def rows(run: dict) -> list[dict]:
@@ -150,6 +149,10 @@ def panel(result: dict) -> None:
         "The remapper's own log lines are beside the pass that printed them."
         + (f" Grappler was also called {len(others)} more time(s) with fewer optimizers ({other_text}); "
            "those runs are not listed." if others else ""))
+    if why.skipped_grappler(result):
+        st.warning("**None of this was kept.** Grappler failed on the graph these passes made, and TensorFlow ran "
+                   "the function as traced: the changes listed here never reached the graph that ran (see 'Why it "
+                   "fused (or not)').", icon=":material/undo:")
     st.markdown(table_html(table), unsafe_allow_html=True)
     _pass_graphs(result, run, table)
 

@@ -102,6 +102,7 @@ def test_pass_pipeline_lists_the_remapper_with_its_log_line(make_app):
     row = next(r for r in table.split("<tr") if "remapper</td>" in r and "Fuse MatMul with BiasAdd" in r)
     assert "changed the graph" in row
     assert "did not run" in table  # greyed passes (shape_optimizer has nothing to do here)
+    assert not any("None of this was kept" in w.value for w in at.warning)  # Grappler's work was kept
     # the picker starts at the remapper pass that changed the graph, and shows its graphs and line
     picker = at.selectbox(key=state.PASS)
     assert "remapper" in picker.format_func(picker.value)
@@ -128,6 +129,8 @@ def test_tensorflow_skipping_grappler_is_said_plainly(make_app):
     # the pass that broke it is shown with the node it left without an op
     assert "remapper" in at.selectbox(key=state.PASS).format_func(at.selectbox(key=state.PASS).value)
     assert any("with no op at all (`Relu`)" in e for e in errors), errors
+    # and the pass table does not pass off the discarded rewrites as the graph that ran
+    assert any(w.value.startswith("**None of this was kept.**") for w in at.warning)
 
 
 def test_export_buttons_offer_the_script_and_the_bundle(make_app):
