@@ -3,11 +3,14 @@ skipped with the reason, never as passed."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from explorer.engine import Engine
 from explorer.flags import Config
 from explorer.graphs import Graph
+from explorer.machine import describe
 
 pytestmark = [pytest.mark.tf, pytest.mark.gpu]
 
@@ -37,9 +40,17 @@ def test_cublaslt_fuses_matmul_bias_gelu_approx_on_gpu(engine):
     nodes = [n for n in Graph.from_dict(result["stages"]["optimized"]).nodes if n.fused_ops]
     assert [(n.op, n.fused_ops) for n in nodes] == [("_FusedMatMul", ("BiasAdd", "GeluApproximate"))]
     assert all("GPU" in n.device for n in nodes)
-    # the GPU keeps Pow(x, 3) where the CPU writes Square(x)*x
-    traced_ops = Graph.from_dict(result["stages"]["traced"]).ops
-    assert "Pow" in traced_ops
+
+
+def test_gpu_keeps_pow_where_the_cpu_writes_square(engine):
+    # The arithmetic optimiser rewrites Pow(x, 3) as Square(x)*x only for the CPU.
+    spec = {"preset": "matmul_bias_gelu_approx", "params": SMALL}
+    gpu = engine.inspect(spec, Config.make("gpu", grappler={"remapping": "off"}))
+    cpu = engine.inspect(spec, Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "0"}, {"remapping": "off"}))
+    gpu_ops = Graph.from_dict(gpu["stages"]["optimized"]).ops
+    cpu_ops = Graph.from_dict(cpu["stages"]["optimized"]).ops
+    assert "Pow" in gpu_ops and "Square" not in gpu_ops
+    assert "Square" in cpu_ops and "Pow" not in cpu_ops
 
 
 def test_without_cublaslt_matmul_does_not_fuse_on_gpu(engine):
@@ -53,3 +64,30 @@ def test_gpu_benchmark_agrees_and_proves_its_graphs(engine):
     assert result["agreement"]["within_tolerance"]
     assert result["proof_summary"]["verified"]
     assert any(op.startswith("_FusedConv2D") for op in result["proof_summary"]["fused_executed"])
+
+
+def test_two_gpu_workers_share_the_gpu(engine):
+    # One worker per flag set: without memory growth the first would take nearly all GPU memory.
+    spec = {"preset": "matmul_bias_relu", "params": {"m": 4096, "k": 1024, "n": 1024}}
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda config: engine.inspect(spec, config), [Config.make("gpu"), CUBLASLT]))
+    assert all(r["fingerprint"]["gpu_memory_growth"] for r in results)
+    assert len({r["fingerprint"]["pid"] for r in results}) == 2
+
+
+def test_cpu_only_ops_run_on_the_host_and_the_executed_graph_stays_connected(engine):
+    result = engine.inspect({"preset": "hash_bucket"}, Config.make("gpu"))
+    executed = Graph.from_dict(result["stages"]["executed"])
+    assert "CPU:0" in {n.device for n in executed.nodes}  # string hashing has no GPU kernel
+    for recv in (n for n in executed.nodes if n.op in ("_Recv", "_HostRecv")):
+        if recv.data_inputs:  # joined when its _Send is in this function's partitions
+            assert executed[recv.data_inputs[0].src].op in ("_Send", "_HostSend")
+
+
+def test_gpu_bench_names_the_gpu_and_uses_tf32_where_it_runs(engine):
+    result = engine.bench({"preset": "matmul_bias", "params": SMALL}, CUBLASLT, reps=10, warmup=2)
+    fp = result["fingerprint"]
+    assert describe(fp).split(" · ")[1].startswith("GPU:0 " + fp["gpus"][0]["model"])
+    ampere_or_newer = fp["gpus"][0]["compute_capability"][0] >= 8
+    assert result["agreement"]["tf32"] == (ampere_or_newer and fp["tf32"])
+    assert result["agreement"]["within_tolerance"] and result["proof_summary"]["verified"]
