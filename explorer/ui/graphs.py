@@ -52,7 +52,8 @@ def panel(result: dict) -> None:
     fusions = (result.get("fusions_by_pair") or {}).get(pair, drawn["diff"]["fusions"])
     groups = linked.link_groups(fusions, drawn["names"]["before"], drawn["names"]["after"],
                                 [f["node"] for f in drawn["diff"]["fusions"]])
-    if not linked.show(drawn["before"], drawn["after"], groups):
+    titles = tuple(f"{_stage_title(s)} · {drawn['nodes'][side]} nodes" for side, s in (("before", before), ("after", after)))
+    if not linked.show(drawn["before"], drawn["after"], groups, titles=titles):
         # No Graphviz binary here: the browser draws the DOT itself, without the linking.
         for col, side in ((left, "before"), (right, "after")):
             col.graphviz_chart(drawn[side], width="stretch")
@@ -96,11 +97,15 @@ def _legend() -> None:
     st.markdown(f'<div style="font-size:0.78rem;line-height:1.55">{"".join(rows)}</div>', unsafe_allow_html=True)
 
 
+def _stage_title(stage: str) -> str:
+    return STAGES[stage][0].upper() + STAGES[stage][1:]
+
+
 def _graph_head(stage: str, side: str, drawn: dict, result: dict) -> None:
     """The title of one side and its downloads (the drawing itself is the linked view below both)."""
     dot = drawn[side]
     head, buttons = st.columns([2, 1], vertical_alignment="center")
-    head.markdown(f"**{STAGES[stage][0].upper() + STAGES[stage][1:]}** · {drawn['nodes'][side]} nodes")
+    head.markdown(f"**{_stage_title(stage)}** · {drawn['nodes'][side]} nodes")
     name = f"{result.get('spec', {}).get('preset') or 'chain'}-{stage}"
     pbtxt = (result.get("pbtxt") or {}).get(stage, "")
     with buttons.popover("Download", icon=":material/download:", width="stretch"):

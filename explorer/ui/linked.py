@@ -23,14 +23,20 @@ from ..render import html_id
 BEFORE, AFTER = "b-", "a-"
 PANE_PX = 540  # the width one pane gets on a wide page; only used to guess the frame's height
 MAX_HEIGHT = 2400
+MIN_SCALE = 0.75  # below this a node's 8 pt detail line is under 8 px: stack the two sides instead
 
 CSS = """
 html, body { margin: 0; padding: 0; font-family: "Source Sans Pro", "Source Sans 3", sans-serif; color: #31333f; }
 .fx-hint { font-size: 13px; color: #6b6f7b; margin: 0 0 6px 0; min-height: 18px; }
 .fx-hint b { color: #31333f; }
 .fx-panes { display: flex; gap: 24px; align-items: flex-start; }
-.fx-pane { flex: 1 1 0; min-width: 0; text-align: center; }
-.fx-pane svg { max-width: 100%; height: auto; }
+.fx-pane { flex: 1 1 0; min-width: 0; text-align: center; overflow-x: auto; }
+.fx-pane svg { height: auto; }
+.fx-pane-title { display: none; font-size: 14px; font-weight: 600; text-align: left; margin: 4px 0; }
+.fx-stacked { flex-direction: column; }
+.fx-stacked .fx-pane { flex: none; width: 100%; }
+.fx-stacked .fx-pane-title { display: block; }
+.fx-note { font-size: 12px; color: #6b6f7b; margin: 2px 0 6px 0; }
 .fx-pane g.node, .fx-pane g.cluster { cursor: pointer; }
 .fx-active g.node:not(.fx-hl), .fx-active g.edge { opacity: 0.3; transition: opacity 0.12s; }
 .fx-pane g.node.fx-hl path, .fx-pane g.node.fx-hl polygon, .fx-pane g.node.fx-hl ellipse {
@@ -47,6 +53,7 @@ JS = """
   const groups = JSON.parse(document.getElementById("fx-links").textContent);
   const root = document.getElementById("fx-root");
   const hint = document.getElementById("fx-hint");
+  const note = document.getElementById("fx-note");
   const idle = hint.textContent;
   const byId = new Map();
   groups.forEach((g, i) => [...g.before, ...g.after].forEach(id => {
@@ -82,12 +89,22 @@ JS = """
       (hits.length ? "" : "No counterpart on the other side: this node is new here, or gone there.");
   };
   // One scale for both sides, so that a node is the same size left and right (Graphviz sizes are in pt).
+  // Below MIN_SCALE the labels are too small to read: draw one above the other instead, and scroll
+  // sideways if even the full width is not enough.
+  const MIN_SCALE = __MIN_SCALE__, GAP = 24;
   const svgs = [...root.querySelectorAll(".fx-pane svg")];
+  const panes = root.querySelector(".fx-panes");
   const natural = svgs.map(svg => (parseFloat(svg.getAttribute("width")) || 400) * 4 / 3);
+  const fitting = width => Math.min(1, ...natural.map(w => width / w));
   const rescale = () => {
-    const pane = root.querySelector(".fx-pane");
-    if (!pane || !pane.clientWidth) return;
-    const k = Math.min(1, ...natural.map(w => pane.clientWidth / w));
+    const width = panes.clientWidth;
+    if (!width) return;
+    const stacked = fitting((width - GAP) / 2) < MIN_SCALE;
+    if (panes.classList.contains("fx-stacked") !== stacked) {
+      panes.classList.toggle("fx-stacked", stacked);
+      note.hidden = !stacked;
+    }
+    const k = Math.max(MIN_SCALE, fitting(stacked ? width : (width - GAP) / 2));
     svgs.forEach((svg, i) => { svg.style.width = (natural[i] * k) + "px"; svg.style.height = "auto"; });
   };
   rescale();
@@ -177,24 +194,30 @@ def svg_size_px(svg: str) -> tuple[float, float]:
 
 
 HINT = "Hover over a node, or click it to pin: its counterparts on the other side light up."
+STACKED_NOTE = "Too wide to read side by side, so drawn one above the other."
 
 
-def page_html(before_svg: str, after_svg: str, groups: list[dict], hint: str = HINT, fit: bool = False) -> str:
+def page_html(before_svg: str, after_svg: str, groups: list[dict], hint: str = HINT, fit: bool = False,
+              titles: tuple[str, str] = ("Before", "After")) -> str:
     """The whole document of the linked view: both SVGs, the links as JSON, the CSS and the JS.
 
-    ``fit``: the script grows its frame to the drawing (for a frame of fixed height).
+    ``fit``: the script grows its frame to the drawing (for a frame of fixed height). ``titles`` name
+    the sides when they are too wide to sit side by side and are drawn one above the other (the
+    page's own headings then no longer sit over them).
     """
     import html
 
+    panes = "".join(
+        f"<div class='fx-pane' data-side='{side}'><div class='fx-pane-title'>{html.escape(title)}</div>"
+        f"{svg_element(svg)}</div>"
+        for side, title, svg in (("before", titles[0], before_svg), ("after", titles[1], after_svg)))
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'><style>" + CSS + "</style></head><body>"
         f"<div id='fx-root' data-fit='{1 if fit else 0}'><p id='fx-hint' class='fx-hint'>{html.escape(hint)}</p>"
-        "<div class='fx-panes'>"
-        f"<div class='fx-pane' data-side='before'>{svg_element(before_svg)}</div>"
-        f"<div class='fx-pane' data-side='after'>{svg_element(after_svg)}</div>"
-        "</div></div>"
+        f"<p id='fx-note' class='fx-note' hidden>{html.escape(STACKED_NOTE)}</p>"
+        f"<div class='fx-panes'>{panes}</div></div>"
         f"<script type='application/json' id='fx-links'>{script_json(groups)}</script>"
-        f"<script>{JS}</script></body></html>"
+        f"<script>{JS.replace('__MIN_SCALE__', repr(MIN_SCALE))}</script></body></html>"
     )
 
 
@@ -207,7 +230,8 @@ def frame_height(before_svg: str, after_svg: str, pane_px: float = PANE_PX) -> i
     return int(min(max(heights) + 40, MAX_HEIGHT))
 
 
-def show(before_dot: str, after_dot: str, groups: list[dict], *, hint: str = HINT) -> bool:
+def show(before_dot: str, after_dot: str, groups: list[dict], *, hint: str = HINT,
+         titles: tuple[str, str] = ("Before", "After")) -> bool:
     """Draw both graphs linked; False (and nothing drawn) when they cannot be made into SVG."""
     import streamlit as st
 
@@ -219,11 +243,11 @@ def show(before_dot: str, after_dot: str, groups: list[dict], *, hint: str = HIN
     except ExplorerError:
         return False
     if hasattr(st, "iframe"):  # Streamlit 1.5x+: sizes the frame to its content
-        st.iframe(page_html(before_svg, after_svg, groups, hint, fit=True), height="content")
+        st.iframe(page_html(before_svg, after_svg, groups, hint, fit=True, titles=titles), height="content")
     else:
         import streamlit.components.v1 as components
 
-        components.html(page_html(before_svg, after_svg, groups, hint, fit=True),
+        components.html(page_html(before_svg, after_svg, groups, hint, fit=True, titles=titles),
                         height=frame_height(before_svg, after_svg), scrolling=True)
     return True
 

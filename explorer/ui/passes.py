@@ -199,6 +199,8 @@ def _pass_graphs(result: dict, run: dict, table: list[dict]) -> None:
     heads = st.columns(2, gap="medium")
     heads[0].markdown(f"**Before {row['pass']}** · {drawn['nodes']['before']} nodes")
     heads[1].markdown(f"**After {row['pass']}** · {drawn['nodes']['after']} nodes")
-    if not linked.show(drawn["before"], drawn["after"], groups):
+    titles = (f"Before {row['pass']} · {drawn['nodes']['before']} nodes",
+              f"After {row['pass']} · {drawn['nodes']['after']} nodes")
+    if not linked.show(drawn["before"], drawn["after"], groups, titles=titles):
         heads[0].graphviz_chart(drawn["before"], width="stretch")
         heads[1].graphviz_chart(drawn["after"], width="stretch")

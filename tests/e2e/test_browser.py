@@ -43,3 +43,25 @@ def test_graphs_preset_and_benchmark(app_server, page):
     assert page.locator(PLOTLY).count() >= 3
     assert page.get_by_text("Speedup of fusion").first.is_visible()
     assert page.locator(EXCEPTION).count() == 0
+
+
+def test_graphs_too_wide_to_read_side_by_side_are_stacked(app_server, page):
+    open_app(page, app_server, 180_000)
+    graphs = page.frame_locator(LINKED).first
+    graphs.locator(GRAPH_SVG).nth(1).wait_for(state="visible", timeout=60_000)
+    # the default model fits side by side at a readable size
+    assert "fx-stacked" not in (graphs.locator(".fx-panes").get_attribute("class") or "")
+    assert not graphs.locator("#fx-note").is_visible()
+
+    # six inputs in a row: side by side its labels would shrink to a few pixels
+    _pick_preset(page, "FusedBatchNorm + Add + ReLU")
+    graphs = page.frame_locator(LINKED).first
+    graphs.locator(".fx-panes.fx-stacked").wait_for(state="attached", timeout=60_000)
+    assert graphs.locator("#fx-note").is_visible()
+    assert graphs.locator(".fx-pane-title").nth(0).inner_text().startswith("As traced")
+    # drawn at a readable scale: no narrower than MIN_SCALE of Graphviz's own size
+    from explorer.ui.linked import MIN_SCALE
+    for i in range(2):
+        svg = graphs.locator(GRAPH_SVG).nth(i)
+        natural_px = float(svg.get_attribute("width").removesuffix("pt")) * 4 / 3
+        assert svg.bounding_box()["width"] >= MIN_SCALE * natural_px - 1
