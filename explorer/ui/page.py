@@ -27,8 +27,11 @@ def render() -> None:
         whatif.panel(choice, None)
         return
     _summary_line(choice, result)
-    frame.reproduce(choice)
-    export(choice, result)
+    # Folded: for the engineer taking the run elsewhere; open, it would push the graphs below the fold.
+    with st.expander("Reproduce this run elsewhere: command line, repro.py, bug-report bundle",
+                     icon=":material/terminal:"):
+        frame.reproduce(choice)
+        export(choice, result)
     whatif.panel(choice, result)
     tab_graphs, tab_why, tab_passes, tab_bench, tab_sweep, tab_log = st.tabs(
         ["Graphs before → after", "Why it fused (or not)", "Pass pipeline", "Fused vs unfused", "Size sweep",
@@ -126,8 +129,8 @@ def _summary_line(choice: sidebar.Choice, result: dict) -> None:
         badge = why.verdict_badge(result.get("explanation"))
         st.markdown(f"{badge + ' ' if badge else ''}{found} · {choice.label} on "
                     f"{sidebar.device_label(choice.config.device)} · oneDNN "
-                    f"{'on' if fp.get('onednn') else 'off'} · TensorFlow {fp.get('tensorflow', '?')}")
-        st.caption(f"Graphs {result['provenance']}.")
+                    f"{'on' if fp.get('onednn') else 'off'}")
+        st.caption(f"TensorFlow {fp.get('tensorflow', '?')} · graphs {result['provenance']}.")
     with right:
         whatif.pin_button(choice, result)
     for warning in merged_warnings(result.get("warnings") or []):
@@ -167,7 +170,7 @@ def export(choice: sidebar.Choice, result: dict) -> None:
                            icon=":material/folder_zip:", width="stretch",
                            help="repro.py, the three graphs as pbtxt (traced, after Grappler, executed) and a "
                                 "summary.json of the machine, the configuration, the fusions and the verdict.")
-    right.caption("Take it elsewhere: a script that reproduces this run without the explorer, or everything for "
+    right.caption("repro.py needs only TensorFlow and numpy; the bundle adds the three graphs and a summary, for "
                   "a bug report.")
 
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.flags import ENV_FLAGS
+from explorer.engine import Engine
+from explorer.flags import ENV_FLAGS, Config
 from explorer.ui import state
 
 pytestmark = pytest.mark.tf
@@ -36,8 +37,10 @@ def test_default_load_shows_a_fusion(make_app):
     assert len(lines) == 1
     assert "_FusedMatMul [BiasAdd, GeluApproximate]" in lines[0]
     assert "**1 fusion** found by Grappler" in texts(at)
-    # the configuration as a command line that reproduces it
-    assert any("python -m explorer inspect matmul_bias_gelu_approx" in c.value for c in at.code)
+    # the configuration as a command line that reproduces it, folded away above the graphs
+    reproduce = next(e for e in at.expander if e.label.startswith("Reproduce this run elsewhere"))
+    assert any("python -m explorer inspect matmul_bias_gelu_approx" in c.value for c in reproduce.code)
+    assert {"Reproduce: repro.py", "Bug-report bundle (.zip)"} <= {b.proto.label for b in reproduce.get("download_button")}
 
 
 def test_select_another_preset(make_app):
@@ -129,13 +132,20 @@ def test_size_over_the_limit_names_the_field(make_app):
 
 
 def test_gpu_choice_tells_the_truth_about_this_machine(make_app):
+    # The truth, from a GPU worker of our own (the page's CPU workers hide GPUs from TensorFlow).
+    engine = Engine(cache_dir=None)
+    try:
+        gpus_here = engine.fingerprint(Config.make("gpu"))["gpus"]
+    finally:
+        engine.close()
     at = make_app().run()
     no_gpu_here = "GPU (none here)" in [str(o) for o in at.radio(key=state.DEVICE).options]
+    assert no_gpu_here == (not gpus_here)
     at.radio(key=state.DEVICE).set_value("gpu").run()
     assert not at.exception
     errors = [e.value for e in at.error]
     if no_gpu_here:  # this project's machines: the choice explains itself and nothing runs
-        assert any(e.startswith("No GPU on this machine") for e in errors), errors
+        assert any(e.startswith("No GPU for TensorFlow here") and "NVIDIA" in e for e in errors), errors
         assert not fusion_lines(at)
     else:  # a GPU machine: the same choice runs for real
         assert not any(e.startswith("No GPU") for e in errors), errors
