@@ -22,8 +22,9 @@ INTRO = (
 )
 
 
-# Streamlit's default top padding (6rem) pushes the graphs below the fold on a laptop screen.
-CSS = "<style>[data-testid='stMainBlockContainer']{padding-top:2.2rem}</style>"
+# Streamlit's default top padding (6rem) pushes the graphs below the fold on a laptop screen, and its
+# side padding (5rem) costs the two graphs the width the wider sidebar takes.
+CSS = "<style>[data-testid='stMainBlockContainer']{padding:2.2rem 3rem 4rem 3rem}</style>"
 
 
 def header() -> None:

@@ -65,3 +65,12 @@ def test_graphs_too_wide_to_read_side_by_side_are_stacked(app_server, page):
         svg = graphs.locator(GRAPH_SVG).nth(i)
         natural_px = float(svg.get_attribute("width").removesuffix("pt")) * 4 / 3
         assert svg.bounding_box()["width"] >= MIN_SCALE * natural_px - 1
+
+
+def test_preset_titles_are_not_clipped_in_the_sidebar(app_server, page):
+    open_app(page, app_server, 180_000)
+    chosen = page.locator("[data-testid='stSidebar'] input[aria-label='Preset']")
+    assert chosen.input_value() == "MatMul + BiasAdd + GELU (approximate)"
+    # the chosen preset's title fits its box instead of running under the arrow
+    width, needed = chosen.evaluate("el => [el.clientWidth, el.scrollWidth]")
+    assert needed <= width, (needed, width)
