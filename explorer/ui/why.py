@@ -78,13 +78,16 @@ _KNOBS = (  # fix wording -> (parameter, value)
 
 
 def fix_actions(fix: str, model_id: str, params: dict) -> list[tuple[str, dict]]:
-    """Buttons a fix can become: (label, session-state changes), for flags and the playground knobs."""
+    """Buttons a fix can become: (label, session-state changes), for flags, the device and the playground knobs."""
     actions = []
     for name, value in _ENV.findall(fix):
         value = value.rstrip(".,;)")
         flag = ENV_FLAGS.get(name)
         if flag is not None and value in flag.values:
             actions.append((f"Set {name}={value}", {state.env_key(name): value}))
+    if "run on a GPU" in fix:
+        # There may be no GPU here, but the simulated one shows Grappler's GPU decision all the same.
+        actions.append(("Try it on the simulated GPU", {state.DEVICE: "gpu-sim"}))
     for words, param, value in _KNOBS:
         if words in fix and param in params and params[param] != value:
             label = f"{param} → {value}" if not isinstance(value, bool) else f"{param} off"

@@ -150,3 +150,20 @@ def test_grappler_log_does_not_read_silence_as_nothing_fused(make_app):
     at = make_app().run()
     assert any(c.value.startswith("Fuse MatMul with BiasAdd") for c in at.code)
     assert any("Not every rewrite logs a line" in c.value for c in at.caption)
+
+
+def test_a_gpu_only_pattern_offers_the_simulated_gpu(make_app):
+    small = {state.param_key("batchnorm_add_relu", k): v
+             for k, v in {"batch": 1, "height": 8, "width": 8, "channels": 4}.items()}
+    at = make_app(**{state.PRESET: "batchnorm_add_relu"}, **small).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert verdict_heading(at).endswith(" Not fused]")
+    assert "`run on a GPU`" in markdown(at)
+    fix = at.button(key="why.fix.0")
+    assert fix.label == "Try it on the simulated GPU"
+    fix.click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.session_state[state.DEVICE] == "gpu-sim"
+    # Grappler's own GPU decision: the pattern fuses there
+    assert verdict_heading(at).endswith(" Fused]")
+    assert "_FusedBatchNormEx [Add, Relu]" in markdown(at)
