@@ -16,6 +16,9 @@ from ..errors import ExplorerError
 from ..flags import Config
 from . import state
 from .sidebar import Choice, device_label
+from .why import verdict_badge
+
+STAGE_WORDS = {"traced": "traced", "optimized": "after Grappler", "executed": "executed"}  # the tabs' words
 
 
 def summarize(choice: Choice, result: dict) -> dict:
@@ -37,6 +40,7 @@ def summarize(choice: Choice, result: dict) -> dict:
         "nodes": {stage: len(g) for stage, g in graphs.items()},
         "onednn": fp.get("onednn"),
         "simulated": bool(result.get("simulated")),
+        "explanation": {"verdict": (result.get("explanation") or {}).get("verdict")},
         "warnings": list(result.get("warnings") or []),
     }
 
@@ -126,7 +130,8 @@ def _side(col, title: str, mine: dict, other: dict | None) -> None:
     """One side of the comparison; what differs from the other side is marked."""
     only_here = " :orange-badge[only here]" if other is not None else ""
     with col:
-        st.markdown(f"**{title}** · {mine['label']} · {device_label(mine['config']['device'])} · oneDNN "
+        badge = verdict_badge(mine.get("explanation")) if (mine.get("explanation") or {}).get("verdict") else ""
+        st.markdown(f"**{title}** {badge} · {mine['label']} · {device_label(mine['config']['device'])} · oneDNN "
                     f"{'on' if mine.get('onednn') else 'off'}")
         fusions = mine["fusions"]
         others = set(other["fusions"]) if other is not None else set()
@@ -138,7 +143,7 @@ def _side(col, title: str, mine: dict, other: dict | None) -> None:
         differs = other is not None and other["executed"] != mine["executed"]
         executed = f"`{mine['executed']}`" if mine["executed"] else "none: a simulated GPU runs nothing"
         st.markdown(f"Executed ops: {executed}" + (" :orange-badge[differs]" if differs else ""))
-        st.caption(" → ".join(f"{stage} {n} nodes" for stage, n in mine["nodes"].items()))
+        st.caption(" → ".join(f"{STAGE_WORDS.get(stage, stage)} {n} nodes" for stage, n in mine["nodes"].items()))
         bench = state.recall(state.BENCH_RESULTS, mine["run_key"])
         if bench is not None:
             sp = bench["summary"]["speedup"]

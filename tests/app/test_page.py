@@ -78,6 +78,10 @@ def test_whatif_pin_then_flip_a_flag(make_app):
     assert len(sides) == 2
     assert "_FusedMatMul [BiasAdd, GeluApproximate]" in sides[0]  # pinned: oneDNN on
     assert "_FusedMatMul [BiasAdd]`" in sides[1]  # current: oneDNN off
+    # each side carries its verdict, and names the stages as the graph tab does
+    heads = [m.value for m in at.markdown if m.value.startswith(("**Pinned**", "**Current**"))]
+    assert "fused]" in heads[0] and "partly fused]" in heads[1], heads
+    assert any(c.value.startswith("traced 20 nodes → after Grappler") for c in at.caption)
     # and the speedup of both, measured with the benchmark tab's settings
     at.session_state[state.BENCH_REPS] = 6
     at.session_state[state.BENCH_WARMUP] = 1
