@@ -136,12 +136,11 @@ def show(result: dict, choice: Choice) -> None:
         st.caption(f"Proof {verified}. {summary['reps']} interleaved pairs after {result.get('warmup', 0)} warm-up "
                    f"calls; {result.get('order', '')}; {alone}. Measured {result.get('measured_at', '')}, machine "
                    f"load average {iso.get('load_before', '?')} → {iso.get('load_after', '?')}.")
-    c1, c2 = st.columns([1, 3], vertical_alignment="center")
-    c1.download_button("Samples (CSV)", data=lambda r=result: charts.samples_csv(r), file_name="samples.csv",
+    # Full width and unwrapped: in a narrow column the command broke inside '--warmup'.
+    st.code(frame.bench_command(choice, summary["reps_requested"], result.get("warmup", 0),
+                                float(st.session_state.get(state.BENCH_SECONDS, 60))), language="bash")
+    st.download_button("Samples (CSV)", data=lambda r=result: charts.samples_csv(r), file_name="samples.csv",
                        mime="text/csv", on_click="ignore", key="bench.csv", icon=":material/download:")
-    c2.code(frame.bench_command(choice, summary["reps_requested"], result.get("warmup", 0),
-                                float(st.session_state.get(state.BENCH_SECONDS, 60))),
-            language="bash", wrap_lines=True)
 
 
 # ---- size sweep ---------------------------------------------------------------------------------

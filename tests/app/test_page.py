@@ -103,6 +103,9 @@ def test_run_benchmark_shows_summary_and_charts(make_app):
     assert agree.value == "yes"
     page = texts(at)
     assert "_MklNativeFusedMatMul" in page  # proof of the graph the fused variant ran
+    # the command that repeats it, on one line (wrapped, it broke inside '--warmup')
+    command = next(c for c in at.code if c.value.startswith("python -m explorer bench"))
+    assert "--reps 10 --warmup 2" in command.value and not command.proto.wrap_lines
     charts = at.get("plotly_chart")
     assert len(charts) >= 3
     # kept for this configuration: a rerun shows it without running again
