@@ -126,7 +126,7 @@ def _label(r: dict) -> str:
         what = f"{r['nodes_before']} → {r['nodes']} nodes"
     else:
         what = "no change"
-    return f"iteration {r['iteration']} · {r['position']}. {r['pass']} ({what})"
+    return f"pass {r['position']} of iteration {r['iteration']}: {r['pass']} ({what})"
 
 
 def panel(result: dict) -> None:

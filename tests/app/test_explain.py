@@ -109,7 +109,7 @@ def test_pass_pipeline_lists_the_remapper_with_its_log_line(make_app):
     assert any(m.value.startswith("The pass logged: `Fuse MatMul with BiasAdd") for m in at.markdown)
     assert any(m.value.startswith("- fused: `MatMul + BiasAdd → _FusedMatMul [BiasAdd]`") for m in at.markdown)
     # another pass: its own graphs, before and after it
-    assert any(label.startswith("iteration 0 · 1. model_pruner") for label in picker.options)
+    assert any(label.startswith("pass 1 of iteration 0: model_pruner") for label in picker.options)
     picker.set_value(picker.value.split("|")[0] + "|0:0").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any(m.value.startswith("**Before model_pruner**") for m in at.markdown)
