@@ -567,6 +567,7 @@ def main() -> None:
         return
     protocol.send({"ready": True, "fingerprint": worker.fingerprint_data})
     from .errors import SpecError
+    from .machine import no_gpu_words, nvidia_gpus_present
 
     for line in sys.stdin:
         line = line.strip()
@@ -587,7 +588,7 @@ def main() -> None:
         except NoGpu:
             protocol.send({"id": req_id, "ok": False, "error": _error(
                 "no_gpu", "No GPU is visible to TensorFlow on this machine, so nothing was run. "
-                "Choose the CPU (or a simulated GPU profile).")})
+                f"{no_gpu_words(nvidia_gpus_present())} Choose the CPU (or a simulated GPU profile).")})
         except BadRequest as exc:
             protocol.send({"id": req_id, "ok": False, "error": _error("protocol", str(exc))})
         except Exception as exc:  # TensorFlow refused or failed: report its words, keep serving

@@ -14,6 +14,7 @@ import streamlit as st
 
 from ..engine import DEFAULT_CACHE_DIR, Engine
 from ..flags import Config
+from ..machine import nvidia_gpus_present
 
 log = logging.getLogger(__name__)
 
@@ -38,15 +39,27 @@ def shutdown() -> None:
         _engines.pop().close()
 
 
+GPU = Config.make("gpu")
+
+
 @st.cache_data(show_spinner=False, max_entries=4, ttl=3600)
 def fingerprint() -> dict:
-    """What TensorFlow sees on this machine (devices, GPUs, oneDNN), from the default CPU worker."""
-    return engine().fingerprint(Config())
+    """What TensorFlow sees on this machine (devices, GPUs, oneDNN).
+
+    From the default CPU worker, which hides GPUs; where the NVIDIA driver shows one, the GPUs and
+    devices come from a GPU worker (which then serves GPU runs warm).
+    """
+    fp = dict(engine().fingerprint(Config()))
+    fp["nvidia_driver"] = nvidia_gpus_present()
+    if fp["nvidia_driver"]:
+        gpu = engine().fingerprint(GPU)
+        fp.update(gpus=gpu["gpus"], devices=gpu["devices"], tf32=gpu["tf32"])
+    return fp
 
 
 def fingerprint_is_ready() -> bool:
-    """True when fingerprint() will answer at once (a warm default worker exists)."""
-    return engine().is_warm(Config())
+    """True when fingerprint() will answer at once (the workers it asks are warm)."""
+    return engine().is_warm(Config()) and (not nvidia_gpus_present() or engine().is_warm(GPU))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -14,6 +14,7 @@ import streamlit as st
 from ..catalog import PRESETS, Preset
 from ..errors import SpecError
 from ..flags import DEVICES, ENV_FLAGS, GRAPPLER_SWITCHES, Config, gpu_profiles, is_simulated
+from ..machine import gpu_words, no_gpu_words
 from ..spec import (ACTIVATION_LABELS, ACTIVATIONS, BIASES, CONTRACTIONS, MAX_DIM, MAX_MODEL_BYTES,
                     MAX_TENSOR_BYTES, NORMS, PARAMS, Chain, ModelSpec, resolve)
 from . import state
@@ -61,12 +62,14 @@ def no_gpu_reason(fingerprint: dict | None) -> str | None:
     if not fingerprint or fingerprint.get("gpus"):
         return None
     seen = ", ".join(d.rsplit("/", 1)[-1].replace("physical_device:", "") for d in fingerprint.get("devices", [])) or "no devices"
+    driver = bool(fingerprint.get("nvidia_driver"))
     build = (f"It is a CUDA build (CUDA {fingerprint.get('cuda_version') or '?'}, cuDNN "
-             f"{fingerprint.get('cudnn_version') or '?'}), so a GPU would be used if there were one."
+             f"{fingerprint.get('cudnn_version') or '?'})" + ("." if driver else ", so a GPU would be used if there were one.")
              if fingerprint.get("cuda_build") else "It is a CPU-only build of TensorFlow.")
     simulated = " or a simulated GPU (graphs only)" if "gpu-sim" in DEVICES else ""
-    return (f"No GPU on this machine: TensorFlow {fingerprint.get('tensorflow', '')} sees only {seen}. {build} "
-            f"Choose CPU{simulated}, or run the explorer on a machine with an NVIDIA GPU.")
+    elsewhere = "" if driver else ", or run the explorer on a machine with an NVIDIA GPU"
+    return (f"No GPU for TensorFlow here: TensorFlow {fingerprint.get('tensorflow', '')} sees only {seen}. "
+            f"{no_gpu_words(driver)} {build} Choose CPU{simulated}{elsewhere}.")
 
 
 def render(fingerprint: dict | None) -> Choice:
@@ -202,6 +205,9 @@ def _configuration(fingerprint: dict | None) -> tuple[Config | None, list[str]]:
         st.caption(f"Grappler's real GPU decisions on a virtual {profiles[profile].get('model', profile)}: "
                    f"graphs and fusions only, nothing runs and nothing is timed. {profiles[profile].get('notes', '')}")
         device = f"gpu-sim:{profile}"
+    elif device == "gpu" and fingerprint and fingerprint.get("gpus"):
+        st.caption(f"GPU:0 {gpu_words(fingerprint['gpus'][0])} · CUDA {fingerprint.get('cuda_version') or '?'}, "
+                   f"cuDNN {fingerprint.get('cudnn_version') or '?'} · TF32 {'on' if fingerprint.get('tf32') else 'off'}")
     elif fingerprint:
         st.caption(f"TensorFlow {fingerprint.get('tensorflow', '?')} · {fingerprint.get('cpu_model', 'CPU')}, "
                    f"{fingerprint.get('cpu_count', '?')} cores · "

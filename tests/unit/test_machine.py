@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from explorer.machine import describe
+from explorer.machine import INSTALL_CUDA, describe, no_gpu_words
 
 CPU = {"tensorflow": "2.21.0", "device": "cpu", "cpu_model": "AMD EPYC 9B14", "cpu_count": 2, "onednn": True,
        "gpus": [], "cuda_version": "12.5.1", "cudnn_version": "9", "tf32": True}
@@ -30,3 +30,8 @@ def test_gpu_details_missing_still_read_well():
 def test_simulated_gpu_says_nothing_ran_on_a_gpu():
     line = describe(dict(CPU, device="gpu-sim:ampere", simulated_gpu={"label": "Ampere A100 (sm_80)"}))
     assert "simulated Ampere A100 (sm_80) (Grappler only, on AMD EPYC 9B14, 2 cores)" in line
+
+
+def test_no_gpu_words_say_what_to_do():
+    assert INSTALL_CUDA in no_gpu_words(True)
+    assert "no NVIDIA GPU" in no_gpu_words(False)
