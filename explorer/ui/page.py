@@ -7,6 +7,7 @@ import streamlit as st
 from ..engine import ResultCache
 from ..errors import ExplorerError, WorkerError
 from ..graphs import STAGES
+from ..machine import gpu_words
 from . import bench, cached, frame, graphs, passes, sidebar, state, whatif, why
 
 
@@ -127,9 +128,10 @@ def _summary_line(choice: sidebar.Choice, result: dict) -> None:
         found = (f"**{len(fusions)} fusion{'s' if len(fusions) != 1 else ''}** found by Grappler" if fusions
                  else "**no fusion** found by Grappler")
         badge = why.verdict_badge(result.get("explanation"))
-        st.markdown(f"{badge + ' ' if badge else ''}{found} · {choice.label} on "
-                    f"{sidebar.device_label(choice.config.device)} · oneDNN "
-                    f"{'on' if fp.get('onednn') else 'off'}")
+        # A real GPU run names the GPU; otherwise oneDNN is what decides the CPU's fusions.
+        ran_on = (f"GPU:0 {gpu_words(fp['gpus'][0])}" if choice.config.device == "gpu" and fp.get("gpus")
+                  else f"{sidebar.device_label(choice.config.device)} · oneDNN {'on' if fp.get('onednn') else 'off'}")
+        st.markdown(f"{badge + ' ' if badge else ''}{found} · {choice.label} on {ran_on}")
         st.caption(f"TensorFlow {fp.get('tensorflow', '?')} · graphs {result['provenance']}.")
     with right:
         whatif.pin_button(choice, result)
