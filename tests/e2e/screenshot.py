@@ -17,6 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from e2e_helpers import full_page_screenshot, launch_browser, new_context, open_app, wait_idle  # noqa: E402
 
+LINKED = "[data-testid='stIFrame']"  # the linked before/after drawing (explorer/ui/linked.py)
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -39,6 +41,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.wait_text:
                 page.get_by_text(args.wait_text).first.wait_for(state="visible", timeout=timeout_ms)
                 wait_idle(page, timeout_ms)
+            # The linked graphs load in a frame after the script is idle: without this wait the
+            # screenshot could show an empty box where they go (only the open tab's frame is visible).
+            if page.locator(LINKED).count():
+                page.frame_locator(LINKED).first.locator(".fx-pane svg").last.wait_for(
+                    state="visible", timeout=timeout_ms)
             full_page_screenshot(page, args.out)
         except Error as e:
             print(f"screenshot: {e}", file=sys.stderr)
