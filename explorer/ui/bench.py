@@ -107,7 +107,8 @@ def show(result: dict, choice: Choice) -> None:
     c4.metric("Outputs agree", "yes" if agree else "NO",
               delta=f"max abs diff {agreement.get('max_abs', float('nan')):.2g}", delta_color="off",
               delta_arrow="off",
-              help=f"Largest difference between the fused and unfused outputs; tolerance {agreement.get('tolerance', 0):g}")
+              help=f"Largest difference between the fused and unfused outputs; tolerance {agreement.get('tolerance', 0):g}"
+                   + (" (float32 ran as TF32 on this GPU, which keeps 10 mantissa bits)" if agreement.get("tf32") else ""))
     if summary.get("noisy"):
         st.warning(f"Timings of {', '.join(summary['noisy_variants'])} vary a lot (coefficient of variation over "
                    f"{summary['noise_threshold_cv']:.0%}); more calls or a quieter machine give a tighter interval.")
