@@ -213,7 +213,7 @@ class BusyWatcher(Sampler):
 
 
 def run_engine(sessions: int, deadline: float, cache_dir: Path) -> Figures:
-    from explorer.engine import Engine
+    from explorer.engine import HOST, Engine
 
     f = Figures("engine-level (threads sharing one Engine, no browser)")
     first = FirstSeen()
@@ -282,7 +282,7 @@ def run_engine(sessions: int, deadline: float, cache_dir: Path) -> Figures:
         together("bench", bench)
     finally:
         watcher.stop()
-        queue = engine.queues.get("cpu")
+        queue = engine.queues.get(HOST)
         engine.close()
     f.overlaps |= spans_overlapping(f.bench_spans)
     for i, start, end, pid in f.bench_spans:

@@ -1,8 +1,8 @@
 """The engine: validated requests in, plain result data out.
 
 It checks a spec and a configuration before any TensorFlow runs, routes the request to the warm
-worker of that configuration, keeps benchmarks on one device from running beside anything else
-(two timings sharing two cores measure each other), caches graph results on disk, and adds the
+worker of that configuration, keeps benchmarks from running beside anything else (two timings
+sharing two cores measure each other; a GPU's timing loop runs on the host's cores too), caches graph results on disk, and adds the
 analysis that needs no TensorFlow (the fusions found) to what the worker returns.
 """
 
@@ -36,6 +36,9 @@ def tensorflow_version() -> str:
         return metadata.version("tensorflow")
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+HOST = "host"  # the one queue's name: see Engine.queue
 
 
 class DeviceQueue:
@@ -193,10 +196,14 @@ class Engine:
         self._inflight: dict[str, threading.Event] = {}  # inspect keys being computed now
 
     def queue(self, device: str) -> DeviceQueue:
-        """The admission queue of the hardware a device runs on: a simulated GPU runs on the CPU."""
-        hardware = "gpu" if device == "gpu" else "cpu"
+        """The admission queue of a device's requests: the host's, whatever the device.
+
+        Every request works on the host's cores (TF's import, Grappler, a GPU's kernel launches and
+        its timing loop), so a GPU benchmark beside a CPU one would slow both, and a GPU graph
+        request would disturb a CPU timing: all devices take turns in one queue.
+        """
         with self._lock:
-            return self.queues.setdefault(hardware, DeviceQueue())
+            return self.queues.setdefault(HOST, DeviceQueue())
 
     def is_warm(self, config) -> bool:
         return self.pool.has_warm(_config(config))

@@ -68,7 +68,7 @@ def panel(choice: Choice) -> None:
         "(**unfused**), call by call in alternating order, so both see the same machine load. The engine "
         "checks afterwards which graph each variant executed, and that both gave the same numbers. "
         f"Limits: {MAX_REPS} calls, {MAX_WARMUP} warm-up calls, {MAX_BENCH_SECONDS:.0f} s per run; benchmarks "
-        "on one device take turns, so a timing never shares the cores with another.")
+        "take turns (CPU and GPU ones alike), so a timing never shares the cores with another.")
     with st.form("bench.form", border=False):
         c1, c2, c3, c4 = st.columns([1, 1, 1, 1.2], vertical_alignment="bottom")
         reps = c1.number_input("Timed calls per variant", min_value=3, max_value=MAX_REPS, step=10,

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from explorer.engine import DeviceQueue
+from explorer.engine import HOST, DeviceQueue, Engine
 
 WAIT_S = 10.0  # bound on every wait below; passing runs take milliseconds
 
@@ -142,3 +142,14 @@ def test_order_benchmarks_alone_graphs_together():
     assert [e[2] for e in log if e[:2] == ("in", "bench")] == [0]
     assert bench_positions[0] == 1 and late_positions[0] == 2
     assert queue.overlaps == 0 and queue.benches_run == 1
+
+
+def test_every_device_takes_turns_in_the_hosts_queue():
+    # A GPU's timing loop and every Grappler run use the host's cores: a GPU benchmark must not run
+    # beside a CPU one, nor a GPU graph request beside a CPU timing.
+    engine = Engine(cache_dir=None)
+    try:
+        queues = {id(engine.queue(device)) for device in ("cpu", "gpu", "gpu-sim:ampere")}
+        assert len(queues) == 1 and set(engine.queues) == {HOST}
+    finally:
+        engine.close()
