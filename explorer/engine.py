@@ -41,8 +41,8 @@ def tensorflow_version() -> str:
 HOST = "host"  # the one queue's name: see Engine.queue
 
 
-class DeviceQueue:
-    """Per-device admission: graph requests share, a benchmark runs alone, in arrival order."""
+class AdmissionQueue:
+    """Admission of requests: graph requests share, a benchmark runs alone, in arrival order."""
 
     def __init__(self):
         self._cond = threading.Condition()
@@ -191,11 +191,11 @@ class Engine:
     def __init__(self, limits: Limits | None = None, cache_dir: Path | str | None = DEFAULT_CACHE_DIR):
         self.pool = Pool(limits)
         self.cache = ResultCache(Path(cache_dir) if cache_dir else None)
-        self.queues: dict[str, DeviceQueue] = {}
+        self.queues: dict[str, AdmissionQueue] = {}
         self._lock = threading.Lock()
         self._inflight: dict[str, threading.Event] = {}  # inspect keys being computed now
 
-    def queue(self, device: str) -> DeviceQueue:
+    def queue(self, device: str) -> AdmissionQueue:
         """The admission queue of a device's requests: the host's, whatever the device.
 
         Every request works on the host's cores (TF's import, Grappler, a GPU's kernel launches and
@@ -203,7 +203,7 @@ class Engine:
         request would disturb a CPU timing: all devices take turns in one queue.
         """
         with self._lock:
-            return self.queues.setdefault(HOST, DeviceQueue())
+            return self.queues.setdefault(HOST, AdmissionQueue())
 
     def is_warm(self, config) -> bool:
         return self.pool.has_warm(_config(config))
@@ -309,11 +309,11 @@ class Engine:
         payload = {"spec": spec.to_dict(), "grappler": config.grappler_dict, "reps": int(reps),
                    "warmup": int(warmup), "max_seconds": float(max_seconds)}
         timeout = float(max_seconds) + self.pool.limits.bench_extra_s
-        device_queue = self.queue(config.device)
+        admission = self.queue(config.device)
         load_before = os.getloadavg()[0]
-        with device_queue.slot("bench", on_progress) as slot:
+        with admission.slot("bench", on_progress) as slot:
             result, info = self._run(config, "bench", payload, timeout, on_progress)
-            overlaps = device_queue.overlaps
+            overlaps = admission.overlaps
         from .analysis import annotate_bench
 
         return annotate_bench(dict(

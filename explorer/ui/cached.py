@@ -1,6 +1,6 @@
 """What the page keeps between reruns and sessions: one Engine, the machine's fingerprint, drawings.
 
-The Engine is a live object (warm worker processes, a per-device queue, its own disk cache of
+The Engine is a live object (warm worker processes, one admission queue, its own disk cache of
 results), so it is a ``cache_resource`` shared by every session. Drawings are plain strings keyed
 by the result's key and the drawing options, so they are ``cache_data`` with a bound.
 """

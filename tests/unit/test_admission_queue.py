@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from explorer.engine import HOST, DeviceQueue, Engine
+from explorer.engine import HOST, AdmissionQueue, Engine
 
 WAIT_S = 10.0  # bound on every wait below; passing runs take milliseconds
 
@@ -20,7 +20,7 @@ class Rerun(Exception):
     """Stands in for Streamlit's RerunException / StopException raised inside a page update."""
 
 
-def hold(queue: DeviceQueue, kind: str):
+def hold(queue: AdmissionQueue, kind: str):
     """A thread that takes a slot, reports it holds it, and keeps it until released."""
     holding, release = threading.Event(), threading.Event()
 
@@ -35,7 +35,7 @@ def hold(queue: DeviceQueue, kind: str):
     return thread, release
 
 
-def admitted_within(queue: DeviceQueue, kind: str, timeout: float = WAIT_S) -> bool:
+def admitted_within(queue: AdmissionQueue, kind: str, timeout: float = WAIT_S) -> bool:
     done = threading.Event()
 
     def run():
@@ -48,7 +48,7 @@ def admitted_within(queue: DeviceQueue, kind: str, timeout: float = WAIT_S) -> b
 
 @pytest.mark.parametrize("waiting_kind,blocker_kind", [("graph", "bench"), ("bench", "graph"), ("bench", "bench")])
 def test_a_waiting_session_that_raises_leaves_the_line(waiting_kind, blocker_kind):
-    queue = DeviceQueue()
+    queue = AdmissionQueue()
     blocker, release = hold(queue, blocker_kind)
     calls = []
 
@@ -69,7 +69,7 @@ def test_a_waiting_session_that_raises_leaves_the_line(waiting_kind, blocker_kin
 
 def test_the_callback_runs_outside_the_queue_lock():
     """A session releasing its slot is not held up by another session's (slow) callback."""
-    queue = DeviceQueue()
+    queue = AdmissionQueue()
     blocker, release = hold(queue, "bench")
     released_in_time = []
 
@@ -85,7 +85,7 @@ def test_the_callback_runs_outside_the_queue_lock():
 
 
 def test_order_benchmarks_alone_graphs_together():
-    queue = DeviceQueue()
+    queue = AdmissionQueue()
     log, log_lock = [], threading.Lock()
 
     inside = {}
