@@ -202,6 +202,44 @@ def _descendants(start: str, before: Graph, consumers: dict, eligible) -> set[st
     return seen
 
 
+def _vanished_tail(root: str, fused: str, before: Graph, after: Graph, before_consumers: dict, eligible) -> set[str]:
+    """Chain nodes after a name-keeper that is the chain's *first* op (FusedBatchNorm+Add+Relu keeps
+    the batch norm's name), which layout transposes around the fused node hide from the input
+    rule: the nodes downstream of the root that vanished or changed op (a Relu left as Identity),
+    provided that whatever read them now reads the fused node, through new nodes or through them."""
+    tail: set[str] = set()
+    stack = [root]
+    while stack:
+        for child, edge in before_consumers.get(stack.pop(), ()):
+            if not edge.control and child not in tail and eligible(child):
+                tail.add(child)
+                stack.append(child)
+    readers = {c for t in tail for c, e in before_consumers.get(t, ()) if not e.control and c not in tail}
+    readers |= {t for t in tail if t in after}
+
+    def passable(name: str) -> bool:
+        return name not in before or name in tail
+
+    if not readers or any(c not in after or not _reads_through(after[c], fused, after, passable) for c in readers):
+        return set()
+    return tail
+
+
+def _reads_through(node: Node, target: str, after: Graph, passable) -> bool:
+    """Whether ``node`` reads ``target`` in ``after``, directly or through ``passable`` nodes."""
+    seen: set[str] = set()
+    stack = [e.src for e in node.data_inputs]
+    while stack:
+        src = stack.pop()
+        if src == target:
+            return True
+        if src in seen or src not in after or not passable(src):
+            continue
+        seen.add(src)
+        stack.extend(e.src for e in after[src].data_inputs)
+    return False
+
+
 def _absorbed_by(fused: Node, before: Graph, after: Graph, claimed: set[str], consumers: tuple[dict, dict]) -> tuple[set[str], str | None]:
     inputs = {e.src for e in fused.data_inputs}
     before_consumers, all_after_consumers = consumers
@@ -222,6 +260,11 @@ def _absorbed_by(fused: Node, before: Graph, after: Graph, claimed: set[str], co
         ]
         reach = _descendants(root, before, before_consumers, eligible) if candidates else set()
         sinks = [root] + [c for c in candidates if c in reach]
+        upstream = [e.src for e in before[root].data_inputs if e.src in before and before[e.src].op not in CONST_OPS]
+        if not candidates and not any(eligible(src) for src in upstream):
+            # Nothing upstream (constants aside, which Grappler merges) was absorbed: the root heads
+            # the chain (see _vanished_tail).
+            sinks += sorted(_vanished_tail(root, fused.name, before, after, before_consumers, eligible))
     else:
         # A fresh name: the chain ends in what the fused node's consumers used to read, and must
         # start at a consumer of one of its inputs. May take in a pass-through node that was pruned.

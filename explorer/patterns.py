@@ -379,21 +379,31 @@ def predict(ctx: Context) -> Prediction:
                 fusions.append(("_FusedConv2D", tuple(ops)))
         if not conv_bn and act == "Relu":
             if c.side_add:
-                checks.append(Check("device", False if ctx.on_cpu else None,
+                checks.append(Check("device", not ctx.on_cpu,
                                     "FusedBatchNorm+Add+Relu fuses only on GPU (oneDNN refuses the side input)",
                                     "run on a GPU" if ctx.on_cpu else ""))
                 if full is None:
                     full = ("_FusedBatchNormEx", ("Add", "Relu"))
                 if not ctx.on_cpu:
+                    gpu = _gpu_batchnorm_checks(ctx)
+                    checks += gpu
                     certain = False
+                    if all(ch.ok for ch in gpu):
+                        fusions.append(("_FusedBatchNormEx", ("Add", "Relu")))
+            elif not ctx.on_cpu:
+                gpu = _gpu_batchnorm_checks(ctx)
+                checks += gpu
+                if full is None:
+                    full = ("_FusedBatchNormEx", ("Relu",))
+                certain = False
+                if all(ch.ok for ch in gpu) and p.get("return_intermediate") != "norm":
+                    fusions.append(("_FusedBatchNormEx", ("Relu",)))
             else:
-                ok = bn_ex if ctx.on_cpu else None
+                ok = bn_ex
                 checks.append(Check("FusedBatchNorm+Relu supported here", ok,
                                     "oneDNN fuses FusedBatchNorm+Relu (training and inference)" if ok else
-                                    "the stock CPU never fuses FusedBatchNorm+Relu" if ctx.on_cpu else
-                                    "GPU fuses FusedBatchNorm+Relu (training needs float16, NHWC and "
-                                    "TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT=1)",
-                                    "" if ok or not ctx.on_cpu else "set TF_ENABLE_ONEDNN_OPTS=1"))
+                                    "the stock CPU never fuses FusedBatchNorm+Relu",
+                                    "" if ok else "set TF_ENABLE_ONEDNN_OPTS=1"))
                 if full is None:
                     full = ("_FusedBatchNormEx", ("Relu",))
                 second = p.get("return_intermediate") == "norm"
@@ -414,6 +424,29 @@ def predict(ctx: Context) -> Prediction:
     if blocked:
         fusions = []
     return Prediction(c.describe(), fusions, full, _unique(checks), certain, notes)
+
+
+def _gpu_batchnorm_checks(ctx: Context) -> list[Check]:
+    """FindFusedBatchNormEx on a GPU: float32/float16; training adds cuDNN's persistent-BN limits."""
+    p = ctx.p
+    dtype = p.get("dtype", "float32")
+    checks = [Check("data type", dtype in ("float32", "float16"),
+                    f"a GPU fuses FusedBatchNorm in float32 or float16; this is {dtype}",
+                    "" if dtype in ("float32", "float16") else "use float32 or float16")]
+    if not p.get("training"):
+        return checks
+    flag = ctx.env.get("TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT") == "1"
+    channels = int(p.get("channels", 0))
+    nhwc = p.get("data_format", "NHWC") == "NHWC"
+    return checks + [
+        Check("training: float16", dtype == "float16", "cuDNN fuses a training batch norm in float16 only",
+              "" if dtype == "float16" else "use float16"),
+        Check("training: NHWC", nhwc, "cuDNN's fused training batch norm needs NHWC", "" if nhwc else "use NHWC"),
+        Check("training: channels a multiple of 4", channels % 4 == 0, f"{channels} channels",
+              "" if channels % 4 == 0 else "use a multiple of 4"),
+        Check("TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT=1", flag,
+              "training mode needs cuDNN's persistent batch norm", "" if flag else "set it to 1"),
+    ]
 
 
 def _unique(checks: list[Check]) -> list[Check]:

@@ -144,6 +144,36 @@ def test_gpu_request_without_gpu_is_refused_clearly(engine):
     assert "No GPU" in str(info.value)
 
 
+SMALL_BN = {"batch": 2, "height": 4, "width": 4, "channels": 8}
+BN_TRAINING_FP16 = dict(SMALL_BN, training=True, dtype="float16")
+
+
+@pytest.mark.parametrize("preset,params,env,grappler,absorbed", [
+    # Inference: the layout optimizer wraps the fused node in transposes; the Add and Relu vanish.
+    ("batchnorm_add_relu", SMALL_BN, {}, {}, {"FusedBatchNormV3", "AddV2", "Relu"}),
+    ("batchnorm_relu", SMALL_BN, {}, {}, {"FusedBatchNormV3", "Relu"}),
+    # Training needs float16, NHWC and the persistent-BN flag; the layout optimizer would move it to NCHW.
+    ("batchnorm_relu", BN_TRAINING_FP16, {"TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT": "1"},
+     {"layout_optimizer": "off"}, {"FusedBatchNormV3", "Relu"}),
+])
+def test_simulated_gpu_batch_norm_fusions_are_mapped_and_predicted(engine, preset, params, env, grappler, absorbed):
+    result = engine.inspect({"preset": preset, "params": params}, Config.make("gpu-sim:ampere", env, grappler))
+    [fusion] = result["fusions"]  # the fused node keeps the batch norm's name: the chain's head, not its end
+    assert fusion["op"] == "_FusedBatchNormEx"
+    assert set(fusion["absorbed_ops"]) - {"Const"} == absorbed
+    explanation = result["explanation"]
+    assert explanation["verdict"] == "fused" and explanation["agrees"]
+    assert all(check["ok"] for check in explanation["checks"])
+
+
+def test_simulated_gpu_training_batch_norm_names_what_is_missing(engine):
+    result = engine.inspect({"preset": "batchnorm_relu", "params": dict(SMALL_BN, training=True)},
+                            Config.make("gpu-sim:ampere"))
+    failed = {c["name"] for c in result["explanation"]["checks"] if c["ok"] is False}
+    assert failed == {"training: float16", "TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT=1"}
+    assert result["explanation"]["verdict"] == "not fused" and not result["fusions"]
+
+
 def test_gpu_worker_environment_lets_workers_share_one_gpu(monkeypatch):
     # A real GPU worker process starts here too (TensorFlow finds no GPU): its environment is the
     # one a GPU machine would give it.
