@@ -253,6 +253,13 @@ def itemsize(dtype: str) -> int:
     return 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
 
 
+def _bytes(n: float) -> str:
+    """'768 MiB', '3.2 GiB', '4 TiB': the unit a reader takes in at once."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+    i = min(int(math.log(max(n, 1), 1024)), len(units) - 1)
+    return f"{n / 1024 ** i:.3g} {units[i]}"
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """A fully resolved model: the chain to build and every parameter value."""
@@ -334,9 +341,9 @@ class ModelSpec:
             nbytes = math.prod(shape) * size
             if nbytes > MAX_TENSOR_BYTES:
                 raise SpecError(
-                    f"params ({name})",
-                    f"tensor {name} of shape {list(shape)} needs {nbytes / 2**20:.0f} MiB; "
-                    f"the limit is {MAX_TENSOR_BYTES >> 20} MiB per tensor",
+                    "sizes",
+                    f"tensor {name} would be {' × '.join(map(str, shape))} {self.p.get('dtype', 'int64')} = "
+                    f"{_bytes(nbytes)}; the limit is {_bytes(MAX_TENSOR_BYTES)} per tensor, make the sizes smaller",
                 )
             total += nbytes
         # Unfused graphs keep a few output-sized intermediates alive at once.
@@ -344,8 +351,8 @@ class ModelSpec:
         total += 6 * out_bytes
         if total > MAX_MODEL_BYTES:
             raise SpecError(
-                "params",
-                f"the model needs about {total / 2**30:.1f} GiB; the limit is {MAX_MODEL_BYTES >> 30} GiB",
+                "sizes",
+                f"the model needs about {_bytes(total)}; the limit is {_bytes(MAX_MODEL_BYTES)}, make the sizes smaller",
             )
 
 

@@ -135,7 +135,7 @@ def test_size_over_the_limit_names_the_field(make_app):
     at.number_input(key=state.param_key("matmul_bias_gelu_approx", "k")).set_value(1 << 20).run()
     assert not at.exception
     errors = [e.value for e in at.error]
-    assert any(e.startswith("params (x)") and "MiB" in e for e in errors), errors
+    assert any(e.startswith("sizes: tensor x would be") and "4 TiB" in e for e in errors), errors
 
 
 def test_gpu_choice_tells_the_truth_about_this_machine(make_app):

@@ -42,7 +42,7 @@ def test_preset_params_override_defaults_and_round_trip():
     ({"preset": "matmul_bias_relu", "params": {"data_format": "NHWC"}}, "params.data_format"),
     ({"preset": "conv2d_bias_relu", "params": {"data_format": "NCDHW"}}, "params.data_format"),
     ({"preset": "matmul_bias_relu", "params": {"bogus": 1}}, "params.bogus"),
-    ({"preset": "matmul_bias_relu", "params": {"m": 1 << 20, "k": 1 << 10}}, "params (x)"),
+    ({"preset": "matmul_bias_relu", "params": {"m": 1 << 20, "k": 1 << 10}}, "sizes"),
     ({"chain": {"contraction": "MatMul", "norm": "FusedBatchNorm"}}, "chain.norm"),
     ({"chain": {"contraction": "Conv4D"}}, "chain.contraction"),
     ({"chain": {"kind": "magic"}}, "chain.kind"),
@@ -65,6 +65,8 @@ def test_bad_specs_name_the_field(data, field):
 
 
 def test_size_limit_names_the_tensor_and_the_limit():
+    with pytest.raises(SpecError, match="^sizes: tensor x would be 1048576 × 1024 float32 = 4 GiB; the limit is 512 MiB"):
+        resolve({"preset": "matmul_bias_relu", "params": {"m": 1 << 20, "k": 1 << 10}})
     with pytest.raises(SpecError, match=f"{MAX_TENSOR_BYTES >> 20} MiB"):
         resolve({"preset": "conv2d_bias_relu", "params": {"batch": 4096, "height": 512, "width": 512}})
 
