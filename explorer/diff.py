@@ -108,7 +108,9 @@ class GraphDiff:
         lines += [f"renamed: {r.name}: {r.old_op} → {r.new_op}" for r in self.renames if r.kernel_swap]
         lines += [f"rewritten: {r.name}: {r.old_op} → {r.new_op}" for r in self.renames if not r.kernel_swap]
         c = self.counts()
-        lines.append(f"{c['removed']} removed, {c['added']} added, {c['changed']} changed, {c['unchanged']} unchanged")
+        # The same counts as the graph tab's caption, so the pass table and the graphs agree.
+        lines.append(f"{c['absorbed']} nodes absorbed, {c['removed']} removed, {c['added']} added, "
+                     f"{c['changed']} changed, {c['unchanged']} unchanged")
         return lines
 
     def to_dict(self) -> dict:

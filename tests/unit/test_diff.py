@@ -159,3 +159,18 @@ def test_equal_inputs_give_equal_diffs():
     # frozen and compared by value: safe to cache
     g = stages("matmul_bias_relu__stock")
     assert diff_graphs(g["traced"], g["optimized"]) == diff_graphs(g["traced"], g["optimized"])
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in FIXTURES.glob("*.json")))
+def test_counts_account_for_every_node(name):
+    # What the captions print: fused + added + changed + unchanged = the nodes after; absorbed +
+    # removed + changed + unchanged = the nodes before, but for a changed node whose old namesake
+    # was absorbed (Conv2D+Squeeze+BiasAdd: the BiasAdd's name goes to a new Squeeze).
+    g = stages(name)
+    for before, after in (("traced", "optimized"), ("optimized", "executed")):
+        d = diff_graphs(g[before], g[after])
+        c = d.counts()
+        absorbed = {n for f in d.fusions for n in f.absorbed}
+        both = len({ch.name for ch in d.changed} & absorbed)
+        assert c["absorbed"] + c["removed"] + c["changed"] - both + c["unchanged"] == len(g[before]), (before, after)
+        assert c["fusions"] + c["added"] + c["changed"] + c["unchanged"] == len(g[after]), (before, after)
