@@ -1,6 +1,9 @@
 """Fused against unfused for every preset on this machine: medians, speedup and its CI.
 
-    .venv/bin/python benchmarks/presets.py [--reps 60] [--env NAME=VALUE ...] [--preset ID ...]
+    .venv/bin/python benchmarks/presets.py [--device cpu|gpu] [--reps 60] [--env NAME=VALUE ...] [--preset ID ...]
+
+On a GPU machine, `--device gpu --env TF_USE_CUBLASLT=1` gives the GPU's table (a clear error
+per preset where TensorFlow sees no GPU).
 
 Prints one row per preset and, last, the machine it ran on. Figures, not assertions: the
 machines are noisy, so quote medians and ratios.
@@ -19,6 +22,7 @@ from explorer.catalog import PRESETS  # noqa: E402
 from explorer.engine import Engine  # noqa: E402
 from explorer.errors import ExplorerError  # noqa: E402
 from explorer.flags import Config, parse_assignment  # noqa: E402
+from explorer.machine import describe  # noqa: E402
 
 
 def main() -> int:
@@ -27,8 +31,9 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--env", action="append", default=[])
     parser.add_argument("--preset", action="append", default=[])
+    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
     args = parser.parse_args()
-    config = Config.make("cpu", dict(parse_assignment(a, "--env") for a in args.env))
+    config = Config.make(args.device, dict(parse_assignment(a, "--env") for a in args.env))
     engine = Engine(cache_dir=None)
     fingerprint = None
     print(f"{'preset':<26} {'fused ms':>10} {'unfused ms':>11} {'speedup':>8} {'95% CI':>13}  fused op executed")
@@ -44,14 +49,16 @@ def main() -> int:
             sp = s["speedup"]
             ci = "n/a" if sp["ci_low"] is None else f"{sp['ci_low']:.2f}-{sp['ci_high']:.2f}"
             fused = ", ".join(n["op"] + str(n["fused_ops"]) for n in r["proof"]["fused"]["fused_nodes"]) or "(none)"
+            # A figure whose proof failed or whose outputs disagree is not a figure to quote.
+            doubts = [w for w, bad in (("PROOF NOT VERIFIED", not r["proof_summary"]["verified"]),
+                                       ("OUTPUTS DISAGREE", not r["agreement"]["within_tolerance"])) if bad]
             print(f"{preset_id:<26} {s['fused']['median_ms']:>10.3f} {s['unfused']['median_ms']:>11.3f} "
-                  f"{sp['estimate']:>7.2f}x {ci:>13}  {fused}")
+                  f"{sp['estimate']:>7.2f}x {ci:>13}  {fused}" + "".join(f"  [{d}]" for d in doubts))
     finally:
         engine.close()
     if fingerprint:
-        print(f"\nmachine: {fingerprint['cpu_model']}, {fingerprint['cpu_count']} cores; TensorFlow "
-              f"{fingerprint['tensorflow']}, oneDNN {'on' if fingerprint['onednn'] else 'off'}; "
-              f"flags {config.shell_env() or 'defaults'}; {args.reps} interleaved reps; {time.strftime('%Y-%m-%d')}")
+        print(f"\nmachine: {describe(fingerprint)}; flags {config.shell_env() or 'defaults'}; "
+              f"{args.reps} interleaved reps; {time.strftime('%Y-%m-%d')}")
     return 0
 
 
