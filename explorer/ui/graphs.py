@@ -28,8 +28,13 @@ def panel(result: dict) -> None:
     if st.session_state.get(state.STAGE_PAIR) not in pairs:
         st.session_state[state.STAGE_PAIR] = pairs[0]  # e.g. a simulated GPU has no executed stage
     top_left, top_right = st.columns([3, 2], vertical_alignment="bottom")
-    pair = top_left.radio("Stages to compare", pairs, key=state.STAGE_PAIR, horizontal=True, format_func=PAIRS.get,
-                          help=PAIR_HELP)
+    if len(pairs) > 1:
+        pair = top_left.radio("Stages to compare", pairs, key=state.STAGE_PAIR, horizontal=True,
+                              format_func=PAIRS.get, help=PAIR_HELP)
+    else:  # a radio with one option reads as a broken control
+        pair = pairs[0]
+        top_left.markdown(f"**Stages compared:** {PAIRS[pair]}" + (
+            " (nothing ran, so there is no executed stage)" if "executed" not in stages else ""))
     fold = top_right.toggle("Fold constants and plumbing", key=state.FOLD,
                             help="Hide Const, Identity, ReadVariableOp and NoOp nodes: constants become '+N const' "
                                  "on their consumer. Keeps graphs of a few hundred nodes readable.")

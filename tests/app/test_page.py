@@ -187,7 +187,10 @@ def test_simulated_gpu_shows_graphs_labelled_and_no_timing(make_app):
     assert any(e.label.startswith("Simulated on a virtual") for e in at.expander)
     assert "GPU, simulated" in texts(at)
     assert any("nothing to time" in i.value for i in at.info)
-    assert at.radio(key=state.STAGE_PAIR).options == ["traced → after Grappler"]
+    # One pair only (nothing ran, so no executed stage): said in words, not offered as a one-option radio.
+    assert not any(r.key == state.STAGE_PAIR for r in at.radio)
+    assert any("Stages compared:** traced → after Grappler" in m.value and "no executed stage" in m.value
+               for m in at.markdown)
     assert not at.metric
 
 
