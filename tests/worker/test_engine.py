@@ -242,14 +242,16 @@ def test_hung_worker_times_out_and_the_next_request_works():
     try:
         engine.inspect({"preset": "matmul_bias_relu", "params": SMALL_MATMUL})  # warm
         # Freeze the worker: from here on it reads nothing and answers nothing, like a hung one.
-        os.kill(engine.pool.workers()[0].pid, signal.SIGSTOP)
-        started = time.monotonic()
+        [hung] = engine.pool.workers()
+        os.kill(hung.pid, signal.SIGSTOP)
         with pytest.raises(WorkerError) as info:
             engine.inspect({"preset": "matmul_bias_relu", "params": {"m": 65, "k": 32, "n": 16}})
         assert info.value.kind == "timeout"
-        assert time.monotonic() - started < 30
+        # the engine's own limit (6 s, not the 120 s default) ended the wait, and the hung process was stopped
+        assert "(6 s)" in str(info.value), str(info.value)
+        assert not hung.alive() and hung not in engine.pool.workers()
         result = engine.inspect({"preset": "matmul_bias_relu", "params": SMALL_MATMUL}, use_cache=False)
-        assert result["fusions"]
+        assert result["fusions"] and result["worker"]["pid"] != hung.pid
     finally:
         engine.close()
 
