@@ -108,9 +108,16 @@ def test_run_benchmark_shows_summary_and_charts(make_app):
     assert "--reps 10 --warmup 2" in command.value and not command.proto.wrap_lines
     charts = at.get("plotly_chart")
     assert len(charts) >= 3
-    # kept for this configuration: a rerun shows it without running again
+    # kept for this configuration: a rerun shows the same numbers without timing anything again
+    from explorer.ui import cached
+
+    shown = {m.label: m.value for m in at.metric}
+    benches = cached.engine().queue("cpu").benches_run
+    assert benches >= 1
     at.run()
-    assert "Speedup of fusion" in [m.label for m in at.metric]
+    assert not at.exception
+    assert {m.label: m.value for m in at.metric} == shown
+    assert cached.engine().queue("cpu").benches_run == benches, "the rerun ran the benchmark again"
 
 
 def test_invalid_chain_is_explained_before_running(make_app):
@@ -225,6 +232,16 @@ def test_tensorflow_defect_is_reported_plainly(make_app):
     assert any("TensorFlow failed" in e.value for e in at.error), [e.value for e in at.error]
 
 
+def drawn_graphs(at) -> list[int]:
+    """The number of graphs (SVG) in each linked before/after view, in page order: the graph tab's
+    first, then the pass pipeline's."""
+    return [f.proto.srcdoc.count("<svg") for f in at.get("iframe") if "fx-pane" in f.proto.srcdoc]
+
+
+# TF 2.21 leaves a node with no op in this model and skips Grappler: the page says so, and still draws.
+TF_DEFECT_PRESETS = {"matmul_bias_add_relu": "**TensorFlow silently skipped Grappler"}
+
+
 @pytest.mark.slow
 def test_every_preset_and_contraction_renders(make_app):
     from explorer.catalog import PRESETS
@@ -234,8 +251,24 @@ def test_every_preset_and_contraction_renders(make_app):
     for preset_id in PRESETS:
         at.selectbox(key=state.PRESET).set_value(preset_id).run()
         assert not at.exception, preset_id
-        assert at.error or any(r.key == state.STAGE_PAIR for r in at.radio), preset_id  # graphs, or why not
+        errors = [e.value for e in at.error]
+        if preset_id in TF_DEFECT_PRESETS:
+            assert any(e.startswith(TF_DEFECT_PRESETS[preset_id]) for e in errors), (preset_id, errors)
+        else:
+            assert not errors, (preset_id, errors)
+        views = drawn_graphs(at)
+        assert views == [2, 2], (preset_id, views)  # the graph tab and the pass pipeline each draw before and after
     at.radio(key=state.MODE).set_value("chain").run()
     for contraction in CONTRACTIONS:
         at.selectbox(key=state.chain_key("contraction")).set_value(contraction).run()
         assert not at.exception, contraction
+        if contraction == "none":
+            # a bias needs a contraction: refused by name, nothing runs; a batch norm alone renders
+            assert any(e.value.startswith("chain.bias") for e in at.error), [e.value for e in at.error]
+            assert drawn_graphs(at) == []
+            at.selectbox(key=state.chain_key("bias")).set_value("none")
+            at.selectbox(key=state.chain_key("norm")).set_value("FusedBatchNorm").run()
+            assert not at.exception
+        assert not at.error, (contraction, [e.value for e in at.error])
+        views = drawn_graphs(at)
+        assert views == [2, 2], (contraction, views)
