@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -83,6 +84,11 @@ def test_script_prints_the_fused_ops_the_engine_found(engine, tmp_path, spec_id,
     expected = fused(result["stages"]["optimized"])
     assert as_counter(found["optimized"]) == expected, output
     assert as_counter(found["executed"]) == fused(result["stages"]["executed"]), output
+    # the same graphs, not only the same fused nodes (which may be none at all: LayerNorm without oneDNN)
+    for title, stage in (("After Grappler", "optimized"), ("As executed", "executed")):
+        shown = re.search(rf"^{title} \(.*\): (\d+) nodes, (\d+) fused$", output, re.M)
+        assert shown, output
+        assert int(shown.group(1)) == len(result["stages"][stage]["nodes"]), (stage, output)
 
 
 def test_bundle_script_runs_and_writes_the_three_graphs(engine, tmp_path):
