@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,9 +13,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run(*args, timeout=300):
+def run(*args, timeout=300, env=None):
     return subprocess.run([sys.executable, "-m", "explorer", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=None if env is None else {**os.environ, **env})
 
 
 def test_presets_lists_every_preset_and_the_coverage():
@@ -69,5 +70,7 @@ def test_bench_prints_the_comparison():
 
 @pytest.mark.tf
 def test_gpu_without_a_gpu_fails_with_the_reason():
-    out = run("inspect", "matmul_bias_relu", "--set", "m=64", "--device", "gpu", "--no-cache")
+    # Hidden from the GPU worker (it keeps the caller's CUDA_VISIBLE_DEVICES): no GPU on any machine.
+    out = run("inspect", "matmul_bias_relu", "--set", "m=64", "--device", "gpu", "--no-cache",
+              env={"CUDA_VISIBLE_DEVICES": "-1"})
     assert out.returncode == 1 and "No GPU" in out.stderr

@@ -137,9 +137,15 @@ def test_bench_agreement_without_onednn(engine):
     assert set(result["proof_summary"]["unfused_executed"]) == {"Conv2D", "BiasAdd", "Relu"}
 
 
-def test_gpu_request_without_gpu_is_refused_clearly(engine):
-    with pytest.raises(WorkerError) as info:
-        engine.inspect({"preset": "matmul_bias_relu", "params": SMALL_MATMUL}, Config.make("gpu"))
+def test_gpu_request_without_gpu_is_refused_clearly(monkeypatch):
+    # No GPU for this worker on any machine: a GPU worker keeps the caller's CUDA_VISIBLE_DEVICES.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
+    engine = Engine(cache_dir=None)
+    try:
+        with pytest.raises(WorkerError) as info:
+            engine.inspect({"preset": "matmul_bias_relu", "params": SMALL_MATMUL}, Config.make("gpu"))
+    finally:
+        engine.close()
     assert info.value.kind == "no_gpu"
     assert "No GPU" in str(info.value)
 
