@@ -1,4 +1,5 @@
-"""The page in a real headless Chromium: graphs drawn as SVG, a preset picked, the benchmark run, charts drawn."""
+"""The page in a real headless Chromium: graphs drawn as SVG, a preset picked, the benchmark run, charts drawn,
+the exports downloaded."""
 
 from __future__ import annotations
 
@@ -74,3 +75,39 @@ def test_preset_titles_are_not_clipped_in_the_sidebar(app_server, page):
     # the chosen preset's title fits its box instead of running under the arrow
     width, needed = chosen.evaluate("el => [el.clientWidth, el.scrollWidth]")
     assert needed <= width, (needed, width)
+
+
+def test_export_downloads_are_the_script_and_the_bundle_of_the_run(app_server, page, tmp_path):
+    import ast
+    import io
+    import json
+    import zipfile
+
+    open_app(page, app_server, 180_000)
+    page.frame_locator(LINKED).first.locator(GRAPH_SVG).nth(1).wait_for(state="visible", timeout=60_000)
+    page.get_by_text("Reproduce this run elsewhere").first.click()
+
+    with page.expect_download(timeout=60_000) as script_download:
+        page.get_by_role("button", name="Reproduce: repro.py").click()
+    assert script_download.value.suggested_filename == "repro.py"
+    script = tmp_path / "repro.py"
+    script_download.value.save_as(script)
+    text = script.read_text()
+    ast.parse(text)  # a Python script, standing alone
+    assert "import explorer" not in text and "from explorer" not in text
+    assert "def model(" in text and "import tensorflow" in text
+    assert "(matmul_bias_gelu_approx)" in text.splitlines()[1]  # the model on the page, the default one
+
+    with page.expect_download(timeout=60_000) as bundle_download:
+        page.get_by_role("button", name="Bug-report bundle (.zip)").click()
+    assert bundle_download.value.suggested_filename.endswith(".zip")
+    bundle = tmp_path / bundle_download.value.suggested_filename
+    bundle_download.value.save_as(bundle)
+    with zipfile.ZipFile(io.BytesIO(bundle.read_bytes())) as archive:
+        assert {"repro.py", "traced.pbtxt", "optimized.pbtxt", "executed.pbtxt", "summary.json"} <= set(
+            archive.namelist())
+        assert archive.read("repro.py").decode() == text  # the same script as the button beside it
+        summary = json.loads(archive.read("summary.json"))
+        assert summary["explanation"]["verdict"] == "fused"
+        assert 'op: "_FusedMatMul"' in archive.read("optimized.pbtxt").decode()
+    assert page.locator(EXCEPTION).count() == 0
