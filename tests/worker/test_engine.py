@@ -181,9 +181,9 @@ def test_simulated_gpu_training_batch_norm_names_what_is_missing(engine):
 
 
 def test_gpu_worker_environment_lets_workers_share_one_gpu(monkeypatch):
-    # A real GPU worker process starts here too (TensorFlow finds no GPU): its environment is the
-    # one a GPU machine would give it.
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    # A real GPU worker process starts here too (TensorFlow finds no GPU: no machine has a GPU 99):
+    # its environment is the one a GPU machine would give it.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "99")
     monkeypatch.setenv("TF_USE_CUBLASLT", "1")  # a flag in the parent's environment must not leak in
     engine = Engine(cache_dir=None)
     try:
@@ -191,7 +191,7 @@ def test_gpu_worker_environment_lets_workers_share_one_gpu(monkeypatch):
         cpu = engine.fingerprint(Config.make("cpu"))
     finally:
         engine.close()
-    assert gpu["gpu_memory_growth"] and gpu["cuda_visible_devices"] == "1"
+    assert gpu["gpu_memory_growth"] and gpu["cuda_visible_devices"] == "99"
     assert gpu["flags"] == {"TF_MATMUL_AUTOTUNE_ENABLE": "1"}
     assert gpu["gpus"] == [] and gpu["cuda_build"]
     assert cpu["cuda_visible_devices"] == "-1" and not cpu["gpu_memory_growth"]
