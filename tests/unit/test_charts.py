@@ -66,10 +66,15 @@ def test_latency_distribution_from_samples(raw, kind, trace_type):
     assert_clean_layout(fig)
 
 
-def test_latency_distribution_hides_points_when_there_are_many():
-    many = {"fused": lognormal_ns(1e6, 1000, 3), "unfused": lognormal_ns(1e6, 1000, 4)}
-    fig = charts.latency_distribution(many)
-    assert {t.points for t in fig.data} == {"outliers"}
+@pytest.mark.parametrize("kind, attribute", [("violin", "points"), ("box", "boxpoints")])
+def test_latency_distribution_hides_points_when_there_are_many(kind, attribute):
+    def shown(n):
+        samples = {"fused": lognormal_ns(1e6, n, 3), "unfused": lognormal_ns(1e6, n, 4)}
+        return {getattr(t, attribute) for t in charts.latency_distribution(samples, kind=kind).data}
+
+    assert shown(1000) == {"outliers"}
+    assert shown(charts.MAX_POINTS_SHOWN + 1) == {"outliers"}
+    assert shown(charts.MAX_POINTS_SHOWN) == {"all"}  # up to the limit every call is drawn
 
 
 def test_latency_distribution_from_a_summary(raw):
