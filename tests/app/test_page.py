@@ -182,8 +182,13 @@ def test_new_flags_start_a_worker_and_a_repeat_visit_is_served_from_cache(make_a
 def test_every_env_flag_is_offered_with_its_meaning(make_app):
     at = make_app().run()
     page = texts(at)
+    widgets = {w.key: w for w in [*at.radio, *at.selectbox]}
     for flag in ENV_FLAGS.values():
         assert flag.meaning in page
+        # a choice of its own, named after the flag, offering every value and "unset"
+        widget = widgets[state.env_key(flag.name)]
+        assert widget.label == flag.name
+        assert list(widget.options) == ["unset", *flag.values], flag.name
 
 
 def test_simulated_gpu_shows_graphs_labelled_and_no_timing(make_app):
