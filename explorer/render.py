@@ -89,8 +89,9 @@ def _html(text: str) -> str:
     """Text for inside an HTML-like label: escaped, control characters made visible.
 
     Graphviz expands \\N, \\G ... even in HTML labels (after entities), so backslashes are doubled.
+    Graphviz 2.43 rejects a text of only "]" or "]]" (an op named "]"): a leading "]" is an entity.
     """
-    return html.escape(_visible(text), quote=False).replace('"', "&quot;").replace("\\", "\\\\")
+    return re.sub(r"^\]", "&#93;", html.escape(_visible(text), quote=False).replace('"', "&quot;").replace("\\", "\\\\"))
 
 
 def _quoted(text: str) -> str:

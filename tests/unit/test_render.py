@@ -345,3 +345,11 @@ def test_a_node_without_an_op_is_drawn_as_no_op():
     dot = to_dot(graph)
     assert "(no op)" in dot
     assert "<svg" in to_svg(dot)
+
+
+def test_a_text_of_only_closing_brackets_is_drawn():
+    # Graphviz 2.43 refuses an HTML-like label text of just "]" or "]]" (found by test_render_fuzz).
+    graph = Graph((Node("]", "]"), Node("]]", "]]", inputs=(Edge("]"),))))
+    svg = to_svg(to_dot(graph, title="]"))
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    assert texts.count("]") == 3 and texts.count("]]") == 2  # title, op and name of each node
