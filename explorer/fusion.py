@@ -207,13 +207,7 @@ def _vanished_tail(root: str, fused: str, before: Graph, after: Graph, before_co
     the batch norm's name), which layout transposes around the fused node hide from the input
     rule: the nodes downstream of the root that vanished or changed op (a Relu left as Identity),
     provided that whatever read them now reads the fused node, through new nodes or through them."""
-    tail: set[str] = set()
-    stack = [root]
-    while stack:
-        for child, edge in before_consumers.get(stack.pop(), ()):
-            if not edge.control and child not in tail and eligible(child):
-                tail.add(child)
-                stack.append(child)
+    tail = _descendants(root, before, before_consumers, eligible) - {root}
     readers = {c for t in tail for c, e in before_consumers.get(t, ()) if not e.control and c not in tail}
     readers |= {t for t in tail if t in after}
 
