@@ -18,8 +18,11 @@ STAGES = {
 
 # Ops that move a tensor between the partitions of a graph split across devices (CPU and GPU).
 TRANSFER_OPS = frozenset({"_Send", "_Recv", "_HostSend", "_HostRecv"})
+# Where a graph's inputs enter: a function's _Arg, a plain GraphDef's Placeholder (the simulated GPU's).
+INPUT_OPS = frozenset({"_Arg", "Placeholder"})
 # Ops that carry data in and out of a function or hold constants: folded away on request.
-BOILERPLATE_OPS = frozenset({"_Arg", "_Retval", "Const", "ReadVariableOp", "Identity", "NoOp", "_HostConst"}) | TRANSFER_OPS
+BOILERPLATE_OPS = INPUT_OPS | TRANSFER_OPS | frozenset(
+    {"_Retval", "Const", "ReadVariableOp", "Identity", "NoOp", "_HostConst"})
 
 
 @dataclass(frozen=True)

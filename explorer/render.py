@@ -23,13 +23,13 @@ import pydot
 
 from .errors import ExplorerError
 from .fusion import is_fused_node
-from .graphs import BOILERPLATE_OPS, TRANSFER_OPS, Edge, Graph, Node
+from .graphs import BOILERPLATE_OPS, INPUT_OPS, TRANSFER_OPS, Edge, Graph, Node
 
 log = logging.getLogger(__name__)
 
 # Folded by fold_boilerplate. _Arg and _Retval stay: they are the function's inputs and outputs,
 # few, and they anchor the picture.
-FOLDED_OPS = BOILERPLATE_OPS - {"_Arg", "_Retval"}
+FOLDED_OPS = BOILERPLATE_OPS - INPUT_OPS - {"_Retval"}
 # Folded by wiring their input to their consumers (a _Recv's input is its _Send, joined by the worker).
 PASS_THROUGH_OPS = frozenset({"Identity", "ReadVariableOp"}) | TRANSFER_OPS
 CONST_OPS = frozenset({"Const", "_HostConst"})

@@ -26,7 +26,7 @@ def summarize(choice: Choice, result: dict) -> dict:
     from .bench import run_key
 
     graphs = graphs_of(result)
-    executed = graphs.get("executed")
+    executed, optimized = graphs.get("executed"), graphs.get("optimized")
     fp = result.get("fingerprint") or {}
     return {
         "label": choice.label,
@@ -37,6 +37,9 @@ def summarize(choice: Choice, result: dict) -> dict:
         "run_key": run_key(choice),
         "fusions": [f.get("description") or f.get("describe", "") for f in result.get("fusions") or []],
         "executed": _op_counts(executed.compute_ops()) if executed is not None else "",
+        # Op types after Grappler: where the devices part before any kernel runs (the GPU keeps
+        # Pow(x, 3), the CPU's arithmetic optimiser writes Square(x)*x).
+        "optimized_ops": optimized.compute_ops() if optimized is not None else [],
         "nodes": {stage: len(g) for stage, g in graphs.items()},
         "onednn": fp.get("onednn"),
         "simulated": bool(result.get("simulated")),
@@ -140,6 +143,11 @@ def _side(col, title: str, mine: dict, other: dict | None) -> None:
                 f"- `{f}`" + (only_here if other is not None and f not in others else "") for f in fusions))
         else:
             st.markdown("Fusions found: **none**")
+        ops = mine.get("optimized_ops") or []
+        if ops:
+            only = sorted(set(ops) - set(other.get("optimized_ops") or ops)) if other is not None else []
+            st.markdown(f"After Grappler: `{_op_counts(ops)}`"
+                        + (" · only here: " + ", ".join(f"`{op}`" for op in only) if only else ""))
         differs = other is not None and other["executed"] != mine["executed"]
         executed = f"`{mine['executed']}`" if mine["executed"] else "none: a simulated GPU runs nothing"
         st.markdown(f"Executed ops: {executed}" + (" :orange-badge[differs]" if differs else ""))

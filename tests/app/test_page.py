@@ -92,6 +92,19 @@ def test_whatif_pin_then_flip_a_flag(make_app):
     assert len(speedups) == 2
 
 
+def test_whatif_cpu_against_the_simulated_gpu_shows_pow_against_square(make_app):
+    # oneDNN off, so that the CPU keeps the GELU's ops and the arithmetic optimiser's rewrite shows.
+    at = make_app(**{state.env_key("TF_ENABLE_ONEDNN_OPTS"): "0"}).run()
+    at.button(key="whatif.pin").click().run()
+    at.radio(key=state.DEVICE).set_value("gpu-sim").run()
+    assert not at.exception
+    assert not at.error, [e.value for e in at.error]
+    assert "device: cpu → gpu-sim:ampere" in texts(at)
+    pinned, current = [m.value for m in at.markdown if m.value.startswith("After Grappler:")]
+    assert "only here:" in pinned and "`Square`" in pinned.split("only here:")[1]
+    assert "only here:" in current and "`Pow`" in current.split("only here:")[1]
+
+
 def test_run_benchmark_shows_summary_and_charts(make_app):
     at = make_app(**{state.BENCH_REPS: 10, state.BENCH_WARMUP: 2, state.BENCH_SECONDS: 30}).run()
     at.button(key="bench.run").click().run()
