@@ -10,7 +10,7 @@ import pytest
 from explorer.engine import Engine
 from explorer.flags import Config
 from explorer.graphs import Graph
-from explorer.machine import describe
+from explorer.machine import describe, no_gpu_words, nvidia_gpus_present
 
 pytestmark = [pytest.mark.tf, pytest.mark.gpu]
 
@@ -20,10 +20,15 @@ SMALL = {"m": 256, "k": 64, "n": 128}
 
 @pytest.fixture(scope="module")
 def engine():
+    # Deliberate skips, never passes: issue 5 asks that these report as skipped where no GPU exists.
+    # No NVIDIA driver: say so without starting TensorFlow. A driver but no GPU for TensorFlow
+    # (CUDA libraries missing): the GPU worker's own answer decides.
+    if not nvidia_gpus_present():
+        pytest.skip("no GPU visible to TensorFlow on this machine: " + no_gpu_words(False))
     engine = Engine(cache_dir=None)
     if not engine.fingerprint(Config.make("gpu"))["gpus"]:
         engine.close()
-        pytest.skip("no GPU visible to TensorFlow on this machine")
+        pytest.skip("no GPU visible to TensorFlow on this machine: " + no_gpu_words(True))
     yield engine
     engine.close()
 
