@@ -44,7 +44,6 @@ FEED_SUFFIX = "/sim_feed"
 # ["architecture"] for a real GPU; num_cores is the number of SMs, as TensorFlow reports it.
 GPU_PROFILES: dict[str, dict] = {
     "volta": {
-        "name": "volta",
         "label": "Volta: Tesla V100-SXM2-16GB (sm_70)",
         "model": "Tesla V100-SXM2-16GB",
         "compute_capability": "7.0",
@@ -60,7 +59,6 @@ GPU_PROFILES: dict[str, dict] = {
                  "used, and the layout optimizer turns float32 NHWC convolutions into NCHW.",
     },
     "ampere": {
-        "name": "ampere",
         "label": "Ampere: A100-SXM4-40GB (sm_80)",
         "model": "NVIDIA A100-SXM4-40GB",
         "compute_capability": "8.0",
@@ -75,7 +73,6 @@ GPU_PROFILES: dict[str, dict] = {
                  "TF_CUDNN_USE_RUNTIME_FUSION=1); TF32 lets float32 convolutions stay NHWC.",
     },
     "hopper": {
-        "name": "hopper",
         "label": "Hopper: H100-SXM5-80GB (sm_90)",
         "model": "NVIDIA H100 80GB HBM3",
         "compute_capability": "9.0",
@@ -125,7 +122,7 @@ LIMITS = (
 def profile_data(name: str, tf) -> dict:
     if name not in GPU_PROFILES:
         raise ValueError(f"unknown GPU profile {name!r}; choose one of {', '.join(GPU_PROFILES)}")
-    data = dict(GPU_PROFILES[name])
+    data = dict(GPU_PROFILES[name], name=name)
     build = dict(tf.sysconfig.get_build_info())
     data["cuda_version"] = build.get("cuda_version", "")
     data["cudnn_version"] = build.get("cudnn_version", "")
