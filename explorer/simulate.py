@@ -36,6 +36,8 @@ import stat
 import tempfile
 from contextlib import contextmanager
 
+from .graphs import short_device
+
 GPU_DEVICE = "/job:localhost/replica:0/task:0/device:GPU:0"
 CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
 FEED_SUFFIX = "/sim_feed"
@@ -396,7 +398,7 @@ def _gpu_kernel_report(graph_def) -> list[dict]:
 
                 type_attr = dtypes.as_dtype(node.attr["T"].type).name
             report.append({"name": node.name, "op": node.op, "T": type_attr,
-                           "device": node.device.rsplit("device:", 1)[-1],
+                           "device": short_device(node.device),
                            "gpu_kernel_registered": has_kernel(node, "GPU")})
     return report
 

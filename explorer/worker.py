@@ -19,8 +19,8 @@ import traceback
 
 from . import pipeline
 from .flags import ENV_FLAGS
-from .fusion import is_fused_op
-from .graphs import parse_input, short_device
+from .fusion import is_fused_node
+from .graphs import Graph, parse_input, short_device
 from .spec import resolve
 
 MAIN_PREFIX = "__inference_model_"
@@ -356,13 +356,13 @@ class Worker:
         proof, outputs = {}, {}
         for name, remap in variants.items():
             stages, out, _ = self._capture(fns[name], args, switches, remapping=remap)
-            graph = self.graph_to_dict(stages["executed"], "executed")
+            executed = Graph.from_dict(self.graph_to_dict(stages["executed"], "executed"))
             proof[name] = {
                 "remapping": remap,
-                "executed_ops": _compute_ops(graph),
-                "fused_nodes": [{"name": n["name"], "op": n["op"], "fused_ops": n["fused_ops"]}
-                                for n in graph["nodes"] if n["fused_ops"] or is_fused_op(n["op"])],
-                "optimized_ops": _compute_ops(self.graph_to_dict(stages["optimized"], "optimized")),
+                "executed_ops": executed.compute_ops(),
+                "fused_nodes": [{"name": n.name, "op": n.op, "fused_ops": list(n.fused_ops)}
+                                for n in executed.nodes if is_fused_node(n)],
+                "optimized_ops": Graph.from_dict(self.graph_to_dict(stages["optimized"], "optimized")).compute_ops(),
             }
             outputs[name] = [np.asarray(t.numpy(), dtype=np.float64) for t in _as_list(out)]
         self.protocol.send({"id": req_id, "progress": {"fraction": 0.05, "message": "warming up"}})
@@ -441,12 +441,6 @@ class BadRequest(Exception):
 
 def _as_list(out):
     return list(out) if isinstance(out, (list, tuple)) else [out]
-
-
-def _compute_ops(graph: dict) -> list[str]:
-    from .graphs import BOILERPLATE_OPS
-
-    return [n["op"] for n in graph["nodes"] if n["op"] not in BOILERPLATE_OPS]
 
 
 def model_instantiations(function_graphs, traced) -> int:
