@@ -275,8 +275,7 @@ class Worker:
         stages, out, entries = self._capture(fn, args, switches)
         capture_s = time.perf_counter() - t0
         self._reset_grappler()
-        log = self.capture.read()
-        parsed = pipeline.parse_log(log)
+        parsed, log = self._request_log()
         passes = self._pass_graphs(parsed)
         return {
             "spec": spec.to_dict(),
@@ -289,7 +288,7 @@ class Worker:
                 "notable": parsed["notable"],
                 "items": parsed["items"],
                 "pass_graphs": passes,
-                "log": [line for line in log if "dump_graph.cc" not in line][-4000:],
+                "log": log,
             },
             "fingerprint": self.fingerprint_data,
             "timings": {"capture_s": round(capture_s, 4), "import_s": round(self.import_s, 3)},
@@ -304,16 +303,16 @@ class Worker:
         self._reset_grappler()
         result = simulate.simulate(spec, request.get("grappler") or {}, profile, self.tf, self.graph_to_dict)
         self._reset_grappler()
-        log = self.capture.read()
-        parsed = pipeline.parse_log(log)
-        result.setdefault("grappler", {})
-        result["grappler"].update({
-            "remapper_log": result.get("remapper_log", parsed["remapper_log"]),
-            "notable": parsed["notable"], "items": parsed["items"], "pass_graphs": {},
-            "log": [line for line in log if "dump_graph.cc" not in line][-4000:],
-        })
+        parsed, log = self._request_log()
+        # The remapper log stays simulate's own: that of the run with the requested switches only.
+        result["grappler"].update(notable=parsed["notable"], items=parsed["items"], pass_graphs={}, log=log)
         result["fingerprint"] = dict(self.fingerprint_data, simulated_gpu=result.get("profile"))
         return result
+
+    def _request_log(self) -> tuple[dict, list[str]]:
+        """This request's stderr parsed, and its lines as shown (without the graph-dump notices)."""
+        log = self.capture.read()
+        return pipeline.parse_log(log), [line for line in log if "dump_graph.cc" not in line][-4000:]
 
     def _pass_graphs(self, parsed: dict) -> dict:
         """Neutral graphs of the model's per-pass dumps, keyed by dump file name."""
