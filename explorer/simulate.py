@@ -403,12 +403,6 @@ def _gpu_kernel_report(graph_def) -> list[dict]:
     return report
 
 
-def _env_flags() -> dict:
-    from .flags import ENV_FLAGS
-
-    return {name: os.environ[name] for name in ENV_FLAGS if name in os.environ}
-
-
 _FIRST_PROFILE: list[str] = []
 
 # Boolean flags the remapper reads with TF_CHECK_OK(ReadBoolFromEnvVar(...)): a value TensorFlow
@@ -445,6 +439,7 @@ def simulate_body(body, specs, switches: dict, profile: str, tf, graph_to_dict, 
     from google.protobuf import text_format
 
     from . import pipeline
+    from .worker import env_flags, onednn_enabled
 
     check_flags()
     prof = profile_data(profile or DEFAULT_PROFILE, tf)
@@ -470,13 +465,6 @@ def simulate_body(body, specs, switches: dict, profile: str, tf, graph_to_dict, 
     unfused = without_helpers(unfused_raw, tf)
 
     parsed = pipeline.parse_log(log)
-    onednn = None
-    try:
-        from tensorflow.python.util import _pywrap_util_port
-
-        onednn = bool(_pywrap_util_port.IsMklEnabled())
-    except Exception:
-        pass
     return {
         "simulated": True,
         "device": f"gpu-sim:{prof['name']}" if place_on == "GPU" else "cpu (simulation control)",
@@ -496,8 +484,8 @@ def simulate_body(body, specs, switches: dict, profile: str, tf, graph_to_dict, 
         },
         "placement": {"device": GPU_DEVICE if place_on == "GPU" else CPU_DEVICE, "on_cpu": on_cpu},
         "gpu_kernels": _gpu_kernel_report(optimized),
-        "env_flags": _env_flags(),
-        "host_onednn": onednn,
+        "env_flags": env_flags(),
+        "host_onednn": onednn_enabled(),
         "ignored_switches": ignored,
         "limits": limits,
         "method": "tf_optimizer.OptimizeGraph on a VirtualCluster (CPU:0 + one virtual GPU:0 with the "

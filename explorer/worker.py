@@ -100,12 +100,6 @@ class Worker:
 
     def _fingerprint(self) -> dict:
         tf = self.tf
-        try:
-            from tensorflow.python.util import _pywrap_util_port
-
-            onednn = bool(_pywrap_util_port.IsMklEnabled())
-        except Exception:  # an internal module: absent in some builds
-            onednn = None
         build = dict(tf.sysconfig.get_build_info())
         gpu_details = []
         for gpu in self.gpus:
@@ -118,7 +112,7 @@ class Worker:
         return {
             "tensorflow": tf.__version__,
             "python": platform.python_version(),
-            "onednn": onednn,
+            "onednn": onednn_enabled(),
             "cuda_build": bool(build.get("is_cuda_build")),
             "cuda_version": build.get("cuda_version", ""),
             "cudnn_version": build.get("cudnn_version", ""),
@@ -127,7 +121,7 @@ class Worker:
             "cpu_model": _cpu_model(),
             "cpu_flags": _cpu_flags(),
             "cpu_count": os.cpu_count(),
-            "flags": {name: os.environ[name] for name in ENV_FLAGS if name in os.environ},
+            "flags": env_flags(),
             # GPU settings that change results or whether workers can share a GPU.
             "tf32": bool(tf.config.experimental.tensor_float_32_execution_enabled()),
             "gpu_memory_growth": os.environ.get("TF_FORCE_GPU_ALLOW_GROWTH", "") == "true",
@@ -428,6 +422,21 @@ class Worker:
         gpus = self.fingerprint_data["gpus"]
         return (self.device == "gpu" and self.fingerprint_data["tf32"] and bool(gpus)
                 and (gpus[0]["compute_capability"] or [0])[0] >= 8)
+
+
+def onednn_enabled() -> bool | None:
+    """Whether this TensorFlow runs with oneDNN; None when the build cannot say."""
+    try:
+        from tensorflow.python.util import _pywrap_util_port
+
+        return bool(_pywrap_util_port.IsMklEnabled())
+    except Exception:  # an internal module: absent in some builds
+        return None
+
+
+def env_flags() -> dict:
+    """The explorer's TF flags set in this process's environment."""
+    return {name: os.environ[name] for name in ENV_FLAGS if name in os.environ}
 
 
 class NoGpu(Exception):
