@@ -39,8 +39,9 @@ def annotate(result: dict) -> dict:
     for before, after in STAGE_PAIRS:
         if before in graphs and after in graphs:
             key = f"{before}->{after}"
-            fusions[key] = [fusion_dict(f) for f in find_fusions(graphs[before], graphs[after])]
-            renames[key] = [list(r) for r in find_renames(graphs[before], graphs[after])]
+            found = find_fusions(graphs[before], graphs[after])
+            fusions[key] = [fusion_dict(f) for f in found]
+            renames[key] = [list(r) for r in find_renames(graphs[before], graphs[after], found)]
     result["fusions"] = fusions.get("traced->optimized", [])
     result["fusions_by_pair"] = fusions
     result["renames_by_pair"] = renames
