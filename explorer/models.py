@@ -42,12 +42,20 @@ def _activation(tf, name: str, y):
     raise ValueError(f"unknown activation {name}")
 
 
+def input_dtype(spec, name: str, tf):
+    """The dtype of the model's argument ``name``."""
+    # FusedBatchNorm keeps its statistics in float32 whatever the input type; the hash-bucket
+    # model (no dtype parameter) takes int64 ids.
+    if name in ("scale", "offset", "mean", "variance"):
+        return tf.float32
+    return tf.as_dtype(spec.p.get("dtype", "int64"))
+
+
 def make_inputs(spec, tf) -> dict:
     """Seeded inputs for every tensor the spec names, in the spec's dtype."""
     rng = np.random.default_rng(SEED)
     if spec.chain.kind == "hash_bucket":
         return {"x": tf.constant(rng.integers(0, 1 << 40, spec.tensor_shapes()["x"]), dtype=tf.int64)}
-    dtype = tf.as_dtype(spec.p["dtype"])
     shapes = spec.tensor_shapes()
     fan_in = 1
     if "w" in shapes:
@@ -64,9 +72,7 @@ def make_inputs(spec, tf) -> dict:
             data = rng.uniform(0.5, 1.5, shape)
         else:
             data = rng.standard_normal(shape)
-        # FusedBatchNorm keeps its statistics in float32 whatever the input type.
-        kind = tf.float32 if name in ("scale", "offset", "mean", "variance") else dtype
-        inputs[name] = tf.cast(tf.constant(data.astype(np.float32)), kind)
+        inputs[name] = tf.cast(tf.constant(data.astype(np.float32)), input_dtype(spec, name, tf))
     return inputs
 
 

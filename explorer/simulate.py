@@ -238,17 +238,12 @@ def has_kernel(node, device_type: str) -> bool:
 
 
 def _signature(spec, tf):
-    shapes = spec.tensor_shapes()
-    dtype = tf.as_dtype(spec.p.get("dtype", "int64"))  # the hash-bucket model takes int64 ids
+    """The model's body and a tf.TensorSpec per argument, typed as models.make_inputs makes them."""
     from . import models
 
+    shapes = spec.tensor_shapes()
     body, names = models.build(spec, tf)
-    specs = []
-    for name in names:
-        # FusedBatchNorm keeps its statistics in float32 whatever the input type (as make_inputs).
-        kind = tf.float32 if name in ("scale", "offset", "mean", "variance") else dtype
-        specs.append(tf.TensorSpec(shapes[name], kind, name=name))
-    return body, names, specs
+    return body, [tf.TensorSpec(shapes[name], models.input_dtype(spec, name, tf), name=name) for name in names]
 
 
 def trace_body(body, specs, tf, device: str = "/GPU:0"):
@@ -428,7 +423,7 @@ def simulate(spec, switches: dict, profile: str, tf, graph_to_dict, *, place_on:
     from .spec import resolve
 
     spec = resolve(spec)
-    body, _, specs = _signature(spec, tf)
+    body, specs = _signature(spec, tf)
     result = simulate_body(body, specs, switches, profile, tf, graph_to_dict, place_on=place_on)
     result["spec"] = spec.to_dict()
     return result
