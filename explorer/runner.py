@@ -76,7 +76,7 @@ class WorkerProcess:
         )
         self._lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
-        ready = self._next(time.monotonic() + limits.startup_s, "start")
+        ready = self._next(time.monotonic() + limits.startup_s, "start", limits.startup_s)
         if not ready.get("ready"):
             error = ready.get("error") or {}
             self.kill()
@@ -137,8 +137,9 @@ class WorkerProcess:
         keep = [ln for ln in text.splitlines() if "dump_graph.cc" not in ln and "meta_optimizer.cc" not in ln]
         return "\n".join(keep[-lines:])
 
-    def _next(self, deadline: float, what: str) -> dict:
-        """The next protocol message, watching the deadline, the memory cap and the process."""
+    def _next(self, deadline: float, what: str, limit_s: float) -> dict:
+        """The next protocol message, watching the deadline (limit_s after the request), the memory
+        cap and the process."""
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -146,7 +147,7 @@ class WorkerProcess:
                 raise WorkerError(
                     "timeout",
                     f"The worker did not finish the {what} request in time "
-                    f"({self.limits_for(what):.0f} s); it was stopped and the next request starts a new one.",
+                    f"({limit_s:.0f} s); it was stopped and the next request starts a new one.",
                     self.stderr_tail(),
                 )
             try:
@@ -176,15 +177,11 @@ class WorkerProcess:
             except json.JSONDecodeError:
                 log.warning("worker wrote a non-protocol line: %r", line[:200])
 
-    def limits_for(self, what: str) -> float:
-        return {"start": self.limits.startup_s}.get(what, self._timeout)
-
     def request(self, op: str, payload: dict, timeout: float, on_progress=None) -> dict:
         """Send one request and wait for its answer; raises WorkerError on any failure."""
         with self.lock:
             self.last_used = time.monotonic()
             self.requests += 1
-            self._timeout = timeout
             req_id = next(self._ids)
             message = dict(payload, id=req_id, op=op)
             try:
@@ -197,7 +194,7 @@ class WorkerProcess:
             deadline = time.monotonic() + timeout
             abandoned = None
             while True:
-                reply = self._next(deadline, op)
+                reply = self._next(deadline, op, timeout)
                 if reply.get("id") != req_id:
                     continue
                 if "progress" in reply:
