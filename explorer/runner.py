@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -241,21 +242,7 @@ class WorkerProcess:
                 pass
         self.kill()
         self._stderr.close()
-        for root, dirs, files in os.walk(self.workdir, topdown=False):
-            for name in files:
-                try:
-                    os.unlink(os.path.join(root, name))
-                except OSError:
-                    pass
-            for name in dirs:
-                try:
-                    os.rmdir(os.path.join(root, name))
-                except OSError:
-                    pass
-        try:
-            os.rmdir(self.workdir)
-        except OSError:
-            pass
+        shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 # Variables the parent sets for each worker; the caller's own values never leak in.
