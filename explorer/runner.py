@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import SpecError, WorkerError
-from .flags import ENV_FLAGS, Config
+from .flags import ENV_FLAGS, Config, is_simulated
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ class WorkerProcess:
         env["TF_DUMP_GRAPH_PREFIX"] = self.dump_dir
         env["EXPLORER_DEVICE"] = self.config.device
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH", "")]))
-        if self.config.device.startswith("gpu-sim") and "TF_ENABLE_ONEDNN_OPTS" not in env:
+        if is_simulated(self.config.device) and "TF_ENABLE_ONEDNN_OPTS" not in env:
             # A host CPU without oneDNN float16 makes the remapper skip every float16 node, GPU ones
             # included; a GPU machine's CPU need not share that, so simulate with oneDNN off
             # unless the user chose otherwise.

@@ -18,7 +18,7 @@ import time
 import traceback
 
 from . import pipeline
-from .flags import ENV_FLAGS
+from .flags import ENV_FLAGS, is_simulated
 from .fusion import is_fused_node
 from .graphs import Graph, parse_input, short_device
 from .spec import resolve
@@ -246,11 +246,11 @@ class Worker:
             return {"pong": True, "pid": os.getpid()}
         if op == "fingerprint":
             return self.fingerprint_data
-        if op == "inspect" and self.device.startswith("gpu-sim"):
+        if op == "inspect" and is_simulated(self.device):
             return self.simulate(request)
         if op == "inspect":
             return self.inspect(request)
-        if op == "bench" and self.device.startswith("gpu-sim"):
+        if op == "bench" and is_simulated(self.device):
             raise BadRequest("a simulated GPU runs nothing, so it cannot be timed; benchmark on the CPU or a real GPU")
         if op == "bench":
             return self.bench(request)
