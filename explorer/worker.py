@@ -523,27 +523,26 @@ ONEDNN_CPU_FLAGS = ("avx512f", "avx512bw", "avx512_bf16", "avx512_fp16", "amx_ti
                     "avx_vnni", "avx512_vnni", "avx_ne_convert")
 
 
-def _cpu_flags() -> list[str]:
+def _cpuinfo(field: str) -> str | None:
+    """The value of the first /proc/cpuinfo line for field; None when there is none."""
     try:
         with open("/proc/cpuinfo") as handle:
             for line in handle:
-                if line.startswith("flags"):
-                    present = set(line.split(":", 1)[1].split())
-                    return [f for f in ONEDNN_CPU_FLAGS if f in present]
-    except OSError:
-        pass
-    return []
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as handle:
-            for line in handle:
-                if line.startswith("model name"):
+                if line.startswith(field):
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return None
+
+
+def _cpu_flags() -> list[str]:
+    present = set((_cpuinfo("flags") or "").split())
+    return [f for f in ONEDNN_CPU_FLAGS if f in present]
+
+
+def _cpu_model() -> str:
+    model = _cpuinfo("model name")
+    return model if model is not None else (platform.processor() or platform.machine())
 
 
 def _error_line(message: str) -> str:
