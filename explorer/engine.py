@@ -52,10 +52,6 @@ class AdmissionQueue:
         self.benches_run = 0
         self.overlaps = 0  # a benchmark admitted while anything else ran: must stay 0
 
-    def position(self, ticket: int) -> int:
-        with self._cond:
-            return next((i for i, (t, _) in enumerate(self._waiting) if t == ticket), -1) + 1
-
     def _admissible(self, ticket: int, kind: str) -> bool:
         first = self._waiting[0][0] == ticket
         if kind == "bench":
