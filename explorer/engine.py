@@ -8,6 +8,7 @@ analysis that needs no TensorFlow (the fusions found) to what the worker returns
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -31,6 +32,7 @@ MAX_SWEEP_POINTS = 12
 DEFAULT_CACHE_DIR = Path(os.environ.get("EXPLORER_CACHE_DIR", Path(__file__).resolve().parent.parent / ".cache" / "results"))
 
 
+@functools.cache  # every cache key asks; the installed wheel does not change under a running process
 def tensorflow_version() -> str:
     try:
         return metadata.version("tensorflow")
