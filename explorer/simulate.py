@@ -31,6 +31,7 @@ What makes the simulation faithful (see docs/gpu-simulation.md for the evidence)
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import tempfile
@@ -201,18 +202,14 @@ def rewriter_config(switches: dict, remapping: bool | None = None):
 
 # ---- kernels and placement ------------------------------------------------------------------
 
-_KERNELS: dict[str, list] = {}
+@functools.cache
+def _kernel_list(op: str) -> tuple:
+    from tensorflow.python.framework import kernels
 
-
-def _kernel_list(op: str) -> list:
-    if op not in _KERNELS:
-        from tensorflow.python.framework import kernels
-
-        try:
-            _KERNELS[op] = list(kernels.get_registered_kernels_for_op(op).kernel)
-        except Exception:
-            _KERNELS[op] = []
-    return _KERNELS[op]
+    try:
+        return tuple(kernels.get_registered_kernels_for_op(op).kernel)
+    except Exception:
+        return ()
 
 
 def has_kernel(node, device_type: str) -> bool:
