@@ -1,6 +1,7 @@
 """TensorFlow builders for model specs. Imported by the worker only (it needs TensorFlow).
 
-``build(spec, tf, device)`` returns the Python body of the tf.function and its seeded inputs.
+``build(spec, tf)`` returns the Python body of the tf.function and its argument names;
+``make_inputs(spec, tf)`` the seeded inputs.
 Weights are function arguments, not constants, so constant folding cannot remove the pattern.
 """
 
