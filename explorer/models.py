@@ -67,9 +67,7 @@ def make_inputs(spec, tf) -> dict:
             continue
         if name == "w":
             data = rng.standard_normal(shape) / np.sqrt(max(fan_in, 1))
-        elif name == "variance":
-            data = rng.uniform(0.5, 1.5, shape)
-        elif name == "scale":
+        elif name in ("variance", "scale"):
             data = rng.uniform(0.5, 1.5, shape)
         else:
             data = rng.standard_normal(shape)
@@ -90,9 +88,7 @@ def build(spec, tf):
         t = dict(zip(names, args))
         extra = []
         y = t["x"]
-        if c.contraction == "MatMul":
-            y = tf.linalg.matmul(y, t["w"])
-        elif c.contraction == "BatchMatMulV2":
+        if c.contraction in ("MatMul", "BatchMatMulV2"):
             y = tf.linalg.matmul(y, t["w"])
         elif c.contraction == "Conv2D":
             y = tf.nn.conv2d(y, t["w"], strides=1, padding="SAME", data_format=fmt)
