@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import os
 import stat
+import sys
 import tempfile
 from contextlib import contextmanager
 
@@ -325,8 +326,6 @@ def _fd2_lines(lines: list):
     offset, leaving them in place so that a fatal message stays in the worker's log if
     TensorFlow aborts. Otherwise point fd 2 at a temporary file meanwhile and copy it on.
     """
-    import sys
-
     sys.stderr.flush()
     try:
         start = os.lseek(2, 0, os.SEEK_CUR)
@@ -450,7 +449,6 @@ def simulate_body(body, specs, switches: dict, profile: str, tf, graph_to_dict, 
     traced, fetch = trace_body(body, specs, tf, f"/{place_on}:0")
     on_cpu = place(traced, place_on)
     shaped = with_shaped_args(traced, tf)
-    switches = dict(switches or {})
     optimized_raw, log, ignored = optimize(shaped, fetch, prof, switches, None, tf)
     unfused_raw, log_off, _ = optimize(shaped, fetch, prof, switches, False, tf)
     optimized = without_helpers(optimized_raw, tf)
