@@ -42,7 +42,7 @@ FUSED_OP_PREFIXES: tuple[tuple[str, str], ...] = (
 
 # Stock ops whose own name starts with "Fused": their oneDNN kernels (_MklNativeFusedBatchNormV3)
 # are renames, not fusions.
-_STOCK_FUSED_NAMES = frozenset({
+STOCK_FUSED_NAMES = frozenset({
     "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "FusedBatchNormGrad",
     "FusedBatchNormGradV2", "FusedBatchNormGradV3", "FusedPadConv2D", "FusedResizeAndPadConv2D",
 })
@@ -61,7 +61,7 @@ def canonical_op(op: str) -> str:
 
 def is_fused_op(op: str) -> bool:
     """True for op types that are fused kernels (by name alone)."""
-    if canonical_op(op) in _STOCK_FUSED_NAMES:
+    if canonical_op(op) in STOCK_FUSED_NAMES:
         return False
     return any(op.startswith(prefix) for prefix, _ in FUSED_OP_PREFIXES)
 

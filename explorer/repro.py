@@ -22,6 +22,7 @@ import json
 import zipfile
 
 from .flags import ENV_FLAGS, Config
+from .fusion import FUSED_OP_PREFIXES, STOCK_FUSED_NAMES
 from .spec import ModelSpec, resolve
 
 SEED = 20261122  # explorer.models.SEED (the same seeded inputs)
@@ -29,11 +30,9 @@ VMODULE = "remapper=2"
 STAGE_FILES = ("traced", "optimized", "executed")
 JSON_MARK = "# repro-json: "  # the script's last line: its findings as JSON, for tools
 
-# Fused-kernel op prefixes and the stock ops whose names merely start with "Fused" (explorer.fusion).
-FUSED_PREFIXES = ("_Fused", "_MklFused", "_MklNativeFused", "_MklNativeConv2DWithBias", "_MklConv2DWithBias",
-                  "_MklSwish", "_MklLayerNorm", "_TensorToHashBucketFast")
-STOCK_FUSED = ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "FusedBatchNormGrad",
-               "FusedBatchNormGradV2", "FusedBatchNormGradV3", "FusedPadConv2D", "FusedResizeAndPadConv2D")
+# explorer.fusion's tables, written into the script so that it needs no explorer.
+FUSED_PREFIXES = tuple(prefix for prefix, _ in FUSED_OP_PREFIXES)
+STOCK_FUSED = tuple(sorted(STOCK_FUSED_NAMES))
 
 
 def _spec(spec) -> ModelSpec:
