@@ -193,11 +193,11 @@ class Worker:
             if "_output_shapes" in node.attr and node.attr["_output_shapes"].list.shape:
                 dims = node.attr["_output_shapes"].list.shape[0]
                 if not dims.unknown_rank:
-                    shape = "[" + ",".join(str(d.size) for d in dims.dim) + "]"
+                    shape = _shape_text(dims)
             if node.op == "Const" and "value" in node.attr:
                 tensor = node.attr["value"].tensor
                 if tensor.tensor_shape.dim:
-                    shape = "[" + ",".join(str(d.size) for d in tensor.tensor_shape.dim) + "]"
+                    shape = _shape_text(tensor.tensor_shape)
                 else:
                     try:
                         attrs["value"] = str(tf.make_ndarray(tensor).item())[:24]
@@ -502,6 +502,11 @@ def _agreement(a: list, b: list, dtype: str, tf32: bool = False) -> dict:
     close = all(np.allclose(x, y, rtol=tol, atol=tol) for x, y in zip(a, b))
     return {"max_abs": max_abs, "max_rel": max_rel, "tolerance": tol, "within_tolerance": bool(close),
             "tf32": tf32}
+
+
+def _shape_text(shape) -> str:
+    """A TensorShapeProto as '[64,256]' (-1 for an unknown dimension)."""
+    return "[" + ",".join(str(d.size) for d in shape.dim) + "]"
 
 
 def _attr_text(value) -> str:
