@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import zipfile
 
 from .flags import ENV_FLAGS, Config
@@ -202,7 +203,7 @@ def _inputs(spec: ModelSpec) -> list[str]:
     fan_in = 1
     if "w" in shapes:
         w = shapes["w"]
-        fan_in = w[1] if spec.chain.contraction == "BatchMatMulV2" else _prod(w[:-1])
+        fan_in = w[1] if spec.chain.contraction == "BatchMatMulV2" else math.prod(w[:-1])
     for name, shape in shapes.items():
         if name == "out":
             continue
@@ -218,13 +219,6 @@ def _inputs(spec: ModelSpec) -> list[str]:
         lines.append(f"    {name} = tf.cast(tf.constant({draw}.astype(np.float32)), tf.{kind})")
     lines.append(f"    return [{', '.join(_arg_names(spec))}]")
     return lines
-
-
-def _prod(values) -> int:
-    out = 1
-    for v in values:
-        out *= int(v)
-    return out
 
 
 def model_code(spec) -> str:
