@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from fixture_graphs import FIXTURES, stages
 
 from explorer.diff import STATUSES, Change, change_reasons, diff_graphs
 from explorer.graphs import Edge, Graph, Node
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-
-
-def stages(name: str) -> dict[str, Graph]:
-    data = json.loads((FIXTURES / f"{name}.json").read_text())
-    return {stage: Graph.from_dict(g) for stage, g in data["stages"].items()}
 
 
 def node(name, op, *inputs, fused_ops=(), control=()):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from fixture_graphs import fixture, stages
 
 from explorer.fusion import (
     FUSED_OP_PREFIXES, Fusion, Rename, canonical_op, find_fusions, find_renames, is_fused_node, is_fused_op,
@@ -13,12 +13,6 @@ from explorer.fusion import (
 )
 from explorer.graphs import Edge, Graph, Node
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-
-
-def stages(name: str) -> dict[str, Graph]:
-    data = json.loads((FIXTURES / f"{name}.json").read_text())
-    return {stage: Graph.from_dict(g) for stage, g in data["stages"].items()}
 
 
 def only(fusions: list[Fusion]) -> Fusion:
@@ -274,8 +268,7 @@ def test_a_fused_node_that_only_replaced_its_namesake_is_a_rename():
 
 
 def test_gelu_fuses_in_two_remapper_passes():
-    data = json.loads((FIXTURES / "matmul_bias_gelu_approx__onednn.json").read_text())
-    p = {name: Graph.from_dict(g) for name, g in data["passes"].items()}
+    p = {name: Graph.from_dict(g) for name, g in fixture("matmul_bias_gelu_approx__onednn")["passes"].items()}
     # pass 1: MatMul+BiasAdd, named after the BiasAdd
     first = only(find_fusions(p["remapper_0_before"], p["remapper_0_after"]))
     assert (first.node, first.op, first.fused_ops, first.absorbed) == ("BiasAdd", "_FusedMatMul", ("BiasAdd",), ("MatMul", "BiasAdd"))

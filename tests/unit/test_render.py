@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 
 import pydot
 import pytest
+from fixture_graphs import FIXTURES, stages
 
 from explorer import render
 from explorer.diff import diff_graphs
@@ -18,15 +17,9 @@ from explorer.render import LEGEND, PALETTE, html_id, legend, legend_dot, node_l
 # pydot's parser uses pyparsing names that newer pyparsing deprecates; not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:pydot")
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 # Graphviz is part of the set-up (./dev.sh installs it): a missing `dot` fails the tests that run it.
 
 NASTY = 'we"ird <name> & {brace} a:1 ^ctrl \\back\\N [x]; é\nline'
-
-
-def stages(name: str) -> dict[str, Graph]:
-    data = json.loads((FIXTURES / f"{name}.json").read_text())
-    return {stage: Graph.from_dict(g) for stage, g in data["stages"].items()}
 
 
 def parse(text: str) -> pydot.Dot:
