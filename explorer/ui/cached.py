@@ -62,49 +62,11 @@ def fingerprint_is_ready() -> bool:
     return engine().is_warm(Config()) and (not nvidia_gpus_present() or engine().is_warm(GPU))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def stage_pair(result_key: str, before: str, after: str, fold: bool, _result: dict) -> dict:
-    """DOT text of both stages, coloured by the diff, with the diff's lists.
-
-    ``result_key`` (the engine's key of ``_result``) stands for the result in the cache key; the
-    result itself is not hashed.
-    """
-    from ..analysis import graphs_of
+def _drawn_pair(g_before, g_after, fold: bool) -> dict:
+    """DOT text of both graphs, coloured by their diff, with the diff's lists."""
     from ..diff import diff_graphs
     from ..render import to_dot
 
-    graphs = graphs_of(_result)
-    g_before, g_after = graphs[before], graphs[after]
-    diff = diff_graphs(g_before, g_after)
-    return {
-        "before": to_dot(g_before, diff.overlay("before"), title="", fold_boilerplate=fold,
-                         clusters=diff.clusters("before"), id_prefix="b-"),
-        "after": to_dot(g_after, diff.overlay("after"), title="", fold_boilerplate=fold,
-                        clusters=diff.clusters("after"), id_prefix="a-"),
-        "diff": diff.to_dict(),
-        "counts": diff.counts(),
-        "nodes": {"before": len(g_before), "after": len(g_after)},
-        "names": {"before": {n.name: n.op for n in g_before.nodes}, "after": {n.name: n.op for n in g_after.nodes}},
-    }
-
-
-@st.cache_data(show_spinner=False, max_entries=128)
-def svg(dot: str) -> str:
-    """Graphviz's SVG of a DOT text (render.to_svg); raises ExplorerError when ``dot`` is missing or fails."""
-    from ..render import to_svg
-
-    return to_svg(dot)
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def pass_pair(result_key: str, before: str, after: str, fold: bool, _result: dict) -> dict:
-    """Like stage_pair, for two of Grappler's per-pass dumps (keys of result["grappler"]["pass_graphs"])."""
-    from ..diff import diff_graphs
-    from ..graphs import Graph
-    from ..render import to_dot
-
-    graphs = (_result.get("grappler") or {}).get("pass_graphs") or {}
-    g_before, g_after = Graph.from_dict(graphs[before]), Graph.from_dict(graphs[after])
     diff = diff_graphs(g_before, g_after)
     return {
         "before": to_dot(g_before, diff.overlay("before"), fold_boilerplate=fold, clusters=diff.clusters("before"),
@@ -117,3 +79,33 @@ def pass_pair(result_key: str, before: str, after: str, fold: bool, _result: dic
         "nodes": {"before": len(g_before), "after": len(g_after)},
         "names": {"before": {n.name: n.op for n in g_before.nodes}, "after": {n.name: n.op for n in g_after.nodes}},
     }
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def stage_pair(result_key: str, before: str, after: str, fold: bool, _result: dict) -> dict:
+    """Both stages drawn (see _drawn_pair).
+
+    ``result_key`` (the engine's key of ``_result``) stands for the result in the cache key; the
+    result itself is not hashed.
+    """
+    from ..graphs import Graph
+
+    stages = _result["stages"]
+    return _drawn_pair(Graph.from_dict(stages[before]), Graph.from_dict(stages[after]), fold)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def pass_pair(result_key: str, before: str, after: str, fold: bool, _result: dict) -> dict:
+    """Like stage_pair, for two of Grappler's per-pass dumps (keys of result["grappler"]["pass_graphs"])."""
+    from ..graphs import Graph
+
+    graphs = (_result.get("grappler") or {}).get("pass_graphs") or {}
+    return _drawn_pair(Graph.from_dict(graphs[before]), Graph.from_dict(graphs[after]), fold)
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def svg(dot: str) -> str:
+    """Graphviz's SVG of a DOT text (render.to_svg); raises ExplorerError when ``dot`` is missing or fails."""
+    from ..render import to_svg
+
+    return to_svg(dot)
