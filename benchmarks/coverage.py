@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from explorer.catalog import PRESETS, fused_as_catalogued  # noqa: E402
-from explorer.coverage import GPU_PARAMS, MODES, OUTPUT  # noqa: E402
+from explorer.coverage import GPU_PARAMS, MODES, OUTPUT, TOTAL_ROWS, summary  # noqa: E402
 from explorer.engine import Engine  # noqa: E402
 from explorer.errors import ExplorerError  # noqa: E402
 from explorer.flags import Config  # noqa: E402
@@ -51,9 +51,8 @@ def main() -> int:
     data = {"measured": time.strftime("%Y-%m-%d"), "table": table,
             "rows": {p.id: list(p.rows) for p in PRESETS.values()}}
     print()
-    for mode in MODES:
-        rows = {r for pid, st in table.items() if st[mode] == "fused" for r in PRESETS[pid].rows}
-        print(f"{mode:<12} catalogue rows with a preset fused as catalogued: {len(rows)}/30")
+    for mode, rows in summary(data).items():
+        print(f"{mode:<12} catalogue rows with a preset fused as catalogued: {rows}/{TOTAL_ROWS}")
     if args.write:
         OUTPUT.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
         print(f"wrote {OUTPUT.relative_to(ROOT)}")
