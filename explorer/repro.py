@@ -36,10 +36,6 @@ FUSED_PREFIXES = tuple(prefix for prefix, _ in FUSED_OP_PREFIXES)
 STOCK_FUSED = tuple(sorted(STOCK_FUSED_NAMES))
 
 
-def _spec(spec) -> ModelSpec:
-    return spec if isinstance(spec, ModelSpec) else resolve(spec)
-
-
 def _config(config) -> Config:
     if isinstance(config, Config):
         return config
@@ -223,7 +219,7 @@ def _inputs(spec: ModelSpec) -> list[str]:
 
 def model_code(spec) -> str:
     """The model function (and its constants) as TF code: what explorer.models builds for ``spec``."""
-    spec = _spec(spec)
+    spec = resolve(spec)
     if spec.chain.kind == "chain":
         head = [f"def model({', '.join(_arg_names(spec))}):",
                 f'    """{spec.chain.describe()}"""']
@@ -372,7 +368,7 @@ def _command(spec: ModelSpec, config: Config) -> str:
 
 def script(spec, config=None) -> str:
     """A standalone Python script (TensorFlow and numpy only) that reproduces the explorer's run."""
-    spec, config = _spec(spec), _config(config)
+    spec, config = resolve(spec), _config(config)
     device, device_notes = _device(config)
     label = spec.preset or "custom op chain"
     params = ", ".join(f"{k}={v}" for k, v in spec.params)
