@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .fusion import is_fused_node
 from .graphs import Graph
 from .spec import ACTIVATION_LABELS, Chain, resolve
 
@@ -475,7 +476,7 @@ def observed_fusions(optimized: Graph, traced: Graph | None = None) -> list[tupl
             side = attrs.get("num_side_inputs", "0") not in ("0", "")
             found.append((n.op, (("Add",) if side else ()) + ((attrs["activation_mode"],)
                                                               if attrs.get("activation_mode", "Identity") != "Identity" else ())))
-        elif n.fused_ops or n.op.startswith(("_Fused", "_MklSwish", "_MklFused", "_MklLayerNorm", "_TensorToHash")):
+        elif is_fused_node(n):
             found.append((n.op, tuple(n.fused_ops)))
     return found
 
