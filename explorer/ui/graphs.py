@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ..graphs import STAGES
-from ..render import EDGE_LEGEND, LEGEND, to_svg
+from ..render import EDGE_LEGEND, LEGEND
 from . import cached, linked, state
 
 PAIRS = {
@@ -114,7 +114,8 @@ def _graph_head(stage: str, side: str, drawn: dict, result: dict) -> None:
     name = f"{result.get('spec', {}).get('preset') or 'chain'}-{stage}"
     pbtxt = (result.get("pbtxt") or {}).get(stage, "")
     with buttons.popover("Download", icon=":material/download:", width="stretch"):
-        st.download_button("SVG (drawing)", data=lambda d=dot: to_svg(d), file_name=f"{name}.svg",
+        # The linked view has already laid this DOT out: its cached SVG, not a second run of dot.
+        st.download_button("SVG (drawing)", data=lambda d=dot: cached.svg(d), file_name=f"{name}.svg",
                            mime="image/svg+xml", on_click="ignore", key=f"graphs.svg.{side}", width="stretch")
         st.download_button("DOT (Graphviz source)", data=lambda d=dot: d, file_name=f"{name}.dot",
                            mime="text/vnd.graphviz", on_click="ignore", key=f"graphs.dot.{side}", width="stretch")
