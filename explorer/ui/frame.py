@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
-
 import streamlit as st
 
 from ..cli import command_line
@@ -39,7 +37,7 @@ def header() -> None:
 def reproduce(choice: Choice) -> None:
     """The exact environment and command line of the current configuration (st.code has a copy button)."""
     config = choice.config
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in config.env)
+    env = config.shell_env()
     head = (f"# worker environment: {env} (the rest: TensorFlow's defaults)" if env
             else "# worker environment: no flags set, TensorFlow's defaults")
     st.code(f"{head}\n{command_line(choice.spec, config, 'inspect')}", language="bash")
