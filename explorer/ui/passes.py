@@ -186,8 +186,7 @@ def _pass_graphs(result: dict, run: dict, table: list[dict]) -> None:
             st.caption("This pass did not run on this graph (nothing to do): before and after are the same.")
         for line in row["log"]:
             st.markdown(f"The pass logged: `{line}`")
-        graph = (result.get("grappler") or {}).get("pass_graphs", {}).get(after, {})
-        no_op = [n["name"] for n in graph.get("nodes", []) if not n.get("op")]
+        no_op = [n["name"] for n in pass_graphs[after].get("nodes", []) if not n.get("op")]
         if no_op:
             st.error(f"This pass left {len(no_op)} node(s) with no op at all ({', '.join(f'`{n}`' for n in no_op[:5])}): a TensorFlow "
                      "defect. Grappler rejects such a graph, and TensorFlow then runs the function with no Grappler "
