@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import pydot
 
 from .errors import ExplorerError
-from .fusion import is_fused_node
+from .fusion import CONST_OPS, is_fused_node
 from .graphs import BOILERPLATE_OPS, INPUT_OPS, TRANSFER_OPS, Edge, Graph, Node
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 FOLDED_OPS = BOILERPLATE_OPS - INPUT_OPS - {"_Retval"}
 # Folded by wiring their input to their consumers (a _Recv's input is its _Send, joined by the worker).
 PASS_THROUGH_OPS = frozenset({"Identity", "ReadVariableOp"}) | TRANSFER_OPS
-CONST_OPS = frozenset({"Const", "_HostConst"})
 
 # Fused kernels without a fused_ops attribute: what their name implies.
 IMPLIED_FUSED_OPS = {
