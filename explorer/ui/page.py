@@ -135,7 +135,7 @@ def _summary_line(choice: sidebar.Choice, result: dict) -> None:
         st.caption(f"TensorFlow {fp.get('tensorflow', '?')} · graphs {result['provenance']}.")
     with right:
         whatif.pin_button(choice, result)
-    for warning in merged_warnings(result.get("warnings") or []):
+    for warning in result.get("warnings") or []:  # analysis.tf_warnings already merged those quoting one line
         st.warning(warning)
     if result.get("simulated"):
         profile = result.get("profile") or {}
@@ -143,17 +143,6 @@ def _summary_line(choice: sidebar.Choice, result: dict) -> None:
             st.markdown("\n".join(f"- {line}" for line in result.get("limits") or []))
             if result.get("method"):
                 st.caption(result["method"])
-
-
-def merged_warnings(warnings: list[str]) -> list[str]:
-    """Warnings that quote the same TensorFlow log line, as one ("meaning. meaning. TensorFlow logged: line")."""
-    marker = " TensorFlow logged: "
-    groups: dict[str, tuple[list[str], str | None]] = {}  # key -> (meanings, the quoted line or None)
-    for w in warnings:
-        meaning, sep, line = w.partition(marker)
-        key = line if sep else w
-        groups.setdefault(key, ([], line if sep else None))[0].append(meaning if sep else w)
-    return [" ".join(meanings) + (f"{marker}{line}" if line is not None else "") for meanings, line in groups.values()]
 
 
 def export(choice: sidebar.Choice, result: dict) -> None:
