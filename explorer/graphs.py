@@ -108,9 +108,6 @@ class Graph:
                 out.setdefault(e.src, []).append((n.name, e))
         return out
 
-    def edge_count(self) -> int:
-        return sum(len(n.inputs) for n in self.nodes)
-
     def to_dict(self) -> dict:
         return {"stage": self.stage, "nodes": [n.to_dict() for n in self.nodes]}
 
