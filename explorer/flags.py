@@ -233,9 +233,6 @@ class Config:
             sw[name] = value
         return Config.make(self.device, self.env_dict, sw)
 
-    def with_device(self, device: str) -> "Config":
-        return Config.make(device, self.env_dict, self.grappler_dict)
-
     def shell_env(self) -> str:
         """The environment assignments, as a person would type them in a shell."""
         return " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env)
