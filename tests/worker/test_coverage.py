@@ -6,7 +6,6 @@ import pytest
 
 from explorer import coverage
 from explorer.catalog import EXPECT, PRESETS, fused_as_catalogued
-from explorer.engine import Engine
 from explorer.flags import Config
 
 pytestmark = pytest.mark.tf
@@ -19,13 +18,6 @@ def test_every_catalogue_row_has_a_preset_and_an_expectation():
     assert rows == set(range(1, coverage.TOTAL_ROWS + 1))
     assert set(EXPECT) == set(PRESETS)
     assert DATA is not None and set(DATA["table"]) == set(PRESETS)
-
-
-@pytest.fixture(scope="module")
-def engine():
-    engine = Engine(cache_dir=None)
-    yield engine
-    engine.close()
 
 
 @pytest.mark.parametrize("mode", ["cpu-onednn", "cpu-stock"])

@@ -24,13 +24,6 @@ REMAPPER_OFF = Config.make("cpu", grappler={"remapping": "off"})
 GELU_APPROX_OPS = {"Pow", "Mul", "AddV2", "Tanh"}
 
 
-@pytest.fixture(scope="module")
-def engine():
-    engine = Engine(cache_dir=None)
-    yield engine
-    engine.close()
-
-
 def optimized(result) -> Graph:
     return Graph.from_dict(result["stages"]["optimized"])
 

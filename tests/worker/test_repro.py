@@ -18,7 +18,6 @@ from collections import Counter
 import pytest
 
 from explorer import repro
-from explorer.engine import Engine
 from explorer.fusion import is_fused_node
 from explorer.graphs import Graph
 
@@ -44,13 +43,6 @@ CONFIGS = {
     "default": {"device": "cpu"},
     "onednn_off": {"device": "cpu", "env": {"TF_ENABLE_ONEDNN_OPTS": "0"}},
 }
-
-
-@pytest.fixture(scope="module")
-def engine():
-    engine = Engine(cache_dir=None)
-    yield engine
-    engine.close()
 
 
 def fused(graph_dict: dict) -> Counter:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from explorer.catalog import PRESETS
-from explorer.engine import Engine
 from explorer.errors import WorkerError
 from explorer.flags import Config
 from explorer.patterns import explain
@@ -30,13 +29,6 @@ def small(chain) -> dict:
     if chain.squeeze:
         return {"batch": 2, "height": 6, "width": 1, "in_channels": 4, "out_channels": 4, "filter_size": 1}
     return dict(SMALL[chain.contraction])
-
-
-@pytest.fixture(scope="module")
-def engine():
-    engine = Engine(cache_dir=None)
-    yield engine
-    engine.close()
 
 
 def verdict(engine, spec, mode):
