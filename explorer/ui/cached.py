@@ -103,6 +103,14 @@ def pass_pair(result_key: str, before: str, after: str, fold: bool, _result: dic
     return _drawn_pair(Graph.from_dict(graphs[before]), Graph.from_dict(graphs[after]), fold)
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def stage_ops(result_key: str, _result: dict) -> dict:
+    """Per stage of the result: its node count and compute op types (what-if shows these on every rerun)."""
+    from ..analysis import graphs_of
+
+    return {stage: {"nodes": len(g), "compute_ops": g.compute_ops()} for stage, g in graphs_of(_result).items()}
+
+
 @st.cache_data(show_spinner=False, max_entries=128)
 def svg(dot: str) -> str:
     """Graphviz's SVG of a DOT text (render.to_svg); raises ExplorerError when ``dot`` is missing or fails."""

@@ -11,10 +11,10 @@ from collections import Counter
 import streamlit as st
 
 from .. import stats
-from ..analysis import graphs_of
 from ..errors import ExplorerError
 from ..flags import Config
-from . import state
+from . import cached, state
+from .bench import run_key
 from .sidebar import Choice, device_label
 from .why import verdict_badge
 
@@ -23,10 +23,8 @@ STAGE_WORDS = {"traced": "traced", "optimized": "after Grappler", "executed": "e
 
 def summarize(choice: Choice, result: dict) -> dict:
     """What the comparison shows of one result (plain data, kept in the session)."""
-    from .bench import run_key
-
-    graphs = graphs_of(result)
-    executed, optimized = graphs.get("executed"), graphs.get("optimized")
+    stages = cached.stage_ops(result["key"], result)
+    executed, optimized = stages.get("executed"), stages.get("optimized")
     fp = result.get("fingerprint") or {}
     return {
         "label": choice.label,
@@ -36,11 +34,11 @@ def summarize(choice: Choice, result: dict) -> dict:
         "config": choice.config.to_dict(),
         "run_key": run_key(choice),
         "fusions": [f.get("description") or f.get("describe", "") for f in result.get("fusions") or []],
-        "executed": _op_counts(executed.compute_ops()) if executed is not None else "",
+        "executed": _op_counts(executed["compute_ops"]) if executed is not None else "",
         # Op types after Grappler: where the devices part before any kernel runs (the GPU keeps
         # Pow(x, 3), the CPU's arithmetic optimiser writes Square(x)*x).
-        "optimized_ops": optimized.compute_ops() if optimized is not None else [],
-        "nodes": {stage: len(g) for stage, g in graphs.items()},
+        "optimized_ops": optimized["compute_ops"] if optimized is not None else [],
+        "nodes": {stage: s["nodes"] for stage, s in stages.items()},
         "onednn": fp.get("onednn"),
         "simulated": bool(result.get("simulated")),
         "explanation": {"verdict": (result.get("explanation") or {}).get("verdict")},
@@ -164,7 +162,6 @@ def _side(col, title: str, mine: dict, other: dict | None) -> None:
 
 def _bench_both(pinned: dict, current: dict) -> None:
     from ..spec import resolve
-    from . import cached
     from .bench import _progress_runner
     from .page import show_error
 
