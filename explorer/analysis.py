@@ -64,7 +64,7 @@ def tf_warnings(result: dict, graphs: dict[str, Graph]) -> list[str]:
     for line, said in meanings.items():
         warnings.append(f"{' '.join(said)} TensorFlow logged: {line}")
     traced, optimized = graphs.get("traced"), graphs.get("optimized")
-    if traced is not None and optimized is not None and traced.to_dict()["nodes"] == optimized.to_dict()["nodes"]:
+    if traced is not None and optimized is not None and traced.nodes == optimized.nodes:
         warnings.append("The graph after Grappler is identical to the traced graph: Grappler changed nothing "
                         "(or did not run).")
     return warnings
