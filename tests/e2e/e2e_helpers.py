@@ -37,6 +37,8 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 VIEWPORT = {"width": 1400, "height": 1000}
+LINKED = "[data-testid='stIFrame']"  # the frame of the linked before/after drawing (explorer/ui/linked.py)
+GRAPH_SVG = ".fx-pane svg"  # one drawn graph inside that frame
 
 # Attributes Streamlit 1.67's frontend sets on its root element (App.tsx): data-test-script-state is
 # "initial" before the first run, then "running" / "rerunRequested" / "stopRequested" /

@@ -15,9 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from e2e_helpers import full_page_screenshot, launch_browser, new_context, open_app, wait_idle  # noqa: E402
-
-LINKED = "[data-testid='stIFrame']"  # the linked before/after drawing (explorer/ui/linked.py)
+from e2e_helpers import (  # noqa: E402
+    GRAPH_SVG, LINKED, full_page_screenshot, launch_browser, new_context, open_app, wait_idle,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
             # The linked graphs load in a frame after the script is idle: without this wait the
             # screenshot could show an empty box where they go (only the open tab's frame is visible).
             if page.locator(LINKED).count():
-                page.frame_locator(LINKED).first.locator(".fx-pane svg").last.wait_for(
+                page.frame_locator(LINKED).first.locator(GRAPH_SVG).last.wait_for(
                     state="visible", timeout=timeout_ms)
             full_page_screenshot(page, args.out)
         except Error as e:

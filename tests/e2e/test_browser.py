@@ -3,10 +3,8 @@ the exports downloaded."""
 
 from __future__ import annotations
 
-from e2e_helpers import open_app, wait_idle
+from e2e_helpers import GRAPH_SVG, LINKED, open_app, wait_idle
 
-LINKED = "[data-testid='stIFrame']"  # the linked before/after drawing (explorer/ui/linked.py)
-GRAPH_SVG = ".fx-pane svg"
 PLOTLY = "[data-testid='stPlotlyChart'] .js-plotly-plot"
 EXCEPTION = "[data-testid='stException']"
 

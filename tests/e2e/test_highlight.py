@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import re
 
-from e2e_helpers import open_app
+from e2e_helpers import LINKED, open_app
 from playwright.sync_api import expect
 
 from explorer.render import html_id
 
-LINKED = "[data-testid='stIFrame']"
 LINKED_CLASS = re.compile(r"\bfx-linked\b")
 LIT_CLASS = re.compile(r"\bfx-hl\b")
 # The default model: MatMul + BiasAdd + GELU (approximate) -> one _FusedMatMul named after the GELU's last Mul.
