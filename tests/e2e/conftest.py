@@ -1,7 +1,8 @@
 """Fixtures for the browser tests in tests/e2e (every test here is marked ``e2e``).
 
-- ``app_server`` (module scope): the base URL (``http://127.0.0.1:PORT``) of ``streamlit run app.py``
-  started from the repository root on a free port; stopped after the module.
+- ``app_server`` (session scope): the base URL (``http://127.0.0.1:PORT``) of ``streamlit run app.py``
+  started from the repository root on a free port, shared by every test file here (each test has
+  its own page, so its own Streamlit session); stopped at the end.
 - ``browser`` (session scope): headless Debian chromium through Playwright.
 - ``page`` (per test): a new page in a fresh context (1400x1000 viewport, its own Streamlit session).
 
@@ -28,7 +29,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.e2e)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def app_server(tmp_path_factory):
     server = start_app("app.py", log_dir=tmp_path_factory.mktemp("app-server"))
     _servers[server.url] = server
