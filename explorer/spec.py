@@ -336,8 +336,9 @@ class ModelSpec:
 
     def check_size(self) -> None:
         size = itemsize(self.p.get("dtype", "int64"))
+        shapes = self.tensor_shapes()
         total = 0
-        for name, shape in self.tensor_shapes().items():
+        for name, shape in shapes.items():
             nbytes = math.prod(shape) * size
             if nbytes > MAX_TENSOR_BYTES:
                 raise SpecError(
@@ -347,7 +348,7 @@ class ModelSpec:
                 )
             total += nbytes
         # Unfused graphs keep a few output-sized intermediates alive at once.
-        out_bytes = math.prod(self.tensor_shapes()["out"]) * size
+        out_bytes = math.prod(shapes["out"]) * size
         total += 6 * out_bytes
         if total > MAX_MODEL_BYTES:
             raise SpecError(
