@@ -39,20 +39,18 @@ import asyncio
 import math
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))  # the browser tests' server start and Chromium settings
+
+from e2e_helpers import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, start_app  # noqa: E402
 
 from explorer.catalog import PRESETS  # noqa: E402
 from explorer.errors import ExplorerError  # noqa: E402
@@ -75,11 +73,6 @@ RUN_BUTTON = "Run fused vs unfused"  # the benchmark's run button (a form submit
 BENCH_DONE_TEXT = "Fused median"  # a metric shown with a benchmark result
 BENCH_FAILED_TEXT = "The benchmark failed"
 PLACEHOLDER_MARK = "Placeholder entrypoint"  # app.py's docstring while the page was not built yet
-
-CHROMIUM = os.environ.get("EXPLORER_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-VIEWPORT = {"width": 1400, "height": 1000}
 
 DEFAULT_PRESET = "matmul_bias_gelu_approx"  # what the page shows on load (explorer/ui/state.py)
 # The presets the sessions switch to: the catalogue's first six after the default (a class spread
@@ -307,47 +300,18 @@ def spans_overlapping(spans: list) -> set:
 
 # --- the app server --------------------------------------------------------------------------------
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
+    """``streamlit run app.py`` as the browser tests start it (e2e_helpers.start_app: a free port of
+    127.0.0.1, its own process group, healthy before this returns), with a result cache of its own,
+    and the TensorFlow worker processes it starts."""
+
     def __init__(self, cache_dir: Path, log_dir: Path):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = log_dir / "server.log"
-        env = dict(os.environ, EXPLORER_CACHE_DIR=str(cache_dir), PYTHONUNBUFFERED="1")
-        with open(self.log_path, "wb") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                 "--server.port", str(self.port), "--server.address", "127.0.0.1",
-                 "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True)
+        self.app = start_app("app.py", env={"EXPLORER_CACHE_DIR": str(cache_dir)}, log_dir=log_dir,
+                             timeout=SERVER_START_S)
+        self.proc, self.url, self.log_path = self.app.proc, self.app.url, self.app.log_path
         self.worker_pids: set[int] = set()
         self.left_behind: list[int] = []
         self.killed: list[int] = []
-        limit = time.monotonic() + SERVER_START_S
-        while time.monotonic() < limit:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited with code {self.proc.returncode}; log: {self.tail()}")
-            try:
-                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(0.25)
-        self.stop()
-        raise RuntimeError(f"streamlit did not answer within {SERVER_START_S:.0f} s; log: {self.tail()}")
-
-    def tail(self, lines: int = 30) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
 
     def workers(self) -> list:
         """The server's TensorFlow worker processes (they run in sessions of their own)."""
@@ -369,16 +333,7 @@ class Server:
 
     def stop(self) -> None:
         self.workers()
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                self.proc.wait(20)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self.proc.wait(10)
+        self.app.stop(timeout=20)  # SIGTERM to its process group, SIGKILL if it is still there after 20 s
         # Workers lead their own sessions: give them a moment to notice their server is gone (their
         # stdin closes), then stop whichever did not.
         import psutil
@@ -473,8 +428,9 @@ async def run_browser(sessions: int, deadline: float, cache_dir: Path, log_dir: 
         raise UiNotReady(f"{CHROMIUM} not found (Debian package chromium)")
     f = Figures("browser (real Streamlit sessions, one headless Chromium)")
     first = FirstSeen()
-    log(f"starting the app server (log: {log_dir / 'server.log'})")
+    log("starting the app server")
     server = Server(cache_dir, log_dir)
+    log(f"app server at {server.url} (log: {server.log_path})")
     watcher = CpuWatcher(server).start()
     pages: list = [None] * sessions
     frames: list[list] = [[] for _ in range(sessions)]  # when each page received benchmark progress

@@ -1,7 +1,8 @@
 """Shared pieces of the browser tests: start the app, open a browser, wait for Streamlit.
 
-Used by ``tests/e2e/conftest.py`` (the ``app_server`` and ``page`` fixtures) and by
-``tests/e2e/screenshot.py``. Tests import the helpers directly::
+Used by ``tests/e2e/conftest.py`` (the ``app_server`` and ``page`` fixtures), by
+``tests/e2e/screenshot.py`` and by ``benchmarks/serving.py`` (its app server and Chromium settings).
+Tests import the helpers directly::
 
     from e2e_helpers import wait_idle, open_app
 
