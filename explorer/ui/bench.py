@@ -38,22 +38,25 @@ def _progress_runner(label: str):
 
 def run(choice: Choice, reps: int, warmup: int, max_seconds: float) -> dict | None:
     """Benchmark the current choice with progress shown; keeps the result in the session."""
-    from .page import show_error
-
-    engine = cached.engine()
-    cold = not engine.is_warm(choice.config)
+    cold = not cached.engine().is_warm(choice.config)
     label = "Timing fused against unfused" + (" (starting TensorFlow in a new worker process first)" if cold else "")
+    return measure(choice.model, choice.config, run_key(choice), label, reps=reps, warmup=warmup,
+                   max_seconds=max_seconds)
+
+
+def measure(model, config, key: str, label: str, *, reps: int, warmup: int, max_seconds: float) -> dict | None:
+    """One benchmark under a progress status, kept in the session under ``key``; None (error shown) on failure."""
     status, bar, on_progress = _progress_runner(label)
     try:
-        result = engine.bench(choice.model, choice.config, reps=reps, warmup=warmup, max_seconds=max_seconds,
-                              on_progress=on_progress)
+        result = cached.engine().bench(model, config, reps=reps, warmup=warmup, max_seconds=max_seconds,
+                                       on_progress=on_progress)
     except ExplorerError as exc:
         status.update(label="The benchmark failed", state="error", expanded=False)
-        show_error(exc, "The benchmark failed")
+        frame.show_error(exc, "The benchmark failed")
         return None
     bar.progress(1.0, text=f"{result['reps_done']} pairs timed in {result.get('elapsed_s', 0):.1f} s")
     status.update(label=f"Timed {result['reps_done']} interleaved pairs", state="complete", expanded=False)
-    state.remember(state.BENCH_RESULTS, run_key(choice), result)
+    state.remember(state.BENCH_RESULTS, key, result)
     return result
 
 
@@ -215,8 +218,6 @@ def sweep_panel(choice: Choice) -> None:
 
 
 def _run_sweep(choice: Choice, param: str, values: list[int], reps: int, key: str) -> None:
-    from .page import show_error
-
     status, bar, on_progress = _progress_runner(f"Sweeping {param} over {len(values)} values")
     try:
         points = cached.engine().sweep(choice.model, choice.config, param=param, values=values, reps=reps,
@@ -224,7 +225,7 @@ def _run_sweep(choice: Choice, param: str, values: list[int], reps: int, key: st
         rows = stats.sweep_table([(pt["value"], pt["result"]) for pt in points])
     except ExplorerError as exc:
         status.update(label="The sweep failed", state="error", expanded=False)
-        show_error(exc, "The sweep failed")
+        frame.show_error(exc, "The sweep failed")
         return
     status.update(label=f"Swept {param} over {len(values)} values", state="complete", expanded=False)
     state.remember(state.SWEEP_RESULTS, key, {"param": param, "rows": rows})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ..cli import command_line
+from ..errors import ExplorerError, WorkerError
 from .sidebar import Choice
 
 INTRO = (
@@ -32,6 +33,15 @@ def header() -> None:
                "that buy? Build a model in the sidebar; the graphs and fusions appear below.")
     with st.expander("What is fusion?"):
         st.markdown(INTRO)
+
+
+def show_error(exc: ExplorerError, context: str = "") -> None:
+    """An engine error as a readable message (never a traceback); the worker's log tail folded away."""
+    st.error(f"{context}: {exc}" if context else str(exc))
+    detail = getattr(exc, "detail", "")
+    if isinstance(exc, WorkerError) and detail:
+        with st.expander("The worker's last log lines"):
+            st.code(detail, language="text")
 
 
 def reproduce(choice: Choice) -> None:

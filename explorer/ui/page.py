@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ..engine import ResultCache
-from ..errors import ExplorerError, WorkerError
+from ..errors import ExplorerError
 from ..graphs import STAGES
 from ..machine import gpu_words
 from . import bench, cached, frame, graphs, passes, sidebar, state, whatif, why
@@ -58,17 +58,8 @@ def _fingerprint() -> dict | None:
         with st.spinner("Starting TensorFlow in a new worker process to see which devices it has (a few seconds)…"):
             return cached.fingerprint()
     except ExplorerError as exc:
-        show_error(exc, "TensorFlow could not start, so the devices are unknown")
+        frame.show_error(exc, "TensorFlow could not start, so the devices are unknown")
         return None
-
-
-def show_error(exc: ExplorerError, context: str = "") -> None:
-    """An engine error as a readable message (never a traceback); the worker's log tail folded away."""
-    st.error(f"{context}: {exc}" if context else str(exc))
-    detail = getattr(exc, "detail", "")
-    if isinstance(exc, WorkerError) and detail:
-        with st.expander("The worker's last log lines"):
-            st.code(detail, language="text")
 
 
 def provenance(result: dict) -> str:
@@ -101,7 +92,7 @@ def inspect(choice: sidebar.Choice) -> dict | None:
                 result = engine.inspect(choice.model, choice.config, on_progress=progress)
     except ExplorerError as exc:
         placeholder.empty()
-        show_error(exc, "Inspecting the model failed")
+        frame.show_error(exc, "Inspecting the model failed")
         return None
     placeholder.empty()
     if choice.config.device == "cpu":

@@ -11,10 +11,9 @@ from collections import Counter
 import streamlit as st
 
 from .. import stats
-from ..errors import ExplorerError
 from ..flags import Config
-from . import cached, state
-from .bench import run_key
+from ..spec import resolve
+from . import bench, cached, state
 from .sidebar import Choice, device_label
 from .why import verdict_badge
 
@@ -32,7 +31,7 @@ def summarize(choice: Choice, result: dict) -> dict:
         "params": dict(choice.model.params),
         "model": choice.model.preset or choice.model.chain.describe(),
         "config": choice.config.to_dict(),
-        "run_key": run_key(choice),
+        "run_key": bench.run_key(choice),
         "fusions": [f.get("description") or f.get("describe", "") for f in result.get("fusions") or []],
         "executed": _op_counts(executed["compute_ops"]) if executed is not None else "",
         # Op types after Grappler: where the devices part before any kernel runs (the GPU keeps
@@ -150,9 +149,9 @@ def _side(col, title: str, mine: dict, other: dict | None) -> None:
         executed = f"`{mine['executed']}`" if mine["executed"] else "none: a simulated GPU runs nothing"
         st.markdown(f"Executed ops: {executed}" + (" :orange-badge[differs]" if differs else ""))
         st.caption(" → ".join(f"{STAGE_WORDS.get(stage, stage)} {n} nodes" for stage, n in mine["nodes"].items()))
-        bench = state.recall(state.BENCH_RESULTS, mine["run_key"])
-        if bench is not None:
-            sp = bench["summary"]["speedup"]
+        measured = state.recall(state.BENCH_RESULTS, mine["run_key"])
+        if measured is not None:
+            sp = measured["summary"]["speedup"]
             st.markdown(f"Speedup of fusion: **{stats.format_speedup(sp)}** ({sp['verdict']})")
         elif mine.get("simulated"):
             st.caption("Speedup: none, a simulated GPU runs nothing.")
@@ -161,26 +160,14 @@ def _side(col, title: str, mine: dict, other: dict | None) -> None:
 
 
 def _bench_both(pinned: dict, current: dict) -> None:
-    from ..spec import resolve
-    from .bench import _progress_runner
-    from .page import show_error
-
-    engine = cached.engine()
     reps = int(st.session_state.get(state.BENCH_REPS, 60))
     warmup = int(st.session_state.get(state.BENCH_WARMUP, 5))
     seconds = float(st.session_state.get(state.BENCH_SECONDS, 60))
     for side in (pinned, current):
         if state.recall(state.BENCH_RESULTS, side["run_key"]) is not None or side.get("simulated"):
             continue
-        status, bar, on_progress = _progress_runner(f"Timing {side['label']} ({side['config']['device']}, "
-                                                     f"{side['config']['env'] or 'default flags'})")
-        try:
-            result = engine.bench(resolve(side["spec"]), Config.from_dict(side["config"]), reps=reps, warmup=warmup,
-                                  max_seconds=seconds, on_progress=on_progress)
-        except ExplorerError as exc:
-            status.update(label="The benchmark failed", state="error")
-            show_error(exc, "The benchmark failed")
+        label = f"Timing {side['label']} ({side['config']['device']}, {side['config']['env'] or 'default flags'})"
+        if bench.measure(resolve(side["spec"]), Config.from_dict(side["config"]), side["run_key"], label,
+                         reps=reps, warmup=warmup, max_seconds=seconds) is None:
             return
-        status.update(label="Timed", state="complete", expanded=False)
-        state.remember(state.BENCH_RESULTS, side["run_key"], result)
     st.rerun()
