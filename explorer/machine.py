@@ -5,6 +5,8 @@ from __future__ import annotations
 import glob
 import os
 
+from .flags import is_simulated
+
 # Where the NVIDIA kernel driver shows its GPUs; read without CUDA, so without starting TensorFlow.
 NVIDIA_DRIVER_GPUS = "/proc/driver/nvidia/gpus"
 
@@ -42,7 +44,7 @@ def describe(fp: dict) -> str:
         if len(fp["gpus"]) > 1:
             parts.append(f"{len(fp['gpus'])} GPUs visible, GPU:0 used")
         return " · ".join(parts)
-    if device.startswith("gpu-sim"):
+    if is_simulated(device):
         label = (fp.get("simulated_gpu") or {}).get("label") or device
         return " · ".join([tf_words, f"simulated {label} (Grappler only, on {cpu})", onednn])
     return " · ".join([tf_words, cpu, onednn])

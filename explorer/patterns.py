@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .flags import is_simulated
 from .fusion import is_fused_node
 from .graphs import Graph
 from .spec import ACTIVATION_LABELS, Chain, resolve
@@ -283,7 +284,7 @@ def predict(ctx: Context) -> Prediction:
     if not ctx.on_cpu:
         notes.append("Simulated GPU: the graph is Grappler's own decision on a virtual GPU, the checklist is read "
                      "from the remapper's source; kernels are not run, so run-time refusals cannot show."
-                     if ctx.device.startswith("gpu-sim") else
+                     if is_simulated(ctx.device) else
                      "GPU rules are read from the remapper's source; on this machine they cannot be confirmed.")
     blocked = any(ch.ok is False for ch in checks)
     fusions: list[tuple[str, tuple[str, ...]]] = []

@@ -22,7 +22,7 @@ import json
 import math
 import zipfile
 
-from .flags import ENV_FLAGS, Config
+from .flags import ENV_FLAGS, Config, is_simulated
 from .fusion import FUSED_OP_PREFIXES, STOCK_FUSED_NAMES
 from .spec import ModelSpec, resolve
 
@@ -348,7 +348,7 @@ def _env_lines(config: Config) -> list[str]:
     lines.append('os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"')
     if config.device == "cpu":
         lines.append('os.environ["CUDA_VISIBLE_DEVICES"] = "-1"  # as the explorer runs it: no GPU in a CPU run')
-    elif config.device.startswith("gpu-sim") and "TF_ENABLE_ONEDNN_OPTS" not in env:
+    elif is_simulated(config.device) and "TF_ENABLE_ONEDNN_OPTS" not in env:
         lines.append('os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"  # the explorer simulates GPUs with oneDNN off')
     return lines
 
