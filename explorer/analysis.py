@@ -76,18 +76,18 @@ def annotate_bench(result: dict) -> dict:
     result = dict(result)
     result["summary"] = bench_summary(result)
     proof = result.get("proof", {})
-    fused_ops = [n["op"] for n in proof.get("fused", {}).get("fused_nodes", [])]
+    fused, unfused = proof.get("fused", {}), proof.get("unfused", {})
     problems = []
     if result.get("reinstantiated_during_timing"):
         problems.append(f"{result['reinstantiated_during_timing']} function(s) were re-instantiated while timing, "
                         "so a variant may not have run the graph shown.")
-    if proof.get("fused", {}).get("executed_ops") == proof.get("unfused", {}).get("executed_ops"):
+    if fused.get("executed_ops") == unfused.get("executed_ops"):
         problems.append("Both variants executed the same ops: the remapper fused nothing here, so the two "
                         "timings compare the same graph.")
     result["proof_summary"] = {
-        "fused_executed": proof.get("fused", {}).get("executed_ops", []),
-        "unfused_executed": proof.get("unfused", {}).get("executed_ops", []),
-        "fused_nodes": fused_ops,
+        "fused_executed": fused.get("executed_ops", []),
+        "unfused_executed": unfused.get("executed_ops", []),
+        "fused_nodes": [n["op"] for n in fused.get("fused_nodes", [])],
         "verified": not result.get("reinstantiated_during_timing"),
         "problems": problems,
     }
