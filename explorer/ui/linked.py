@@ -7,9 +7,8 @@ node's element id is ``render.html_id(name, prefix)``. The links travel as JSON 
 (ids are ``[A-Za-z0-9_-]`` only; labels are set with ``textContent``), with ``<``, ``>`` and
 ``&`` escaped so that nothing in it can close the script.
 
-``page_html`` is pure (tests call it); ``show`` puts it on the page in an ``st.iframe`` (the
-successor of ``st.components.v1.html``, which it falls back to on an older Streamlit) and returns
-False when Graphviz's ``dot`` is missing or fails, so that the caller can draw with
+``page_html`` is pure (tests call it); ``show`` puts it on the page in an ``st.iframe`` and
+returns False when Graphviz's ``dot`` is missing or fails, so that the caller can draw with
 ``st.graphviz_chart`` instead.
 """
 
@@ -242,12 +241,6 @@ def show(before_dot: str, after_dot: str, groups: list[dict], *, hint: str = HIN
         before_svg, after_svg = cached.svg(before_dot), cached.svg(after_dot)
     except ExplorerError:
         return False
-    if hasattr(st, "iframe"):  # Streamlit 1.5x+: sizes the frame to its content
-        st.iframe(page_html(before_svg, after_svg, groups, hint, fit=True, titles=titles), height="content")
-    else:
-        import streamlit.components.v1 as components
-
-        components.html(page_html(before_svg, after_svg, groups, hint, fit=True, titles=titles),
-                        height=frame_height(before_svg, after_svg), scrolling=True)
+    st.iframe(page_html(before_svg, after_svg, groups, hint, fit=True, titles=titles), height="content")
     return True
 
