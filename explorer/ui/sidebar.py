@@ -239,10 +239,8 @@ def _configuration(fingerprint: dict | None) -> tuple[Config | None, list[str]]:
 
 
 def _default_profile(profiles: dict) -> str:
-    try:
-        from ..simulate import DEFAULT_PROFILE  # plain data; TensorFlow is imported only inside its functions
-    except ImportError:
-        DEFAULT_PROFILE = None
+    from ..simulate import DEFAULT_PROFILE  # plain data, as flags.gpu_profiles (which found profiles) imports
+
     return DEFAULT_PROFILE if DEFAULT_PROFILE in profiles else next(iter(profiles))
 
 
