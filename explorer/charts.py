@@ -225,10 +225,14 @@ def sweep_figure(rows: list[dict], param_name: str, *, title: str | None = None,
     return _style(fig, title or f"Fused vs unfused across {param_name}", height)
 
 
+def row_speedup(row: dict) -> dict:
+    """A ``stats.sweep_table`` row's speedup in the shape ``stats.format_speedup`` takes."""
+    return {"estimate": row["speedup"], "ci_low": row["ci_low"], "ci_high": row["ci_high"],
+            "confidence": row.get("confidence", 0.95)}
+
+
 def _sweep_hover(row: dict, param_name: str) -> str:
-    sp = {"estimate": row["speedup"], "ci_low": row["ci_low"], "ci_high": row["ci_high"],
-          "confidence": row.get("confidence", 0.95)}
-    return f"{param_name}={row['value']}<br>speedup {stats.format_speedup(sp)}"
+    return f"{param_name}={row['value']}<br>speedup {stats.format_speedup(row_speedup(row))}"
 
 
 def _confidence_label(rows) -> str:

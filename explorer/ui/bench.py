@@ -212,7 +212,7 @@ def sweep_panel(choice: Choice) -> None:
                else "At no swept size is fused measurably faster at that size and every larger one.")
     st.dataframe(
         [{param: r["value"], "fused ms": round(r["fused_median_ms"], 4), "unfused ms": round(r["unfused_median_ms"], 4),
-          "speedup": stats.format_speedup({"estimate": r["speedup"], "ci_low": r["ci_low"], "ci_high": r["ci_high"]}),
+          "speedup": stats.format_speedup(charts.row_speedup(r)),
           "pairs": r["n_pairs"]} for r in rows],
         hide_index=True, width="stretch")
 
