@@ -16,9 +16,12 @@ import json
 import sys
 
 from . import machine
+from .analysis import graphs_of
 from .catalog import PRESETS
 from .errors import ExplorerError, SpecError
 from .flags import Config, parse_assignment
+from .graphs import STAGES
+from .pipeline import main_run
 from .spec import DEFAULT_PARAMS, Chain, resolve
 
 
@@ -120,9 +123,6 @@ def _print_presets(as_json: bool) -> None:
 
 
 def _print_inspect(result: dict) -> None:
-    from .analysis import graphs_of
-    from .graphs import STAGES
-
     fp = result["fingerprint"]
     print(f"{machine.describe(fp)} | flags {fp['flags'] or 'defaults'}")
     if result.get("simulated"):
@@ -143,8 +143,6 @@ def _print_inspect(result: dict) -> None:
     print("\nRemapper log:" + ("" if grappler["remapper_log"] else " (nothing logged)"))
     for line in grappler["remapper_log"]:
         print(f"  {line}")
-    from .pipeline import main_run
-
     run = main_run(grappler)
     if run:
         print("\nGrappler passes that changed the graph:")
