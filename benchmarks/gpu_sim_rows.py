@@ -139,14 +139,13 @@ ROWS = [
 ]
 
 DRIVER = r"""
-import json, sys, types
+import json, sys
 import numpy as np
 import tensorflow as tf
-from explorer import simulate
-from explorer.worker import Worker
+from explorer.worker import simulate
+from explorer.worker.convert import graph_to_dict
 
-shim = types.SimpleNamespace(tf=tf)
-to_dict = lambda g, stage: Worker.graph_to_dict(shim, g, stage)
+to_dict = lambda g, stage: graph_to_dict(g, stage, tf)
 FP16 = tf.float16
 
 def bn_grad():

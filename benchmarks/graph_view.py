@@ -18,11 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from explorer.analysis import graphs_of  # noqa: E402
-from explorer.diff import diff_graphs  # noqa: E402
-from explorer.engine import Engine  # noqa: E402
-from explorer.flags import Config  # noqa: E402
-from explorer.render import to_dot  # noqa: E402
+from explorer.analysis.annotate import graphs_of
+from explorer.analysis.diff import diff_graphs
+from explorer.engine import Engine
+from explorer.model.flags import Config
+from explorer.present.dot import to_dot
 
 SPEC = {"preset": "matmul_bias_gelu_approx", "params": {"m": 1024}}
 

@@ -18,11 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from explorer.catalog import PRESETS  # noqa: E402
-from explorer.engine import Engine  # noqa: E402
-from explorer.errors import ExplorerError  # noqa: E402
-from explorer.flags import Config, parse_assignment  # noqa: E402
-from explorer.machine import describe  # noqa: E402
+from explorer.engine import Engine
+from explorer.errors import ExplorerError
+from explorer.model.catalog import PRESETS
+from explorer.model.flags import Config, parse_assignment
+from explorer.present.machine import describe
 
 
 def main() -> int:

@@ -52,9 +52,9 @@ sys.path.insert(0, str(ROOT / "tests" / "e2e"))  # the browser tests' server sta
 
 from e2e_helpers import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, start_app  # noqa: E402
 
-from explorer.catalog import PRESETS  # noqa: E402
-from explorer.errors import ExplorerError  # noqa: E402
-from explorer.flags import ENV_FLAGS, Config  # noqa: E402
+from explorer.errors import ExplorerError
+from explorer.model.catalog import PRESETS
+from explorer.model.flags import ENV_FLAGS, Config
 
 # --- what the script looks for on the page (explorer/ui); change here if the page changes -------
 # A drawn graph: Graphviz's SVG has a <g class="node"> per node, whether the page draws it with
@@ -206,7 +206,8 @@ class BusyWatcher(Sampler):
 
 
 def run_engine(sessions: int, deadline: float, cache_dir: Path) -> Figures:
-    from explorer.engine import HOST, Engine
+    from explorer.engine.admission import HOST
+    from explorer.engine import Engine
 
     f = Figures("engine-level (threads sharing one Engine, no browser)")
     first = FirstSeen()

@@ -15,14 +15,15 @@ import argparse
 import json
 import sys
 
-from . import machine
-from .analysis import graphs_of
-from .catalog import PRESETS
+from .analysis.annotate import graphs_of
+from .analysis.grappler_log import main_run
 from .errors import ExplorerError, SpecError
-from .flags import Config, parse_assignment
-from .graphs import STAGES
-from .pipeline import main_run
-from .spec import DEFAULT_PARAMS, Chain, resolve
+from .model.catalog import PRESETS
+from .model.chain import Chain
+from .model.flags import Config, parse_assignment
+from .model.graph import STAGES
+from .model.spec import DEFAULT_PARAMS, resolve
+from .present import machine
 
 
 class _Parser(argparse.ArgumentParser):
@@ -97,7 +98,7 @@ def command_line(spec: dict, config: Config, command: str = "inspect") -> str:
 
 
 def _print_presets(as_json: bool) -> None:
-    from . import coverage
+    from .model import coverage
 
     data = coverage.load()
     if as_json:
@@ -193,7 +194,7 @@ def _export(result: dict, directory: str) -> None:
     import zipfile
     from pathlib import Path
 
-    from .repro import bundle
+    from .present.repro import bundle
 
     target = Path(directory)
     try:
@@ -210,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "presets":
         _print_presets(args.json)
         return 0
-    from .engine import DEFAULT_CACHE_DIR, Engine
+    from .engine.cache import DEFAULT_CACHE_DIR
+    from .engine.engine import Engine
 
     engine = None
     try:

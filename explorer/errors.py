@@ -27,11 +27,23 @@ class SpecError(ExplorerError):
 
 
 class WorkerError(ExplorerError):
-    """The worker process failed: ``kind`` is one of KINDS."""
+    """The worker process failed: ``kind`` is one of KINDS.
 
-    KINDS = ("crash", "timeout", "memory", "no_gpu", "tensorflow", "protocol", "busy", "limit")
+    A worker's "spec" error (a request it found invalid) reaches the caller as a ``SpecError``.
+    """
+
+    KINDS = {
+        "crash": "the worker process died (the engine starts a new one for the next request)",
+        "timeout": "a request overran its deadline and the worker was stopped",
+        "memory": "the worker grew past its memory cap and was stopped",
+        "no_gpu": "a GPU run was asked for and TensorFlow sees no GPU",
+        "tensorflow": "TensorFlow failed to start, or refused or failed to run the model",
+        "protocol": "the worker could not read or serve the request",
+    }
 
     def __init__(self, kind: str, message: str, detail: str = ""):
+        if kind not in self.KINDS:
+            raise ValueError(f"unknown WorkerError kind {kind!r}; one of {', '.join(self.KINDS)}")
         super().__init__(message)
         self.kind = kind
         self.message = message

@@ -1,17 +1,29 @@
-"""The import boundary: TensorFlow lives in the worker process, Streamlit in explorer.ui only.
+"""The package's shape: imports run one way through the layers, with no cycles, and heavy
+dependencies stay where they belong.
 
-Each module under explorer/ (found on disk, recursively, so new modules are checked as they
-arrive) is imported in a fresh interpreter; afterwards ``tensorflow`` must not be in sys.modules,
-and, for modules outside ``explorer.ui``, neither may ``streamlit``. ``explorer.worker`` and
-``explorer.models`` (with anything below it) are the exceptions: the worker process imports them
-with TensorFlow. ``__main__`` modules are not imported (that would run the program).
+Layers, lowest first (a module may import its own subpackage and lower layers, never higher):
+
+    0  explorer, explorer.errors
+    1  explorer.model      specs, chains, presets, flags, devices, the neutral graph, result shapes
+    2  explorer.analysis   fusions, diffs, rules and verdicts, statistics, Grappler's log and passes
+    3  explorer.present    DOT/SVG, charts, repro, the command line     (present and engine are
+       explorer.engine     worker processes, queue, cache               peers: neither imports the other)
+    4  explorer.worker     the worker process, the only importer of TensorFlow   (peers too:
+       explorer.cli        the command line                                      none imports another)
+       explorer.ui         the Streamlit page
+    5  explorer.__main__   ``python -m explorer``: runs the command line
+
+The import graph is read from the source (ast), lazy imports inside functions included, so a
+cycle cannot hide behind a function-level import. Besides, each module is imported in a fresh
+interpreter: afterwards ``tensorflow`` must not be loaded (outside explorer.worker), nor
+``streamlit`` (outside explorer.ui).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
-import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,8 +32,147 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "explorer"
-EXEMPT = ("explorer.worker", "explorer.models")
 HEAVY = ("tensorflow", "streamlit")
+
+LAYERS = {
+    "explorer": 0, "explorer.errors": 0,
+    "explorer.model": 1,
+    "explorer.analysis": 2,
+    "explorer.present": 3, "explorer.engine": 3,
+    "explorer.worker": 4, "explorer.cli": 4, "explorer.ui": 4,
+    "explorer.__main__": 5,
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def group(module: str) -> str:
+    """The layer group a module belongs to: its entry in LAYERS, the longest prefix that matches."""
+    for name in sorted(LAYERS, key=len, reverse=True):
+        if module == name or module.startswith(name + "."):
+            return name
+    raise AssertionError(f"{module} is in no layer: add its subpackage to LAYERS")
+
+
+def imports_of(module: str, path: Path) -> set[str]:
+    """explorer modules that ``module`` imports anywhere in its source (resolved to modules, not names)."""
+    is_package = path.name == "__init__.py"
+    package = module if is_package else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "explorer"}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "explorer":
+                continue
+            for alias in node.names:  # "from . import stats" names a module; "from .x import f" a name
+                sub = f"{target}.{alias.name}"
+                found.add(sub if sub in MODULES else target)
+    found.discard(module)
+    return {m for m in found if m in MODULES}
+
+
+def import_graph() -> dict[str, set[str]]:
+    return {m: imports_of(m, p) for m, p in MODULES.items()}
+
+
+def violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every import that runs against the layers, in words."""
+    out = []
+    for module, targets in sorted(graph.items()):
+        mine = group(module)
+        for target in sorted(targets):
+            theirs = group(target)
+            if theirs == mine:
+                continue
+            if LAYERS[theirs] > LAYERS[mine]:
+                out.append(f"{module} (layer {LAYERS[mine]}) imports {target} (layer {LAYERS[theirs]}, higher)")
+            elif LAYERS[theirs] == LAYERS[mine]:
+                out.append(f"{module} imports its peer {target}: {mine} and {theirs} must not import each other")
+    return out
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_every_module_is_in_a_layer():
+    assert "explorer.worker.main" in MODULES and "explorer.ui.page" in MODULES
+    for module in MODULES:
+        group(module)
+
+
+def test_imports_run_one_way_through_the_layers():
+    assert violations(import_graph()) == []
+
+
+def test_the_package_has_no_import_cycles():
+    assert cycles(import_graph()) == []
+
+
+def test_the_checks_catch_an_upward_import_and_a_cycle():
+    """The same checks on a graph with one bad edge added: a model module importing the engine."""
+    graph = import_graph()
+    graph["explorer.model.spec"] = graph["explorer.model.spec"] | {"explorer.engine.engine"}
+    assert any("explorer.model.spec (layer 1) imports explorer.engine.engine (layer 3, higher)" in v
+               for v in violations(graph))
+    assert any("explorer.model.spec" in c and "explorer.engine.engine" in c for c in cycles(graph))
+    graph = import_graph()
+    graph["explorer.present.dot"] = graph["explorer.present.dot"] | {"explorer.engine.cache"}
+    assert any("peer" in v for v in violations(graph))
+
+
+def _importable() -> list[str]:
+    return [m for m in MODULES if not m.endswith("__main__") and group(m) != "explorer.worker"]
+
+
+def _forbidden(module: str) -> tuple[str, ...]:
+    return ("tensorflow",) if group(module) == "explorer.ui" else HEAVY
+
 
 CHECK = """
 import importlib, json, sys
@@ -30,33 +181,7 @@ print(json.dumps(sorted(m for m in sys.argv[2:] if m in sys.modules)))
 """
 
 
-def _discover(path: Path, prefix: str) -> list[str]:
-    """Module names below ``path``, found with pkgutil on disk: nothing is imported here."""
-    names = []
-    for info in pkgutil.iter_modules([str(path)]):
-        name = f"{prefix}.{info.name}"
-        if info.name == "__main__" or name in EXEMPT or name.startswith(tuple(e + "." for e in EXEMPT)):
-            continue
-        names.append(name)
-        if info.ispkg:
-            names.extend(_discover(path / info.name, name))
-    return names
-
-
-MODULES = ["explorer", *_discover(PACKAGE, "explorer")]
-
-
-def _forbidden(module: str) -> tuple[str, ...]:
-    in_ui = module == "explorer.ui" or module.startswith("explorer.ui.")
-    return ("tensorflow",) if in_ui else HEAVY
-
-
-def test_discovery_finds_the_package():
-    assert "explorer" in MODULES
-    assert not any(m.startswith(EXEMPT) for m in MODULES)
-
-
-@pytest.mark.parametrize("module", MODULES)
+@pytest.mark.parametrize("module", _importable())
 def test_module_imports_no_heavy_dependency(module):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run(
@@ -67,7 +192,14 @@ def test_module_imports_no_heavy_dependency(module):
     loaded = set(json.loads(proc.stdout.strip().splitlines()[-1]))
     bad = sorted(loaded.intersection(_forbidden(module)))
     assert not bad, (
-        f"importing {module} imports {', '.join(bad)}: only explorer.worker (and what it imports) may "
-        f"import tensorflow, and only explorer.ui and app.py may import streamlit; import it lazily "
-        f"inside the function that needs it, or move the code"
+        f"importing {module} imports {', '.join(bad)}: only explorer.worker may import tensorflow, and only "
+        f"explorer.ui and app.py may import streamlit; import it lazily inside the function that needs it, "
+        f"or move the code"
     )
+
+
+def test_nothing_outside_the_worker_imports_it():
+    graph = import_graph()
+    outside = {m: sorted(t for t in targets if group(t) == "explorer.worker")
+               for m, targets in graph.items() if group(m) != "explorer.worker"}
+    assert {m: t for m, t in outside.items() if t} == {}

@@ -6,10 +6,12 @@ import re
 
 import streamlit as st
 
-from .. import charts, stats
-from ..engine import MAX_BENCH_SECONDS, MAX_REPS, MAX_SWEEP_POINTS, MAX_WARMUP, ResultCache
+from ..analysis import stats
+from ..engine.cache import ResultCache
+from ..engine.engine import MAX_BENCH_SECONDS, MAX_REPS, MAX_SWEEP_POINTS, MAX_WARMUP
 from ..errors import ExplorerError
-from ..spec import PARAMS
+from ..model.spec import PARAMS
+from ..present import charts
 from . import cached, frame, state
 from .sidebar import PARAM_LABELS, Choice
 

@@ -12,9 +12,10 @@ import os
 
 import streamlit as st
 
-from ..engine import DEFAULT_CACHE_DIR, Engine
-from ..flags import Config
-from ..machine import nvidia_gpus_present
+from ..engine.cache import DEFAULT_CACHE_DIR
+from ..engine.engine import Engine
+from ..model.devices import nvidia_gpus_present
+from ..model.flags import Config
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +65,8 @@ def fingerprint_is_ready() -> bool:
 
 def _drawn_pair(g_before, g_after, fold: bool) -> dict:
     """DOT text of both graphs, coloured by their diff, with the diff's lists."""
-    from ..diff import diff_graphs
-    from ..render import to_dot
+    from ..analysis.diff import diff_graphs
+    from ..present.dot import to_dot
 
     diff = diff_graphs(g_before, g_after)
     return {
@@ -88,7 +89,7 @@ def stage_pair(result_key: str, before: str, after: str, fold: bool, _result: di
     ``result_key`` (the engine's key of ``_result``) stands for the result in the cache key; the
     result itself is not hashed.
     """
-    from ..graphs import Graph
+    from ..model.graph import Graph
 
     stages = _result["stages"]
     return _drawn_pair(Graph.from_dict(stages[before]), Graph.from_dict(stages[after]), fold)
@@ -97,7 +98,7 @@ def stage_pair(result_key: str, before: str, after: str, fold: bool, _result: di
 @st.cache_data(show_spinner=False, max_entries=64)
 def pass_pair(result_key: str, before: str, after: str, fold: bool, _result: dict) -> dict:
     """Like stage_pair, for two of Grappler's per-pass dumps (keys of result["grappler"]["pass_graphs"])."""
-    from ..graphs import Graph
+    from ..model.graph import Graph
 
     graphs = (_result.get("grappler") or {}).get("pass_graphs") or {}
     return _drawn_pair(Graph.from_dict(graphs[before]), Graph.from_dict(graphs[after]), fold)
@@ -106,7 +107,7 @@ def pass_pair(result_key: str, before: str, after: str, fold: bool, _result: dic
 @st.cache_data(show_spinner=False, max_entries=64)
 def stage_ops(result_key: str, _result: dict) -> dict:
     """Per stage of the result: its node count and compute op types (what-if shows these on every rerun)."""
-    from ..analysis import graphs_of
+    from ..analysis.annotate import graphs_of
 
     return {stage: {"nodes": len(g), "compute_ops": g.compute_ops()} for stage, g in graphs_of(_result).items()}
 
@@ -114,6 +115,6 @@ def stage_ops(result_key: str, _result: dict) -> dict:
 @st.cache_data(show_spinner=False, max_entries=128)
 def svg(dot: str) -> str:
     """Graphviz's SVG of a DOT text (render.to_svg); raises ExplorerError when ``dot`` is missing or fails."""
-    from ..render import to_svg
+    from ..present.dot import to_svg
 
     return to_svg(dot)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..cli import command_line
 from ..errors import ExplorerError, WorkerError
+from ..present.command import command_line
 from .sidebar import Choice
 
 INTRO = (

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..render import html_id
+from ..present.dot import html_id
 
 BEFORE, AFTER = "b-", "a-"
 PANE_PX = 540  # the width one pane gets on a wide page; only used to guess the frame's height

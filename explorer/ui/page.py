@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..engine import ResultCache
+from ..engine.cache import ResultCache
 from ..errors import ExplorerError
-from ..graphs import STAGES
-from ..machine import gpu_words
-from . import bench, cached, frame, graphs, passes, sidebar, state, whatif, why
+from ..model.graph import STAGES
+from ..present.machine import gpu_words
+from . import bench, cached, frame, passes, sidebar, stages, state, whatif, why
 
 
 def render() -> None:
@@ -38,7 +38,7 @@ def render() -> None:
         ["Graphs before → after", "Why it fused (or not)", "Pass pipeline", "Fused vs unfused", "Size sweep",
          "Grappler's log"])
     with tab_graphs:
-        graphs.panel(result)
+        stages.panel(result)
     with tab_why:
         why.panel(result, choice.preset.id if choice.preset else "chain", choice.model.p)
     with tab_passes:
@@ -138,7 +138,7 @@ def _summary_line(choice: sidebar.Choice, result: dict) -> None:
 
 def export(choice: sidebar.Choice, result: dict) -> None:
     """Downloads that take the finding elsewhere: the standalone script, and a zip for a bug report."""
-    from .. import repro
+    from ..present import repro
 
     name = repro.bundle_name(result)
     left, middle, right = st.columns([1.3, 1.3, 3], vertical_alignment="center")

@@ -13,7 +13,7 @@ import os
 
 import streamlit as st
 
-from ..pipeline import main_run
+from ..analysis.grappler_log import main_run
 from . import cached, linked, state, why
 
 

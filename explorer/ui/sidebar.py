@@ -11,12 +11,27 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from ..catalog import PRESETS, Preset
 from ..errors import SpecError
-from ..flags import DEVICES, ENV_FLAGS, GRAPPLER_SWITCHES, Config, gpu_profiles, is_simulated
-from ..machine import gpu_words, no_gpu_words
-from ..spec import (ACTIVATION_LABELS, ACTIVATIONS, BIASES, CONTRACTIONS, MAX_DIM, MAX_MODEL_BYTES,
-                    MAX_TENSOR_BYTES, NORMS, PARAMS, Chain, ModelSpec, resolve)
+from ..model.catalog import PRESETS, Preset
+from ..model.chain import (
+    ACTIVATION_LABELS,
+    ACTIVATIONS,
+    BIASES,
+    CONTRACTIONS,
+    NORMS,
+    Chain,
+)
+from ..model.devices import DEVICES, GPU_PROFILES, is_simulated, no_gpu_words
+from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config
+from ..model.spec import (
+    MAX_DIM,
+    MAX_MODEL_BYTES,
+    MAX_TENSOR_BYTES,
+    PARAMS,
+    ModelSpec,
+    resolve,
+)
+from ..present.machine import gpu_words
 from . import state
 
 DEVICE_LABELS = {"cpu": "CPU", "gpu": "GPU", "gpu-sim": "GPU, simulated"}
@@ -197,7 +212,7 @@ def _configuration(fingerprint: dict | None) -> tuple[Config | None, list[str]]:
         st.error(gpu_reason)
         problems.append(gpu_reason)
     elif is_simulated(device):
-        profiles = gpu_profiles()
+        profiles = GPU_PROFILES
         if st.session_state.get(state.GPU_PROFILE) not in profiles:
             st.session_state[state.GPU_PROFILE] = _default_profile(profiles)
         profile = st.selectbox("GPU profile", list(profiles), key=state.GPU_PROFILE,
@@ -239,7 +254,7 @@ def _configuration(fingerprint: dict | None) -> tuple[Config | None, list[str]]:
 
 
 def _default_profile(profiles: dict) -> str:
-    from ..simulate import DEFAULT_PROFILE  # plain data, as flags.gpu_profiles (which found profiles) imports
+    from ..model.devices import DEFAULT_PROFILE
 
     return DEFAULT_PROFILE if DEFAULT_PROFILE in profiles else next(iter(profiles))
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..catalog import PRESETS
-from ..flags import ENV_FLAGS, GRAPPLER_SWITCHES
-from ..spec import DEFAULT_PARAMS
+from ..model.catalog import PRESETS
+from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES
+from ..model.spec import DEFAULT_PARAMS
 
 DEFAULT_PRESET = "matmul_bias_gelu_approx"  # shows a fusion on load: MatMul+BiasAdd+GELU -> _FusedMatMul
 UNSET = "default"  # the choice of an env flag or Grappler switch that leaves TensorFlow's default

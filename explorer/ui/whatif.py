@@ -10,9 +10,9 @@ from collections import Counter
 
 import streamlit as st
 
-from .. import stats
-from ..flags import Config
-from ..spec import resolve
+from ..analysis import stats
+from ..model.flags import Config
+from ..model.spec import resolve
 from . import bench, cached, state
 from .sidebar import Choice, device_label
 from .why import verdict_badge

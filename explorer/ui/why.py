@@ -12,7 +12,7 @@ import re
 
 import streamlit as st
 
-from ..flags import ENV_FLAGS
+from ..model.flags import ENV_FLAGS
 from . import state
 
 VERDICTS = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from explorer.engine import Engine
-from explorer.flags import ENV_FLAGS, Config
+from explorer.model.flags import ENV_FLAGS, Config
 from explorer.ui import state
 
 pytestmark = pytest.mark.tf
@@ -272,8 +272,8 @@ TF_DEFECT_PRESETS = {"matmul_bias_add_relu": "**TensorFlow silently skipped Grap
 
 @pytest.mark.slow
 def test_every_preset_and_contraction_renders(make_app):
-    from explorer.catalog import PRESETS
-    from explorer.spec import CONTRACTIONS
+    from explorer.model.catalog import PRESETS
+    from explorer.model.chain import CONTRACTIONS
 
     at = make_app().run()
     for preset_id in PRESETS:

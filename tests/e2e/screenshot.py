@@ -16,7 +16,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from e2e_helpers import (  # noqa: E402
-    GRAPH_SVG, LINKED, full_page_screenshot, launch_browser, new_context, open_app, wait_idle,
+    GRAPH_SVG,
+    LINKED,
+    full_page_screenshot,
+    launch_browser,
+    new_context,
+    open_app,
+    wait_idle,
 )
 
 

@@ -7,7 +7,7 @@ import re
 from e2e_helpers import LINKED, open_app
 from playwright.sync_api import expect
 
-from explorer.render import html_id
+from explorer.present.dot import html_id
 
 LINKED_CLASS = re.compile(r"\bfx-linked\b")
 LIT_CLASS = re.compile(r"\bfx-hl\b")

@@ -8,9 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from explorer.engine import Engine
-from explorer.flags import Config
-from explorer.graphs import Graph
-from explorer.machine import describe, no_gpu_words, nvidia_gpus_present
+from explorer.model.devices import no_gpu_words, nvidia_gpus_present
+from explorer.model.flags import Config
+from explorer.model.graph import Graph
+from explorer.present.machine import describe
 
 pytestmark = [pytest.mark.tf, pytest.mark.gpu]
 

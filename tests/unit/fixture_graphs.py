@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from explorer.graphs import Graph
+from explorer.model.graph import Graph
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -11,7 +11,8 @@ import threading
 
 import pytest
 
-from explorer.engine import HOST, AdmissionQueue, Engine
+from explorer.engine.admission import HOST, AdmissionQueue
+from explorer.engine import Engine
 
 WAIT_S = 10.0  # bound on every wait below; passing runs take milliseconds
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from explorer.worker import TF32_TOLERANCE, TOLERANCE, _agreement
+from explorer.worker.bench import TF32_TOLERANCE, TOLERANCE, agreement as _agreement
 
 
 def outputs(scale_of_difference: float, dtype=np.float64):

@@ -11,7 +11,8 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from explorer import charts, stats
+from explorer.analysis import stats
+from explorer.present import charts
 
 
 def lognormal_ns(median_ns: float, n: int, seed: int, sigma: float = 0.1) -> list[int]:

@@ -4,9 +4,10 @@ import shlex
 
 import pytest
 
-from explorer.cli import _parser, command_line, config_from_args, spec_from_args
-from explorer.flags import Config
-from explorer.spec import resolve
+from explorer.cli import _parser, config_from_args, spec_from_args
+from explorer.model.flags import Config
+from explorer.model.spec import resolve
+from explorer.present.command import command_line
 
 CASES = [
     ({"preset": "matmul_bias_gelu_approx", "params": {"m": 1024, "dtype": "bfloat16"}},

@@ -7,9 +7,8 @@ import json
 import pytest
 from fixture_graphs import FIXTURES, stages
 
-from explorer.diff import STATUSES, Change, change_reasons, diff_graphs
-from explorer.graphs import Edge, Graph, Node
-
+from explorer.analysis.diff import STATUSES, Change, change_reasons, diff_graphs
+from explorer.model.graph import Edge, Graph, Node
 
 
 def node(name, op, *inputs, fused_ops=(), control=()):

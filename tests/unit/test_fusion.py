@@ -7,12 +7,19 @@ import json
 import pytest
 from fixture_graphs import fixture, stages
 
-from explorer.fusion import (
-    FUSED_OP_PREFIXES, Fusion, Rename, canonical_op, find_fusions, find_renames, is_fused_node, is_fused_op,
-    is_kernel_rename, topological_order,
+from explorer.analysis.fusion import (
+    FUSED_OP_PREFIXES,
+    Fusion,
+    Rename,
+    canonical_op,
+    find_fusions,
+    find_renames,
+    is_fused_node,
+    is_fused_op,
+    is_kernel_rename,
+    topological_order,
 )
-from explorer.graphs import Edge, Graph, Node
-
+from explorer.model.graph import Edge, Graph, Node
 
 
 def only(fusions: list[Fusion]) -> Fusion:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import re
 
-from explorer.diff import diff_graphs
-from explorer.graphs import Edge, Graph, Node
-from explorer.render import html_id, to_dot, to_svg
+from explorer.analysis.diff import diff_graphs
+from explorer.model.graph import Edge, Graph, Node
+from explorer.present.dot import html_id, to_dot, to_svg
 from explorer.ui import linked
 
 EVIL = '</script><script>alert("x")</script>&<b>'

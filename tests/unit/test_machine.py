@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from explorer.machine import INSTALL_CUDA, describe, no_gpu_words
+from explorer.model.devices import INSTALL_CUDA, no_gpu_words
+from explorer.present.machine import describe
 
 CPU = {"tensorflow": "2.21.0", "device": "cpu", "cpu_model": "AMD EPYC 9B14", "cpu_count": 2, "onednn": True,
        "gpus": [], "cuda_version": "12.5.1", "cudnn_version": "9", "tf32": True}

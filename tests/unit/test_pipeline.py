@@ -1,6 +1,6 @@
 """Grappler's log, as TensorFlow 2.21 prints it, turned into passes."""
 
-from explorer.pipeline import main_run, parse_log, split_line
+from explorer.analysis.grappler_log import main_run, parse_log, split_line
 
 LOG = """\
 I0000 00:00:1795308399.996640    4275 meta_optimizer.cc:791] Optimize GrapplerItem: item.id=__inference_model_39 num_optimizers=13, num nodes = 20

@@ -8,11 +8,20 @@ import pydot
 import pytest
 from fixture_graphs import FIXTURES, stages
 
-from explorer import render
-from explorer.diff import diff_graphs
+from explorer.analysis.diff import diff_graphs
 from explorer.errors import ExplorerError
-from explorer.graphs import Edge, Graph, Node
-from explorer.render import LEGEND, PALETTE, html_id, legend, legend_dot, node_label, to_dot, to_svg
+from explorer.model.graph import Edge, Graph, Node
+from explorer.present import dot as render
+from explorer.present.dot import (
+    LEGEND,
+    PALETTE,
+    html_id,
+    legend,
+    legend_dot,
+    node_label,
+    to_dot,
+    to_svg,
+)
 
 # pydot's parser uses pyparsing names that newer pyparsing deprecates; not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:pydot")
@@ -265,7 +274,7 @@ def test_golden_small_graph():
 # ---- legend --------------------------------------------------------------------------------
 
 def test_legend_covers_every_status():
-    from explorer.diff import STATUSES
+    from explorer.analysis.diff import STATUSES
 
     assert {s.status for s in LEGEND} == set(STATUSES)
     rows = legend()

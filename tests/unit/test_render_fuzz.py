@@ -9,8 +9,8 @@ import xml.etree.ElementTree as ET
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from explorer.graphs import Edge, Graph, Node
-from explorer.render import to_dot
+from explorer.model.graph import Edge, Graph, Node
+from explorer.present.dot import to_dot
 
 NASTY = st.sampled_from(['<script>alert(1)</script>', '"quoted"', "a\\b", "{x|y}", "&amp;", "n:1", "^ctrl", "é—😀",
                          "]]>", "--", "\t", "</svg>", "name with spaces", "Gelu/mul_3"])

@@ -12,9 +12,9 @@ import zipfile
 
 import pytest
 
-from explorer import repro
-from explorer.catalog import PRESETS
-from explorer.flags import Config
+from explorer.model.catalog import PRESETS
+from explorer.model.flags import Config
+from explorer.present import repro
 
 
 def _imports(tree: ast.Module) -> list[str]:

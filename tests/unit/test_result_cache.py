@@ -7,13 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from explorer.engine import ResultCache
-from explorer.flags import Config
-from explorer.spec import resolve
+from explorer.engine.cache import ResultCache
+from explorer.model.flags import Config
+from explorer.model.spec import resolve
 
 REPO = Path(__file__).resolve().parents[2]
 KEY_OF = (
-    "from explorer.engine import ResultCache; from explorer.flags import Config; from explorer.spec import resolve; "
+    "from explorer.engine.cache import ResultCache; from explorer.model.flags import Config; "
+    "from explorer.model.spec import resolve; "
     "print(ResultCache.key('inspect', resolve({'preset': 'matmul_bias_relu'}), Config()))"
 )
 
@@ -31,7 +32,7 @@ def test_a_result_made_by_other_code_is_not_served(tmp_path):
     shutil.copytree(REPO / "explorer", package, ignore=shutil.ignore_patterns("__pycache__"))
     before = key_with_package(package)
     assert key_with_package(package) == before, "the key is stable for the same code"
-    worker = package / "worker.py"
+    worker = package / "worker" / "bench.py"
     worker.write_text(worker.read_text() + "\n# a changed worker makes different results\n")
     assert key_with_package(package) != before
 

@@ -4,10 +4,11 @@ import json
 
 import pytest
 
-from explorer.catalog import PRESETS
 from explorer.errors import SpecError
-from explorer.flags import Config
-from explorer.spec import MAX_TENSOR_BYTES, Chain, resolve
+from explorer.model.catalog import PRESETS
+from explorer.model.chain import Chain
+from explorer.model.flags import Config
+from explorer.model.spec import MAX_TENSOR_BYTES, resolve
 
 REQUIRED_PRESETS = {
     "matmul_bias_gelu_approx", "matmul_bias_gelu_exact", "matmul_bias_relu", "conv2d_bias_relu",

@@ -20,12 +20,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from explorer.catalog import PRESETS
 from explorer.errors import SpecError
-from explorer.flags import DEVICES, ENV_FLAGS, GRAPPLER_SWITCHES, SWITCH_VALUES, Config
-from explorer.spec import (
-    ACTIVATIONS, BIASES, CONTRACTIONS, MAX_MODEL_BYTES, MAX_TENSOR_BYTES, NORMS, PARAMS, Chain, ModelSpec,
-    itemsize, resolve,
+from explorer.model.catalog import PRESETS
+from explorer.model.chain import ACTIVATIONS, BIASES, CONTRACTIONS, NORMS, Chain
+from explorer.model.devices import DEVICES
+from explorer.model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, SWITCH_VALUES, Config
+from explorer.model.spec import (
+    MAX_MODEL_BYTES,
+    MAX_TENSOR_BYTES,
+    PARAMS,
+    ModelSpec,
+    itemsize,
+    resolve,
 )
 
 # Profiles by name; not registered globally, so other tests keep their own settings.

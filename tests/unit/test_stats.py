@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from explorer import stats
+from explorer.analysis import stats
 from explorer.errors import ExplorerError
 
 SUMMARY_KEYS = {"n", "median_ms", "mean_ms", "std_ms", "min_ms", "max_ms", "p10_ms", "p25_ms", "p75_ms",
@@ -264,7 +264,7 @@ def test_fusion_pays_from_needs_every_larger_size():
 
 
 def test_stats_does_not_import_plotly():
-    code = "import sys, explorer.stats; print('plotly' in sys.modules)"
+    code = "import sys, explorer.analysis.stats; print('plotly' in sys.modules)"
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root)
     assert out.stdout.strip() == "False"

@@ -5,18 +5,17 @@ as a one-op function of its own)."""
 from __future__ import annotations
 
 import pytest
-
 from worker_script import run_in_worker
 
 pytestmark = pytest.mark.tf
 
 SCRIPT = r"""
-from explorer.worker import model_instantiations
+from explorer.worker.bench import model_instantiations
 
 ctx = worker.context
 fn = tf.function(lambda x, w: tf.nn.relu(tf.matmul(x, w)))
 args = [tf.ones((4, 8)), tf.ones((8, 8))]
-stages, _, _ = worker._capture(fn, args, {}, remapping=True)
+stages, _, _ = worker.capture(fn, args, {}, remapping=True)
 
 
 def recorded(steps):
@@ -30,14 +29,14 @@ def recorded(steps):
 
 
 def same_options():
-    worker._set_grappler({}, True)
+    worker.set_grappler({}, True)
     fn(*args)
     tf.test.experimental.sync_devices()
     fn(*args)
 
 
 def options_switched():
-    worker._set_grappler({}, False)  # the remapper off: TF instantiates the function again
+    worker.set_grappler({}, False)  # the remapper off: TF instantiates the function again
     fn(*args)
     tf.test.experimental.sync_devices()
 

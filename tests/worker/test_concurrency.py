@@ -14,8 +14,8 @@ import time
 import pytest
 
 from explorer.engine import Engine
-from explorer.flags import Config
-from explorer.spec import resolve
+from explorer.model.flags import Config
+from explorer.model.spec import resolve
 
 pytestmark = pytest.mark.tf
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from explorer import coverage
-from explorer.catalog import EXPECT, PRESETS, fused_as_catalogued
-from explorer.flags import Config
+from explorer.model import coverage
+from explorer.model.catalog import EXPECT, PRESETS, fused_as_catalogued
+from explorer.model.flags import Config
 
 pytestmark = pytest.mark.tf
 

@@ -10,10 +10,10 @@ import time
 import pytest
 
 from explorer.engine import Engine
+from explorer.engine.runner import Limits
 from explorer.errors import SpecError, WorkerError
-from explorer.flags import Config
-from explorer.graphs import Graph
-from explorer.runner import Limits
+from explorer.model.flags import Config
+from explorer.model.graph import Graph
 
 pytestmark = pytest.mark.tf
 
@@ -96,7 +96,7 @@ def test_remapper_off_leaves_the_traced_ops(engine):
 
 def test_grappler_pass_pipeline_is_captured(engine):
     result = engine.inspect({"preset": "matmul_bias_gelu_approx", "params": SMALL_MATMUL})
-    from explorer.pipeline import main_run
+    from explorer.analysis.grappler_log import main_run
 
     run = main_run(result["grappler"])
     assert run is not None and len(run["iterations"]) == 2

@@ -21,12 +21,13 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from explorer.catalog import PRESETS
-from explorer.engine import MAX_SWEEP_POINTS, Engine
+from explorer.engine.engine import MAX_SWEEP_POINTS, Engine
+from explorer.engine.runner import Limits
 from explorer.errors import ExplorerError, SpecError, WorkerError
-from explorer.flags import GRAPPLER_SWITCHES
-from explorer.runner import Limits
-from explorer.spec import ACTIVATIONS, BIASES, CONTRACTIONS, NORMS, PARAMS, Chain
+from explorer.model.catalog import PRESETS
+from explorer.model.chain import ACTIVATIONS, BIASES, CONTRACTIONS, NORMS, Chain
+from explorer.model.flags import GRAPPLER_SWITCHES
+from explorer.model.spec import PARAMS
 
 pytestmark = pytest.mark.tf
 

@@ -5,11 +5,10 @@ split here, so the real worker code that reads the executed stage is exercised w
 from __future__ import annotations
 
 import pytest
-
-from explorer.graphs import TRANSFER_OPS, Graph
-from explorer.render import to_dot
-
 from worker_script import run_in_worker
+
+from explorer.model.graph import TRANSFER_OPS, Graph
+from explorer.present.dot import to_dot
 
 pytestmark = pytest.mark.tf
 
@@ -26,7 +25,7 @@ def body(x, w):
 
 
 args = [tf.ones((4, 8)), tf.ones((8, 8))]
-stages, _, _ = worker._capture(tf.function(body), args, {})
+stages, _, _ = worker.capture(tf.function(body), args, {})
 protocol.send({name: worker.graph_to_dict(graph, name) for name, graph in stages.items()})
 """
 

@@ -17,9 +17,9 @@ from collections import Counter
 
 import pytest
 
-from explorer import repro
-from explorer.fusion import is_fused_node
-from explorer.graphs import Graph
+from explorer.analysis.fusion import is_fused_node
+from explorer.model.graph import Graph
+from explorer.present import repro
 
 pytestmark = pytest.mark.tf
 

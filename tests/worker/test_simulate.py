@@ -22,10 +22,10 @@ TF_FLAGS = ("TF_USE_CUBLASLT", "TF_CUDNN_USE_RUNTIME_FUSION", "TF_USE_CUDNN_BATC
             "TF_ENABLE_ONEDNN_OPTS", "TF_CUDNN_USE_FRONTEND", "TF_XLA_FLAGS", "TF_CPP_VMODULE")
 
 DRIVER = r"""
-import json, sys, types
+import json, sys
 import tensorflow as tf
-from explorer import simulate
-from explorer.worker import Worker
+from explorer.worker import simulate
+from explorer.worker.convert import graph_to_dict
 
 req = json.loads(sys.argv[1])
 if req.get("one_iteration"):
@@ -38,8 +38,7 @@ if req.get("one_iteration"):
     simulate.rewriter_config = one
 if req.get("feeds_as_placeholders"):
     simulate.with_shaped_args = lambda graph_def, tf: graph_def
-shim = types.SimpleNamespace(tf=tf)
-to_dict = lambda graph_def, stage: Worker.graph_to_dict(shim, graph_def, stage)
+to_dict = lambda graph_def, stage: graph_to_dict(graph_def, stage, tf)
 out = simulate.simulate(req["spec"], req.get("grappler", {}), req.get("profile", "ampere"), tf, to_dict,
                         place_on=req.get("place_on", "GPU"))
 sys.stdout.write("\nSIMULATION " + json.dumps(out) + "\n")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.catalog import PRESETS
+from explorer.analysis.verdict import explain
 from explorer.errors import WorkerError
-from explorer.flags import Config
-from explorer.patterns import explain
+from explorer.model.catalog import PRESETS
+from explorer.model.flags import Config
 
 pytestmark = pytest.mark.tf
 
@@ -75,7 +75,7 @@ CHAINS = [
 @pytest.mark.parametrize("chain", CHAINS, ids=lambda c: "+".join(str(v) for v in c.values()))
 @pytest.mark.parametrize("mode", list(MODES))
 def test_verdict_agrees_for_custom_chains(engine, chain, mode):
-    from explorer.spec import Chain
+    from explorer.model.chain import Chain
 
     c = Chain.from_dict(chain)
     params = small(c) if c.contraction != "BatchMatMulV2" else {"batch": 2, "m": 8, "k": 8, "n": 8}

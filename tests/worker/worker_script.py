@@ -6,13 +6,14 @@ import json
 import subprocess
 import sys
 
-from explorer.runner import PROJECT_ROOT
+from explorer.engine.runner import PROJECT_ROOT
 
 PRELUDE = """
-from explorer.worker import Protocol, Worker
+from explorer.worker.protocol import Protocol
+from explorer.worker.runtime import Runtime
 
 protocol = Protocol()
-worker = Worker(protocol)
+worker = Runtime(protocol)
 tf = worker.tf
 """
 

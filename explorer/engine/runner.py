@@ -25,12 +25,13 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import SpecError, WorkerError
-from .flags import ENV_FLAGS, Config, is_simulated
+from ..errors import SpecError, WorkerError
+from ..model.devices import is_simulated
+from ..model.flags import ENV_FLAGS, Config
 
 log = logging.getLogger(__name__)
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # What the worker logs: each remapper fusion and every Grappler pass (with a graph dump per pass).
 VMODULE = "remapper=2,meta_optimizer=4"
 
@@ -220,6 +221,8 @@ class WorkerProcess:
                 kind = error.get("kind", "tensorflow")
                 if kind == "spec":
                     raise SpecError(error.get("field", "spec"), error.get("message", ""))
+                if kind not in WorkerError.KINDS:  # a worker of other code: say what it sent, as a protocol error
+                    kind, error = "protocol", dict(error, message=f"{error.get('message', '')} (kind {kind!r})")
                 raise WorkerError(kind, error.get("message", "the worker failed"), error.get("detail", ""))
 
     def kill(self) -> None:

@@ -22,9 +22,10 @@ import json
 import math
 import zipfile
 
-from .flags import ENV_FLAGS, Config, is_simulated
-from .fusion import FUSED_OP_PREFIXES, STOCK_FUSED_NAMES
-from .spec import ModelSpec, resolve
+from ..analysis.fusion import FUSED_OP_PREFIXES, STOCK_FUSED_NAMES
+from ..model.devices import is_simulated
+from ..model.flags import ENV_FLAGS, Config
+from ..model.spec import ModelSpec, resolve
 
 SEED = 20261122  # explorer.models.SEED (the same seeded inputs)
 VMODULE = "remapper=2"
@@ -359,7 +360,7 @@ def _grappler(config: Config) -> dict[str, bool]:
 
 def _command(spec: ModelSpec, config: Config) -> str:
     try:
-        from .cli import command_line
+        from .command import command_line
 
         return command_line(spec.to_dict(), config, "inspect")
     except Exception:  # the header line is a courtesy; the script stands without it

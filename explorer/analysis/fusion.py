@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .graphs import Graph, Node
+from ..model.graph import Graph, Node
 
 CONST_OPS = frozenset({"Const", "_HostConst"})
 

@@ -14,7 +14,7 @@ import math
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from . import stats
+from ..analysis import stats
 
 # Okabe-Ito blue/orange: distinguishable with the common colour-vision deficiencies.
 FUSED_COLOR = "#0072B2"

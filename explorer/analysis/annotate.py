@@ -6,7 +6,10 @@ that the graphs alone would hide; ``annotate_bench`` adds the statistics of a be
 
 from __future__ import annotations
 
-from .graphs import Graph
+from ..model.graph import Graph
+from .fusion import find_fusions, find_renames
+from .stats import bench_summary
+from .verdict import explain
 
 STAGE_PAIRS = (("traced", "optimized"), ("optimized", "executed"), ("traced", "executed"))
 
@@ -31,8 +34,6 @@ def fusion_dict(fusion) -> dict:
 
 
 def annotate(result: dict) -> dict:
-    from .fusion import find_fusions, find_renames
-
     graphs = graphs_of(result)
     result = dict(result)
     fusions, renames = {}, {}
@@ -47,8 +48,6 @@ def annotate(result: dict) -> dict:
     result["renames_by_pair"] = renames
     result["warnings"] = tf_warnings(result, graphs)
     if "spec" in result and "optimized" in graphs:
-        from .patterns import explain
-
         result["explanation"] = explain(result)
     return result
 
@@ -71,8 +70,6 @@ def tf_warnings(result: dict, graphs: dict[str, Graph]) -> list[str]:
 
 
 def annotate_bench(result: dict) -> dict:
-    from .stats import bench_summary
-
     result = dict(result)
     result["summary"] = bench_summary(result)
     proof = result.get("proof", {})

@@ -11,7 +11,8 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
-from .errors import SpecError
+from ..errors import SpecError
+from .devices import check_device
 
 
 @dataclass(frozen=True)
@@ -106,41 +107,6 @@ GRAPPLER_SWITCHES: dict[str, GrapplerSwitch] = {
 }
 
 SWITCH_VALUES = ("on", "off")
-
-DEVICES = {
-    "cpu": "The machine's CPU (x86-64 here; oneDNN decides many fusions).",
-    "gpu": "A real CUDA GPU visible to TensorFlow.",
-    "gpu-sim": "A simulated GPU: Grappler's real GPU decisions on a virtual device (no run, no timing). "
-               "Write gpu-sim:PROFILE to pick a GPU.",
-}
-
-
-def gpu_profiles() -> dict:
-    from .simulate import GPU_PROFILES  # plain data; the module imports TensorFlow only in its functions
-
-    return GPU_PROFILES
-
-
-def check_device(device) -> str:
-    """'cpu', 'gpu', 'gpu-sim' or 'gpu-sim:PROFILE' (canonical form: 'gpu-sim:<profile>')."""
-    if not isinstance(device, str):
-        raise SpecError("device", f"expected a device name, got {device!r}")
-    base, _, profile = device.partition(":")
-    if base not in DEVICES or (profile and base != "gpu-sim"):
-        raise SpecError("device", f"unknown device {device!r}; choose cpu, gpu or gpu-sim[:PROFILE]")
-    if base == "gpu-sim":
-        from .simulate import DEFAULT_PROFILE
-
-        profile = profile or DEFAULT_PROFILE
-        if profile not in gpu_profiles():
-            raise SpecError("device", f"unknown GPU profile {profile!r}; choose one of {', '.join(gpu_profiles())}")
-        return f"gpu-sim:{profile}"
-    return base
-
-
-def is_simulated(device: str) -> bool:
-    return device.startswith("gpu-sim")
-
 
 def parse_assignment(text: str, what: str) -> tuple[str, str]:
     """Split 'NAME=VALUE' as typed on a command line; ``what`` names the option for messages."""

@@ -8,20 +8,19 @@ analysis that needs no TensorFlow (the fusions found) to what the worker returns
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import json
 import os
 import threading
 import time
-from contextlib import contextmanager
-from importlib import metadata
 from pathlib import Path
 
-from .errors import SpecError, WorkerError
-from .flags import Config, is_simulated
+from ..analysis.annotate import annotate, annotate_bench
+from ..errors import SpecError, WorkerError
+from ..model.devices import is_simulated
+from ..model.flags import Config
+from ..model.spec import ModelSpec, resolve
+from .admission import HOST, AdmissionQueue
+from .cache import DEFAULT_CACHE_DIR, ResultCache
 from .runner import Limits, Pool, WorkerProcess
-from .spec import ModelSpec, resolve
 
 # Bounds a request must stay within; the page and the CLI state them.
 MAX_REPS = 2000
@@ -29,152 +28,6 @@ MAX_WARMUP = 200
 MAX_BENCH_SECONDS = 300.0
 MAX_SWEEP_POINTS = 12
 
-DEFAULT_CACHE_DIR = Path(os.environ.get("EXPLORER_CACHE_DIR", Path(__file__).resolve().parent.parent / ".cache" / "results"))
-
-
-@functools.cache  # every cache key asks; the installed wheel does not change under a running process
-def tensorflow_version() -> str:
-    try:
-        return metadata.version("tensorflow")
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
-HOST = "host"  # the one queue's name: see Engine.queue
-
-
-class AdmissionQueue:
-    """Admission of requests: graph requests share, a benchmark runs alone, in arrival order."""
-
-    def __init__(self):
-        self._cond = threading.Condition()
-        self._tickets = 0
-        self._serving: list[tuple[int, str]] = []  # (ticket, kind) admitted and running
-        self._waiting: list[tuple[int, str]] = []
-        self.benches_run = 0
-        self.overlaps = 0  # a benchmark admitted while anything else ran: must stay 0
-
-    def _admissible(self, ticket: int, kind: str) -> bool:
-        first = self._waiting[0][0] == ticket
-        if kind == "bench":
-            return first and not self._serving
-        ahead = [k for t, k in self._waiting if t < ticket]
-        return "bench" not in ahead and all(k != "bench" for _, k in self._serving)
-
-    @contextmanager
-    def slot(self, kind: str, on_wait=None):
-        with self._cond:
-            self._tickets += 1
-            ticket = self._tickets
-            self._waiting.append((ticket, kind))
-        try:
-            while True:
-                with self._cond:
-                    if self._admissible(ticket, kind):
-                        self._waiting = [(t, k) for t, k in self._waiting if t != ticket]
-                        if kind == "bench" and self._serving:
-                            self.overlaps += 1
-                        self._serving.append((ticket, kind))
-                        started_with = len(self._serving) - 1
-                        break
-                    place = next(i for i, (t, _) in enumerate(self._waiting) if t == ticket) + 1
-                    running = len(self._serving)
-                # The caller's callback runs outside the lock (a slow one must not stall the queue),
-                # and may raise: a Streamlit session that reruns or closes raises in its script thread.
-                if on_wait is not None:
-                    on_wait({"fraction": 0.0, "message": f"waiting in the queue (place {place}, "
-                             f"{running} running)", "queue_position": place})
-                with self._cond:
-                    if not self._admissible(ticket, kind):
-                        self._cond.wait(timeout=0.5)
-        except BaseException:
-            # A ticket left in the line would block every later request on this device for good.
-            with self._cond:
-                self._waiting = [(t, k) for t, k in self._waiting if t != ticket]
-                self._serving = [(t, k) for t, k in self._serving if t != ticket]
-                self._cond.notify_all()
-            raise
-        try:
-            yield {"ticket": ticket, "others_running_at_start": started_with}
-        finally:
-            with self._cond:
-                self._serving = [(t, k) for t, k in self._serving if t != ticket]
-                if kind == "bench":
-                    self.benches_run += 1
-                self._cond.notify_all()
-
-
-class ResultCache:
-    """Graph results on disk, keyed by request, so repeat visits survive a server restart."""
-
-    def __init__(self, directory: Path | None):
-        self.directory = Path(directory) if directory else None
-        self._memory: dict[str, dict] = {}
-        self._lock = threading.Lock()
-
-    _code_version: str | None = None
-
-    @classmethod
-    def code_version(cls) -> str:
-        """Digest of the explorer package's modules (the page's ui/ excepted): what builds, runs and
-        annotates a result. A result made by other code is another result, so upgrading the
-        explorer never serves graphs or fusions found by the code it replaced."""
-        if cls._code_version is None:
-            digest = hashlib.sha256()
-            for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
-                digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-            cls._code_version = digest.hexdigest()[:16]
-        return cls._code_version
-
-    @staticmethod
-    def key(kind: str, spec: ModelSpec, config: Config, extra: dict | None = None) -> str:
-        payload = {"kind": kind, "spec": spec.to_dict(), "config": config.to_dict(), "tf": tensorflow_version(),
-                   "code": ResultCache.code_version(), "extra": extra or {}}
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
-
-    def get(self, key: str) -> dict | None:
-        with self._lock:
-            if key in self._memory:
-                return self._memory[key]
-        if self.directory is None:
-            return None
-        path = self.directory / f"{key}.json"
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            return None
-        with self._lock:
-            self._memory[key] = data
-        return data
-
-    def put(self, key: str, value: dict) -> None:
-        with self._lock:
-            self._memory[key] = value
-            if len(self._memory) > 256:
-                self._memory.pop(next(iter(self._memory)))
-        if self.directory is None:
-            return
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            tmp = self.directory / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"
-            tmp.write_text(json.dumps(value))
-            os.replace(tmp, self.directory / f"{key}.json")
-            self._prune()
-        except OSError:
-            pass  # a read-only or full disk only costs the cache
-
-    MAX_FILES = 2000  # a long-running class server must not fill its disk
-
-    def _prune(self) -> None:
-        files = list(self.directory.glob("*.json"))
-        if len(files) <= self.MAX_FILES:
-            return
-        files.sort(key=lambda p: p.stat().st_mtime_ns)
-        for path in files[: len(files) - self.MAX_FILES * 9 // 10]:  # oldest first, with some headroom
-            try:
-                path.unlink()
-            except OSError:
-                pass
 
 
 def _config(config) -> Config:
@@ -288,8 +141,6 @@ class Engine:
         with self.queue(config.device).slot("graph", on_progress):
             result, info = self._run(config, "inspect", payload, self.pool.limits.inspect_s, on_progress)
         result = dict(result, config=config.to_dict(), worker=info, cached=False, key=key)
-        from .analysis import annotate
-
         result = annotate(result)
         self.cache.put(key, result)
         return result
@@ -312,8 +163,6 @@ class Engine:
         with admission.slot("bench", on_progress) as slot:
             result, info = self._run(config, "bench", payload, timeout, on_progress)
             overlaps = admission.overlaps
-        from .analysis import annotate_bench
-
         return annotate_bench(dict(
             result, config=config.to_dict(), worker=info,
             isolation={"others_running_at_start": slot["others_running_at_start"], "overlaps_seen": overlaps,

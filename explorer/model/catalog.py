@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .spec import Chain
+from .chain import Chain
 
 
 @dataclass(frozen=True)

@@ -2,28 +2,7 @@
 
 from __future__ import annotations
 
-import glob
-import os
-
-from .flags import is_simulated
-
-# Where the NVIDIA kernel driver shows its GPUs; read without CUDA, so without starting TensorFlow.
-NVIDIA_DRIVER_GPUS = "/proc/driver/nvidia/gpus"
-
-INSTALL_CUDA = 'pip install "tensorflow[and-cuda]==2.21.0" (in the .venv), then restart the explorer'
-
-
-def nvidia_gpus_present() -> bool:
-    """Whether the NVIDIA driver shows a GPU (TensorFlow may still see none without CUDA's libraries)."""
-    return bool(os.path.isdir(NVIDIA_DRIVER_GPUS) and os.listdir(NVIDIA_DRIVER_GPUS)) or bool(glob.glob("/dev/nvidia[0-9]*"))
-
-
-def no_gpu_words(driver_present: bool) -> str:
-    """Why TensorFlow sees no GPU, and what to do about it."""
-    if driver_present:
-        return ("An NVIDIA GPU is on this machine but TensorFlow sees none: it needs the CUDA libraries. "
-                f"Install them with {INSTALL_CUDA}.")
-    return "This machine shows no NVIDIA GPU (no GPU device from an NVIDIA driver)."
+from ..model.devices import is_simulated
 
 
 def gpu_words(gpu: dict) -> str:

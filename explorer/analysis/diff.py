@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..model.graph import Graph, Node
 from .fusion import Fusion, Rename, find_fusions, find_renames
-from .graphs import Graph, Node
 
 STATUSES = ("removed", "added", "changed", "fused", "absorbed", "unchanged")
 SIDES = ("before", "after")

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..graphs import STAGES
-from ..render import EDGE_LEGEND, LEGEND
+from ..model.graph import STAGES
+from ..present.dot import EDGE_LEGEND, LEGEND
 from . import cached, linked, state
 
 PAIRS = {

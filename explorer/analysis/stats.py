@@ -16,7 +16,7 @@ from typing import Iterable, Sequence
 import numpy as np
 from scipy import stats as _sps
 
-from .errors import ExplorerError
+from ..errors import ExplorerError
 
 VARIANTS = ("fused", "unfused")
 NOISY_CV = 0.25  # coefficient of variation above which a variant's timings are called noisy

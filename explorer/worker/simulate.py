@@ -33,65 +33,19 @@ from __future__ import annotations
 
 import functools
 import os
-import stat
-import sys
-import tempfile
-from contextlib import contextmanager
 
-from .graphs import short_device
+from ..analysis import grappler_log
+from ..model.devices import DEFAULT_PROFILE, GPU_PROFILES
+from ..model.graph import short_device
+from ..model.spec import resolve
+from . import models
+from .host import env_flags, onednn_enabled
+from .protocol import fd2_lines
 
 GPU_DEVICE = "/job:localhost/replica:0/task:0/device:GPU:0"
 CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
 FEED_SUFFIX = "/sim_feed"
 
-# Plain data. ``compute_capability`` is what TensorFlow puts in DeviceProperties.environment
-# ["architecture"] for a real GPU; num_cores is the number of SMs, as TensorFlow reports it.
-GPU_PROFILES: dict[str, dict] = {
-    "volta": {
-        "label": "Volta: Tesla V100-SXM2-16GB (sm_70)",
-        "model": "Tesla V100-SXM2-16GB",
-        "compute_capability": "7.0",
-        "num_sms": 80,
-        "clock_mhz": 1530,
-        "memory_bytes": 16 * 2**30,
-        "memory_bandwidth_kbps": 900 * 10**6,
-        "l2_cache_bytes": 6 * 2**20,
-        "shared_memory_per_sm_bytes": 96 * 2**10,
-        "registers_per_sm": 65536,
-        "notes": "Tensor cores for float16 only. Below compute capability 8.0, so cuDNN runtime fusion "
-                 "(Relu6/Elu/LeakyRelu after Conv2D, Tanh/Sigmoid/exact GELU after MatMul) is never "
-                 "used, and the layout optimizer turns float32 NHWC convolutions into NCHW.",
-    },
-    "ampere": {
-        "label": "Ampere: A100-SXM4-40GB (sm_80)",
-        "model": "NVIDIA A100-SXM4-40GB",
-        "compute_capability": "8.0",
-        "num_sms": 108,
-        "clock_mhz": 1410,
-        "memory_bytes": 40 * 2**30,
-        "memory_bandwidth_kbps": 1555 * 10**6,
-        "l2_cache_bytes": 40 * 2**20,
-        "shared_memory_per_sm_bytes": 164 * 2**10,
-        "registers_per_sm": 65536,
-        "notes": "First generation where cuDNN runtime fusion may be used (with "
-                 "TF_CUDNN_USE_RUNTIME_FUSION=1); TF32 lets float32 convolutions stay NHWC.",
-    },
-    "hopper": {
-        "label": "Hopper: H100-SXM5-80GB (sm_90)",
-        "model": "NVIDIA H100 80GB HBM3",
-        "compute_capability": "9.0",
-        "num_sms": 132,
-        "clock_mhz": 1980,
-        "memory_bytes": 80 * 2**30,
-        "memory_bandwidth_kbps": 3350 * 10**6,
-        "l2_cache_bytes": 50 * 2**20,
-        "shared_memory_per_sm_bytes": 228 * 2**10,
-        "registers_per_sm": 65536,
-        "notes": "The TF 2.21 wheel carries compute_90 PTX (no sm_90 SASS): a real H100 JIT-compiles "
-                 "TensorFlow's own kernels at first use. Grappler's decisions are those of Ampere.",
-    },
-}
-DEFAULT_PROFILE = "ampere"
 
 # Grappler switches as tf.config.optimizer.set_experimental_options maps them (context.py):
 # toggles become RewriterConfig ON/OFF, the two "disable_*" switches are booleans. Anything else
@@ -237,8 +191,6 @@ def has_kernel(node, device_type: str) -> bool:
 
 def _signature(spec, tf):
     """The model's body and a tf.TensorSpec per argument, typed as models.make_inputs makes them."""
-    from . import models
-
     shapes = spec.tensor_shapes()
     body, names = models.build(spec, tf)
     return body, [tf.TensorSpec(shapes[name], models.input_dtype(spec, name, tf), name=name) for name in names]
@@ -318,45 +270,6 @@ def _metagraph(graph_def, fetch):
     return meta
 
 
-@contextmanager
-def _fd2_lines(lines: list):
-    """Collect what C++ writes to fd 2 (VLOG lines) meanwhile.
-
-    When fd 2 is a regular file (the worker's), read back the bytes written after the current
-    offset, leaving them in place so that a fatal message stays in the worker's log if
-    TensorFlow aborts. Otherwise point fd 2 at a temporary file meanwhile and copy it on.
-    """
-    sys.stderr.flush()
-    try:
-        start = os.lseek(2, 0, os.SEEK_CUR)
-        seekable = stat.S_ISREG(os.fstat(2).st_mode)
-    except OSError:
-        seekable = False
-    if seekable:
-        try:
-            yield lines
-        finally:
-            sys.stderr.flush()
-            end = os.lseek(2, 0, os.SEEK_CUR)
-            data = os.pread(2, max(0, end - start), start) if end > start else b""
-            lines.extend(data.decode("utf-8", "replace").splitlines())
-        return
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as tmp:
-        os.dup2(tmp.fileno(), 2)
-        try:
-            yield lines
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            tmp.seek(0)
-            data = tmp.read()
-            if data:
-                os.write(2, data)
-            lines.extend(data.decode("utf-8", "replace").splitlines())
-
-
 def optimize(graph_def, fetch, profile: dict, switches: dict, remapping: bool | None, tf):
     """One meta-optimizer run on the virtual cluster; returns (GraphDef, log lines, ignored)."""
     from tensorflow.core.protobuf import device_properties_pb2
@@ -371,7 +284,7 @@ def optimize(graph_def, fetch, profile: dict, switches: dict, remapping: bool | 
     cluster = gcluster.Cluster(devices=devices)
     lines: list[str] = []
     try:
-        with _fd2_lines(lines):
+        with fd2_lines(lines):
             out = tf_optimizer.OptimizeGraph(config, _metagraph(graph_def, fetch), verbose=True,
                                              graph_id=b"__inference_model_sim", cluster=cluster)
     finally:
@@ -416,8 +329,6 @@ def simulate(spec, switches: dict, profile: str, tf, graph_to_dict, *, place_on:
     ({"remapping": "off", ...}). ``place_on="CPU"`` runs the same machinery with the nodes on the
     CPU, as a control.
     """
-    from .spec import resolve
-
     spec = resolve(spec)
     body, specs = _signature(spec, tf)
     result = simulate_body(body, specs, switches, profile, tf, graph_to_dict, place_on=place_on)
@@ -429,8 +340,6 @@ def simulate_body(body, specs, switches: dict, profile: str, tf, graph_to_dict, 
     """simulate() for any Python body and its list of tf.TensorSpec arguments."""
     from google.protobuf import text_format
 
-    from . import pipeline
-    from .worker import env_flags, onednn_enabled
 
     check_flags()
     prof = profile_data(profile or DEFAULT_PROFILE, tf)
@@ -454,7 +363,7 @@ def simulate_body(body, specs, switches: dict, profile: str, tf, graph_to_dict, 
     optimized = without_helpers(optimized_raw, tf)
     unfused = without_helpers(unfused_raw, tf)
 
-    parsed = pipeline.parse_log(log)
+    parsed = grappler_log.parse_log(log)
     return {
         "simulated": True,
         "device": f"gpu-sim:{prof['name']}" if place_on == "GPU" else "cpu (simulation control)",

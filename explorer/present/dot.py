@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import pydot
 
-from .errors import ExplorerError
-from .fusion import CONST_OPS, is_fused_node
-from .graphs import BOILERPLATE_OPS, INPUT_OPS, TRANSFER_OPS, Edge, Graph, Node
+from ..analysis.fusion import CONST_OPS, is_fused_node
+from ..errors import ExplorerError
+from ..model.graph import BOILERPLATE_OPS, INPUT_OPS, TRANSFER_OPS, Edge, Graph, Node
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,107 @@
+"""Devices a model can run on: the CPU, a real GPU, or a simulated GPU of a named profile.
+
+Plain data and a probe of the NVIDIA driver (no CUDA, no TensorFlow), so the page and the command
+line can offer and check a device before any worker starts.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+from ..errors import SpecError
+
+DEVICES = {
+    "cpu": "The machine's CPU (x86-64 here; oneDNN decides many fusions).",
+    "gpu": "A real CUDA GPU visible to TensorFlow.",
+    "gpu-sim": "A simulated GPU: Grappler's real GPU decisions on a virtual device (no run, no timing). "
+               "Write gpu-sim:PROFILE to pick a GPU.",
+}
+
+
+def check_device(device) -> str:
+    """'cpu', 'gpu', 'gpu-sim' or 'gpu-sim:PROFILE' (canonical form: 'gpu-sim:<profile>')."""
+    if not isinstance(device, str):
+        raise SpecError("device", f"expected a device name, got {device!r}")
+    base, _, profile = device.partition(":")
+    if base not in DEVICES or (profile and base != "gpu-sim"):
+        raise SpecError("device", f"unknown device {device!r}; choose cpu, gpu or gpu-sim[:PROFILE]")
+    if base == "gpu-sim":
+        profile = profile or DEFAULT_PROFILE
+        if profile not in GPU_PROFILES:
+            raise SpecError("device", f"unknown GPU profile {profile!r}; choose one of {', '.join(GPU_PROFILES)}")
+        return f"gpu-sim:{profile}"
+    return base
+
+
+def is_simulated(device: str) -> bool:
+    return device.startswith("gpu-sim")
+
+
+# Plain data. ``compute_capability`` is what TensorFlow puts in DeviceProperties.environment
+# ["architecture"] for a real GPU; num_cores is the number of SMs, as TensorFlow reports it.
+GPU_PROFILES: dict[str, dict] = {
+    "volta": {
+        "label": "Volta: Tesla V100-SXM2-16GB (sm_70)",
+        "model": "Tesla V100-SXM2-16GB",
+        "compute_capability": "7.0",
+        "num_sms": 80,
+        "clock_mhz": 1530,
+        "memory_bytes": 16 * 2**30,
+        "memory_bandwidth_kbps": 900 * 10**6,
+        "l2_cache_bytes": 6 * 2**20,
+        "shared_memory_per_sm_bytes": 96 * 2**10,
+        "registers_per_sm": 65536,
+        "notes": "Tensor cores for float16 only. Below compute capability 8.0, so cuDNN runtime fusion "
+                 "(Relu6/Elu/LeakyRelu after Conv2D, Tanh/Sigmoid/exact GELU after MatMul) is never "
+                 "used, and the layout optimizer turns float32 NHWC convolutions into NCHW.",
+    },
+    "ampere": {
+        "label": "Ampere: A100-SXM4-40GB (sm_80)",
+        "model": "NVIDIA A100-SXM4-40GB",
+        "compute_capability": "8.0",
+        "num_sms": 108,
+        "clock_mhz": 1410,
+        "memory_bytes": 40 * 2**30,
+        "memory_bandwidth_kbps": 1555 * 10**6,
+        "l2_cache_bytes": 40 * 2**20,
+        "shared_memory_per_sm_bytes": 164 * 2**10,
+        "registers_per_sm": 65536,
+        "notes": "First generation where cuDNN runtime fusion may be used (with "
+                 "TF_CUDNN_USE_RUNTIME_FUSION=1); TF32 lets float32 convolutions stay NHWC.",
+    },
+    "hopper": {
+        "label": "Hopper: H100-SXM5-80GB (sm_90)",
+        "model": "NVIDIA H100 80GB HBM3",
+        "compute_capability": "9.0",
+        "num_sms": 132,
+        "clock_mhz": 1980,
+        "memory_bytes": 80 * 2**30,
+        "memory_bandwidth_kbps": 3350 * 10**6,
+        "l2_cache_bytes": 50 * 2**20,
+        "shared_memory_per_sm_bytes": 228 * 2**10,
+        "registers_per_sm": 65536,
+        "notes": "The TF 2.21 wheel carries compute_90 PTX (no sm_90 SASS): a real H100 JIT-compiles "
+                 "TensorFlow's own kernels at first use. Grappler's decisions are those of Ampere.",
+    },
+}
+DEFAULT_PROFILE = "ampere"
+
+
+# Where the NVIDIA kernel driver shows its GPUs; read without CUDA, so without starting TensorFlow.
+NVIDIA_DRIVER_GPUS = "/proc/driver/nvidia/gpus"
+
+INSTALL_CUDA = 'pip install "tensorflow[and-cuda]==2.21.0" (in the .venv), then restart the explorer'
+
+
+def nvidia_gpus_present() -> bool:
+    """Whether the NVIDIA driver shows a GPU (TensorFlow may still see none without CUDA's libraries)."""
+    return bool(os.path.isdir(NVIDIA_DRIVER_GPUS) and os.listdir(NVIDIA_DRIVER_GPUS)) or bool(glob.glob("/dev/nvidia[0-9]*"))
+
+
+def no_gpu_words(driver_present: bool) -> str:
+    """Why TensorFlow sees no GPU, and what to do about it."""
+    if driver_present:
+        return ("An NVIDIA GPU is on this machine but TensorFlow sees none: it needs the CUDA libraries. "
+                f"Install them with {INSTALL_CUDA}.")
+    return "This machine shows no NVIDIA GPU (no GPU device from an NVIDIA driver)."

@@ -1,0 +1,30 @@
+"""The command line that reproduces a run: one writer, used by the CLI's help, the page and repro.py."""
+
+from __future__ import annotations
+
+from ..model.chain import Chain
+from ..model.flags import Config
+from ..model.spec import DEFAULT_PARAMS, resolve
+
+
+def command_line(spec, config: Config, command: str = "inspect") -> str:
+    """The exact command that reproduces a run, with its environment as options."""
+    resolved = resolve(spec)
+    if resolved.preset:
+        head = [resolved.preset]
+        defaults = resolve({"preset": resolved.preset}).p
+        params = {k: v for k, v in resolved.params if defaults.get(k) != v}  # only what differs
+    else:
+        plain = Chain().to_dict()
+        fields = {k: v for k, v in resolved.chain.to_dict().items() if k == "contraction" or plain[k] != v}
+        head = ["chain"] + [a for k, v in fields.items() for a in ("--chain", f"{k}={v}")]
+        params = {k: v for k, v in resolved.params if DEFAULT_PARAMS.get(k) != v}
+    parts = ["python", "-m", "explorer", command] + head
+    for key, value in params.items():
+        parts += ["--set", f"{key}={value}"]
+    parts += config.cli_args()
+    return " ".join(parts)
+
+
+def bench_command_line(spec, config: Config, reps: int, warmup: int, max_seconds: float) -> str:
+    return command_line(spec, config, "bench") + f" --reps {reps} --warmup {warmup} --max-seconds {max_seconds:g}"

@@ -1,0 +1,5 @@
+"""``python -m explorer.worker``: the worker process (see main.py)."""
+
+from .main import main
+
+main()

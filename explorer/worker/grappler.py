@@ -1,0 +1,97 @@
+"""Grappler as the worker sees it: one inspect request, the model's graphs around Grappler and its own log.
+
+``inspect`` traces the model, calls it once with run metadata on and returns the three stages, the
+remapper's log lines, Grappler's per-pass account and the graph it dumped after every pass.
+``simulate`` does the same for a simulated GPU (Grappler run from Python on a virtual device).
+A second compiler (XLA) lives beside this module, with the same shape of result.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from ..analysis import grappler_log
+from ..model.spec import resolve
+from .runtime import Runtime, as_list
+
+MAIN_PREFIX = "__inference_model_"
+
+
+def inspect(rt: Runtime, request: dict) -> dict:
+    from google.protobuf import text_format
+
+    spec = resolve(request["spec"])
+    switches = request.get("grappler") or {}
+    rt.clear_dumps()
+    rt.reset_grappler()
+    body, args = rt.build(spec)
+    fn = rt.tf.function(body)
+    t0 = time.perf_counter()
+    stages, out, entries = rt.capture(fn, args, switches)
+    capture_s = time.perf_counter() - t0
+    rt.reset_grappler()
+    parsed, log = request_log(rt)
+    passes = pass_graphs(rt, parsed)
+    return {
+        "spec": spec.to_dict(),
+        "stages": {name: rt.graph_to_dict(g, name) for name, g in stages.items()},
+        "pbtxt": {name: text_format.MessageToString(g) for name, g in stages.items()},
+        "output_shapes": [list(t.shape) for t in as_list(out)],
+        "function_graphs": entries,
+        "grappler": {
+            "remapper_log": parsed["remapper_log"],
+            "notable": parsed["notable"],
+            "items": parsed["items"],
+            "pass_graphs": passes,
+            "log": log,
+        },
+        "fingerprint": rt.fingerprint,
+        "timings": {"capture_s": round(capture_s, 4), "import_s": round(rt.import_s, 3)},
+    }
+
+
+def simulate(rt: Runtime, request: dict) -> dict:
+    """Grappler's decisions on a virtual GPU of the requested profile (no execution)."""
+    from ..model.devices import DEFAULT_PROFILE
+    from . import simulate as virtual
+
+    spec = resolve(request["spec"])
+    profile = rt.device.partition(":")[2] or DEFAULT_PROFILE
+    rt.reset_grappler()
+    result = virtual.simulate(spec, request.get("grappler") or {}, profile, rt.tf, rt.graph_to_dict)
+    rt.reset_grappler()
+    parsed, log = request_log(rt)
+    # The remapper log stays simulate's own: that of the run with the requested switches only.
+    result["grappler"].update(notable=parsed["notable"], items=parsed["items"], pass_graphs={}, log=log)
+    result["fingerprint"] = dict(rt.fingerprint, simulated_gpu=result.get("profile"))
+    return result
+
+
+def request_log(rt: Runtime) -> tuple[dict, list[str]]:
+    """This request's stderr parsed, and its lines as shown (without the graph-dump notices)."""
+    log = rt.log.read()
+    return grappler_log.parse_log(log), [line for line in log if "dump_graph.cc" not in line][-4000:]
+
+
+def pass_graphs(rt: Runtime, parsed: dict) -> dict:
+    """Neutral graphs of the model's per-pass dumps, keyed by dump file name."""
+    from google.protobuf import text_format
+
+    run = grappler_log.main_run(parsed, MAIN_PREFIX)
+    graphs: dict[str, dict] = {}
+    if run is None:
+        return graphs
+    paths = []
+    for iteration in run["iterations"]:
+        if iteration.get("before_dump"):
+            paths.append(iteration["before_dump"])
+        paths += [p["dump"] for p in iteration["passes"] if p.get("dump")]
+    for path in paths:
+        try:
+            with open(path) as handle:
+                graph_def = text_format.Parse(handle.read(), rt.tf.compat.v1.GraphDef())
+        except (OSError, text_format.ParseError):
+            continue
+        graphs[os.path.basename(path)] = rt.graph_to_dict(graph_def, "pass")
+    return graphs

@@ -1,0 +1,87 @@
+"""The worker process's loop: read a request, dispatch it, answer with a result or a readable error.
+
+Started by ``explorer.engine.runner`` as ``python -m explorer.worker`` with the configuration's
+environment already set (several TF flags are read once per process). The only package of the
+explorer that imports TensorFlow; see ``protocol`` for the wire format.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+
+from ..errors import SpecError
+from ..model.devices import is_simulated, no_gpu_words, nvidia_gpus_present
+from . import bench, grappler
+from .protocol import BadRequest, NoGpu, Protocol
+from .runtime import Runtime
+
+
+def handle(rt: Runtime, request: dict) -> dict:
+    op = request.get("op")
+    if op == "ping":
+        return {"pong": True, "pid": os.getpid()}
+    if op == "fingerprint":
+        return rt.fingerprint
+    if op == "inspect":
+        return grappler.simulate(rt, request) if is_simulated(rt.device) else grappler.inspect(rt, request)
+    if op == "bench" and is_simulated(rt.device):
+        raise BadRequest("a simulated GPU runs nothing, so it cannot be timed; benchmark on the CPU or a real GPU")
+    if op == "bench":
+        return bench.run(rt, request)
+    raise BadRequest(f"unknown request {op!r}")
+
+
+def error_line(message: str) -> str:
+    """The line of a TF error that says what went wrong, not where ('Graph execution error:')."""
+    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
+    skip = ("Graph execution error", "Detected at node", "[[", "in user code", "File ", "Traceback")
+    useful = [ln for ln in lines if not ln.startswith(skip) and not ln.endswith(":")]
+    text = useful[-1] if useful else (lines[-1] if lines else "")
+    return text.split(" [Op:")[0].split("\t [[")[0].strip()
+
+
+def _error(kind: str, message: str, detail: str = "") -> dict:
+    return {"kind": kind, "message": message, "detail": detail[-4000:]}
+
+
+def main() -> None:
+    protocol = Protocol()
+    try:
+        rt = Runtime(protocol)
+    except Exception as exc:  # TensorFlow failed to import: say so and stop
+        protocol.send({"ready": False, "error": _error("tensorflow", f"TensorFlow failed to start: {exc}",
+                                                       traceback.format_exc())})
+        return
+    protocol.send({"ready": True, "fingerprint": rt.fingerprint})
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            request = json.loads(line)
+        except json.JSONDecodeError:
+            protocol.send({"id": None, "ok": False, "error": _error("protocol", "request is not JSON")})
+            continue
+        req_id = request.get("id")
+        rt.log.start()
+        try:
+            result = handle(rt, request)
+            protocol.send({"id": req_id, "ok": True, "result": result})
+        except SpecError as exc:
+            protocol.send({"id": req_id, "ok": False, "error": dict(_error("spec", exc.message), field=exc.field)})
+        except NoGpu:
+            protocol.send({"id": req_id, "ok": False, "error": _error(
+                "no_gpu", "No GPU is visible to TensorFlow on this machine, so nothing was run. "
+                f"{no_gpu_words(nvidia_gpus_present())} Choose the CPU (or a simulated GPU profile).")})
+        except BadRequest as exc:
+            protocol.send({"id": req_id, "ok": False, "error": _error("protocol", str(exc))})
+        except Exception as exc:  # TensorFlow refused or failed: report its words, keep serving
+            rt.reset_grappler()
+            first = error_line(getattr(exc, "message", None) or str(exc)) or type(exc).__name__
+            log = rt.log.read()
+            protocol.send({"id": req_id, "ok": False, "error": _error(
+                "tensorflow", f"TensorFlow failed: {type(exc).__name__}: {first[:400]}",
+                traceback.format_exc() + "\n".join(log[-60:]))})
