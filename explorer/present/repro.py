@@ -1,38 +1,40 @@
 """Export what the explorer found: a standalone script that reproduces a run, and a zip for a bug report.
 
 ``script(spec, config)`` writes a Python script that needs only TensorFlow and numpy (no explorer):
-it sets the configuration's environment flags before TensorFlow is imported, builds the same model
-as ``explorer.models`` does for that spec (written out as plain TF code, with the same seeded
-inputs), sets the Grappler switches, calls the ``tf.function`` once with run metadata on, and
-prints the fused ops of the graph after Grappler and of the executed partition graphs. With
-``--pbtxt-dir`` it also writes the three stage graphs as pbtxt.
+it sets the configuration's environment flags before TensorFlow is imported, builds the model with
+the explorer's own builders (the source of ``explorer/worker/models/chain.py``, embedded as it is,
+fed the resolved spec as data: the same graph and the same seeded inputs as the worker's), sets the
+Grappler switches, calls the ``tf.function`` once with run metadata on, and prints the fused ops of
+the graph after Grappler and of the executed partition graphs. With ``--pbtxt-dir`` it also writes
+the three stage graphs as pbtxt.
 
 ``bundle(result)`` zips that script with the three graphs of an inspect result and a JSON summary
 (fingerprint, configuration, spec, fusions, explanation).
 
-Pure text generation: nothing here imports TensorFlow. The models must stay in step with
-``explorer/models.py``; tests/worker/test_repro.py runs the scripts and compares their fused ops
-with the engine's.
+Pure text generation: nothing here imports TensorFlow (the builders' module is read as text).
+tests/worker/test_repro.py runs the scripts and compares their fused ops with the engine's.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import math
+from pathlib import Path
 import zipfile
 
 from ..analysis.fusion import FUSED_OP_PREFIXES, STOCK_FUSED_NAMES
 from ..model.devices import is_simulated
 from ..model.flags import ENV_FLAGS, Config
-from ..model.spec import ModelSpec, resolve
+from ..model.spec import resolve
+from .command import command_line
 
-SEED = 20261122  # explorer.models.SEED (the same seeded inputs)
 VMODULE = "remapper=2"
 STAGE_FILES = ("traced", "optimized", "executed")
 JSON_MARK = "# repro-json: "  # the script's last line: its findings as JSON, for tools
+# The builders the worker runs: numpy-only code that takes the tf module as an argument.
+BUILDERS = Path(__file__).resolve().parents[1] / "worker" / "models" / "chain.py"
 
-# explorer.fusion's tables, written into the script so that it needs no explorer.
+# explorer.analysis.fusion's tables, written into the script so that it needs no explorer.
 FUSED_PREFIXES = tuple(prefix for prefix, _ in FUSED_OP_PREFIXES)
 STOCK_FUSED = tuple(sorted(STOCK_FUSED_NAMES))
 
@@ -43,190 +45,41 @@ def _config(config) -> Config:
     return Config.from_dict(config or {})
 
 
-# ---- the model, as TF code ------------------------------------------------------------------
+# ---- the model: the worker's builders, fed the resolved spec ----------------------------------
 
-_ACTIVATIONS = {
-    "Relu": ["y = tf.nn.relu(y)"],
-    "Relu6": ["y = tf.nn.relu6(y)"],
-    "Elu": ["y = tf.nn.elu(y)"],
-    "LeakyRelu": ["y = tf.nn.leaky_relu(y, alpha=0.2)"],
-    "Tanh": ["y = tf.math.tanh(y)"],
-    "Sigmoid": ["y = tf.math.sigmoid(y)"],
-    "GeluApproximate": ["y = tf.nn.gelu(y, approximate=True)"],
-    "GeluExact": ["y = tf.nn.gelu(y, approximate=False)"],
-    "Swish": ["y = y * tf.math.sigmoid(y)"],
-    "HardSwish": ["# the spelling the remapper matches after the arithmetic optimiser: y * relu6(y+3) * 1/6",
-                  "y = y * tf.nn.relu6(y + 3.0) * (1.0 / 6.0)"],
-    "Mish": ["y = y * tf.math.tanh(tf.math.softplus(y))"],
-    "LeakyReluMax": ["y = tf.maximum(y * 0.2, y)  # LeakyRelu spelled as Maximum(x*0.2, x)"],
-}
-
-
-def _activation(name: str) -> list[str]:
-    return [] if name == "none" else list(_ACTIVATIONS[name])
-
-
-def _chain_body(spec: ModelSpec) -> list[str]:
-    """The body of ``model(...)`` for an op chain, line by line (explorer.models.build)."""
-    c, p = spec.chain, spec.p
-    nchw = p.get("data_format") == "NCHW"
-    fmt = "NCHW" if nchw else "NHWC"
-    lines: list[str] = []
-    extra: list[str] = []
-    if c.contraction in ("MatMul", "BatchMatMulV2"):
-        lines.append("y = tf.linalg.matmul(x, w)")
-    elif c.contraction == "Conv2D":
-        lines.append(f'y = tf.nn.conv2d(x, w, strides=1, padding="SAME", data_format="{fmt}")')
-    elif c.contraction == "DepthwiseConv2dNative":
-        lines.append(f'y = tf.nn.depthwise_conv2d(x, w, strides=[1, 1, 1, 1], padding="SAME", data_format="{fmt}")')
-    elif c.contraction == "Conv3D":
-        fmt3 = "NCDHW" if nchw else "NDHWC"
-        if c.pad:
-            k = p["filter_size"] // 2
-            pads = [[0, 0], [0, 0], [k, k], [k, k], [k, k]] if nchw else [[0, 0], [k, k], [k, k], [k, k], [0, 0]]
-            lines.append(f"y = tf.pad(x, {pads})  # an explicit Pad before the convolution")
-            lines.append(f'y = tf.nn.conv3d(y, w, [1, 1, 1, 1, 1], "VALID", data_format="{fmt3}")')
-        else:
-            lines.append(f'y = tf.nn.conv3d(x, w, [1, 1, 1, 1, 1], "SAME", data_format="{fmt3}")')
-    else:
-        lines.append("y = x")
-    if p.get("second_consumer"):
-        lines.append('second = tf.identity(tf.reduce_sum(y), name="second_consumer")  '
-                     "# a second consumer of the contraction output")
-        extra.append("second")
-    ret = p.get("return_intermediate", "none")
-    if ret == "contraction":
-        lines.append("contraction_out = y  # also returned: the contraction output gets a second consumer")
-        extra.append("contraction_out")
-    if c.squeeze:
-        lines.append(f"y = tf.squeeze(y, axis=[{3 if nchw else 2}])")
-    if c.bias == "BiasAdd":
-        lines.append('y = tf.nn.bias_add(y, b, data_format="NCHW")' if nchw else "y = tf.nn.bias_add(y, b)")
-    elif c.bias == "Add":
-        rank = len(spec.tensor_shapes()["out"])
-        if nchw and rank >= 4:
-            lines.append(f"y = y + tf.reshape(b, {[1, -1] + [1] * (rank - 2)})")
-        else:
-            lines.append("y = y + b")
-    if c.bias != "none" and ret == "bias":
-        lines.append("bias_out = y  # also returned: the bias output gets a second consumer")
-        extra.append("bias_out")
-    if c.norm == "FusedBatchNorm":
-        if p.get("training"):
-            lines += ["y, _, _ = tf.compat.v1.nn.fused_batch_norm(",
-                      f'    y, scale, offset, mean=None, variance=None, epsilon=0.001, data_format="{fmt}",',
-                      "    is_training=True)  # training: batch statistics (mean and variance go unused)"]
-        else:
-            lines += ["y, _, _ = tf.compat.v1.nn.fused_batch_norm(",
-                      f'    y, scale, offset, mean=mean, variance=variance, epsilon=0.001, data_format="{fmt}",',
-                      "    is_training=False)"]
-        if ret == "norm":
-            lines.append("norm_out = y  # also returned: the batch norm output gets a second consumer")
-            extra.append("norm_out")
-    if c.side_add:
-        lines.append("y = y + side  # a residual input")
-    lines += _activation(c.activation)
-    lines.append(f"return {', '.join(['y', *extra])}" if extra else "return y")
-    return lines
-
-
-def _kind_model(spec: ModelSpec) -> tuple[list[str], list[str]]:
-    """(module-level constants, model function) for the models that are not op chains."""
-    c, p = spec.chain, spec.p
-    kind = c.kind
-    if kind == "hash_bucket":
-        return [], ["def model(x):",
-                    f"    return tf.strings.to_hash_bucket_fast(tf.strings.as_string(x), {p['buckets']})"]
-    if kind == "batchnorm_fold":
-        return ([f"_rng = np.random.default_rng({SEED + 1})",
-                 f"STATS = [_rng.uniform(0.5, 1.5, {p['channels']}).astype(np.float32) for _ in range(4)]"],
-                ["def model(x):",
-                 "    # Constant statistics: the remapper rewrites the batch norm into Mul and Add primitives.",
-                 "    scale, offset, mean, var = (tf.constant(v) for v in STATS)",
-                 "    y, _, _ = tf.compat.v1.nn.fused_batch_norm(x, scale, offset, mean, var, epsilon=0.001,",
-                 f'                                               data_format="{p["data_format"]}", is_training=False)',
-                 "    return y"])
-    if kind == "batch_matmul_scale_add":
-        return [], ["def model(x, w, side):",
-                    "    return tf.linalg.matmul(x, w) * tf.constant(0.125, dtype=x.dtype) + side"]
-    if kind == "layer_norm":
-        return ([f"_rng = np.random.default_rng({SEED + 2})",
-                 f"GAMMA = _rng.uniform(0.5, 1.5, {p['n']}).astype(np.float32)",
-                 f"BETA = _rng.standard_normal({p['n']}).astype(np.float32)"],
-                ["def model(x):",
-                 "    # axes=[1], not [-1]: the remapper's LayerNorm matcher wants rank-1 as a non-negative axis.",
-                 "    mean, var = tf.nn.moments(x, axes=[1], keepdims=True)",
-                 "    return tf.nn.batch_normalization(x, mean, var, tf.cast(tf.constant(BETA), x.dtype),",
-                 "                                     tf.cast(tf.constant(GAMMA), x.dtype), 1e-3)"])
-    if kind == "instance_norm":
-        ch = p["channels"]
-        body = ["def model(x):",
-                "    g, b = tf.cast(tf.constant(GAMMA), x.dtype), tf.cast(tf.constant(BETA), x.dtype)",
-                "    mean = tf.reduce_mean(x, [1, 2], keepdims=True)",
-                "    var = tf.reduce_mean(tf.math.squared_difference(x, mean), [1, 2], keepdims=True)",
-                "    inv = tf.math.rsqrt(var + tf.constant(1e-5, x.dtype)) * g",
-                "    y = x * inv + (b - mean * inv)"]
-        body += ["    " + line for line in _activation(c.activation)]
-        body.append("    return y")
-        return ([f"_rng = np.random.default_rng({SEED + 3})",
-                 f"GAMMA = _rng.uniform(0.5, 1.5, (1, 1, 1, {ch})).astype(np.float32)",
-                 f"BETA = _rng.standard_normal((1, 1, 1, {ch})).astype(np.float32)"], body)
-    if kind == "batchnorm_grad":
-        return [], ["def model(x, scale, offset):",
-                    "    with tf.GradientTape() as tape:",
-                    "        tape.watch([scale, offset])",
-                    "        y, _, _ = tf.compat.v1.nn.fused_batch_norm(x, scale, offset, is_training=True)",
-                    "        y = tf.nn.relu(y)",
-                    "        loss = tf.reduce_sum(tf.cast(y, tf.float32))",
-                    "    d_scale, d_offset = tape.gradient(loss, [scale, offset])",
-                    "    return y, d_scale, d_offset"]
-    raise ValueError(f"no script for model kind {kind!r}")
-
-
-def _arg_names(spec: ModelSpec) -> list[str]:
-    """The model's arguments: every input tensor the spec names, in the worker's order."""
-    return [n for n in spec.tensor_shapes() if n != "out"]
-
-
-def _inputs(spec: ModelSpec) -> list[str]:
-    """make_inputs(): the seeded inputs of explorer.models.make_inputs, one line each, same draws."""
-    shapes = spec.tensor_shapes()
-    lines = ["def make_inputs():", f"    rng = np.random.default_rng({SEED})"]
-    if spec.chain.kind == "hash_bucket":
-        lines.append(f"    x = tf.constant(rng.integers(0, 1 << 40, {tuple(shapes['x'])}), dtype=tf.int64)")
-        lines.append("    return [x]")
-        return lines
-    dtype = spec.p["dtype"]
-    fan_in = 1
-    if "w" in shapes:
-        w = shapes["w"]
-        fan_in = w[1] if spec.chain.contraction == "BatchMatMulV2" else math.prod(w[:-1])
-    for name, shape in shapes.items():
-        if name == "out":
-            continue
-        shape = tuple(shape)
-        if name == "w":
-            draw = f"(rng.standard_normal({shape}) / np.sqrt({max(fan_in, 1)}))"
-        elif name in ("variance", "scale"):
-            draw = f"rng.uniform(0.5, 1.5, {shape})"
-        else:
-            draw = f"rng.standard_normal({shape})"
-        # FusedBatchNorm keeps its statistics in float32 whatever the input type.
-        kind = "float32" if name in ("scale", "offset", "mean", "variance") else dtype
-        lines.append(f"    {name} = tf.cast(tf.constant({draw}.astype(np.float32)), tf.{kind})")
-    lines.append(f"    return [{', '.join(_arg_names(spec))}]")
-    return lines
+def builders_source() -> str:
+    """The builders' module as it is, without its ``from __future__`` line (only legal at the top)."""
+    lines = BUILDERS.read_text().splitlines()
+    return "\n".join(line for line in lines if not line.startswith("from __future__ import")).strip()
 
 
 def model_code(spec) -> str:
-    """The model function (and its constants) as TF code: what explorer.models builds for ``spec``."""
+    """The resolved spec as data, and the stand-in for the ModelSpec the builders read."""
     spec = resolve(spec)
-    if spec.chain.kind == "chain":
-        head = [f"def model({', '.join(_arg_names(spec))}):",
-                f'    """{spec.chain.describe()}"""']
-        return "\n".join(head + ["    " + line for line in _chain_body(spec)])
-    constants, body = _kind_model(spec)
-    return "\n".join(constants + ([""] if constants else []) + body)
+    shapes = {name: list(shape) for name, shape in spec.tensor_shapes().items()}
+    return "\n".join([
+        f"CHAIN = {spec.chain.to_dict()!r}  # {spec.chain.describe()}",
+        f"PARAMS = {dict(spec.params)!r}",
+        f"SHAPES = {shapes!r}",
+        "",
+        "",
+        "class Spec:",
+        '    """What the builders read of the explorer\'s ModelSpec: the chain, the parameters, the shapes."""',
+        "",
+        "    chain = types.SimpleNamespace(**CHAIN)",
+        "    p = PARAMS",
+        "",
+        "    @staticmethod",
+        "    def tensor_shapes():",
+        "        return {name: tuple(shape) for name, shape in SHAPES.items()}",
+        "",
+        "",
+        "def model_and_inputs():",
+        '    """The model\'s body and its seeded arguments, as the explorer\'s worker builds them."""',
+        "    body, names = build(Spec, tf)",
+        "    inputs = make_inputs(Spec, tf)",
+        "    return body, [inputs[name] for name in names]",
+    ])
 
 
 # ---- the script ------------------------------------------------------------------------------
@@ -281,7 +134,7 @@ def main(argv=None):
     if GRAPPLER:
         tf.config.optimizer.set_experimental_options(GRAPPLER)
     with tf.device(DEVICE):
-        inputs = make_inputs()
+        model, inputs = model_and_inputs()
     fn = tf.function(model)
     context.enable_run_metadata()
     try:
@@ -358,22 +211,13 @@ def _grappler(config: Config) -> dict[str, bool]:
     return {name: value == "on" for name, value in config.grappler}
 
 
-def _command(spec: ModelSpec, config: Config) -> str:
-    try:
-        from .command import command_line
-
-        return command_line(spec.to_dict(), config, "inspect")
-    except Exception:  # the header line is a courtesy; the script stands without it
-        return ""
-
-
 def script(spec, config=None) -> str:
     """A standalone Python script (TensorFlow and numpy only) that reproduces the explorer's run."""
     spec, config = resolve(spec), _config(config)
     device, device_notes = _device(config)
     label = spec.preset or "custom op chain"
     params = ", ".join(f"{k}={v}" for k, v in spec.params)
-    command = _command(spec, config)
+    command = command_line(spec.to_dict(), config, "inspect")
     env_text = config.shell_env() or "no flags (TensorFlow's defaults)"
     doc = [
         f"Reproduce a TF Fusion Explorer run: {spec.chain.describe()} ({label}).",
@@ -392,7 +236,8 @@ def script(spec, config=None) -> str:
         doc += ["", f"Made by the explorer for:  {command}"]
     out = ["#!/usr/bin/env python3", '"""' + "\n".join(doc).replace('"""', "'''") + '\n"""', "", "import os", ""]
     out += _env_lines(config)
-    out += ["", "import argparse  # noqa: E402", "import json  # noqa: E402", "import sys  # noqa: E402", "",
+    out += ["", "import argparse  # noqa: E402", "import json  # noqa: E402", "import sys  # noqa: E402",
+            "import types  # noqa: E402", "",
             "import numpy as np  # noqa: E402", "import tensorflow as tf  # noqa: E402",
             "from google.protobuf import text_format  # noqa: E402",
             "from tensorflow.python.eager import context  # noqa: E402", ""]
@@ -401,9 +246,10 @@ def script(spec, config=None) -> str:
             f"JSON_MARK = {JSON_MARK!r}",
             f"FUSED_PREFIXES = {FUSED_PREFIXES!r}",
             f"STOCK_FUSED = {STOCK_FUSED!r}", "", ""]
+    out += ["# ---- the explorer's model builders (explorer/worker/models/chain.py), as the worker runs them ----", ""]
+    out += builders_source().splitlines()
+    out += ["", "", "# ---- this model ----", ""]
     out += model_code(spec).splitlines()
-    out += ["", ""]
-    out += _inputs(spec)
     out += ["", "", ""]
     return "\n".join(out) + _RUN.lstrip("\n")
 

@@ -47,10 +47,17 @@ def test_playground_knobs_reach_the_model():
     spec = {"chain": {"contraction": "Conv2D", "bias": "Add", "activation": "Relu"},
             "params": {"data_format": "NCHW", "second_consumer": True, "return_intermediate": "bias"}}
     code = repro.model_code(spec)
-    assert 'data_format="NCHW"' in code
-    assert "tf.reshape(b, [1, -1, 1, 1])" in code
-    assert 'name="second_consumer"' in code
-    assert "return y, second, bias_out" in code
+    assert "'data_format': 'NCHW'" in code
+    assert "'second_consumer': True" in code and "'return_intermediate': 'bias'" in code
+    assert "'bias': 'Add'" in code and "'activation': 'Relu'" in code
+
+
+def test_the_script_runs_the_workers_own_builders():
+    """No second copy of the models: the builders' source is in the script as it is in the worker."""
+    text = repro.script({"preset": "conv2d_bias_relu"}, Config())
+    builders = (repro.BUILDERS.read_text().split("from __future__ import annotations", 1)[1]).strip()
+    assert builders in text
+    assert "def build(spec, tf):" in text and "body, names = build(Spec, tf)" in text
 
 
 def test_bundle_holds_script_graphs_and_summary():
