@@ -1,10 +1,10 @@
-"""Shared pieces of the browser tests: start the app, open a browser, wait for Streamlit.
+"""The app in a real browser: start the app, open Debian's Chromium, wait for Streamlit.
 
 Used by ``tests/e2e/conftest.py`` (the ``app_server`` and ``page`` fixtures), by
 ``tests/e2e/screenshot.py`` and by ``benchmarks/serving.py`` (its app server and Chromium settings).
 Tests import the helpers directly::
 
-    from e2e_helpers import wait_idle, open_app
+    from devkit.browser import wait_idle, open_app
 
 The browser is Debian's ``/usr/bin/chromium`` (package ``chromium``, installed by ``./dev.sh test``),
 driven by Playwright with ``executable_path``: ``playwright install`` downloads a browser of its own,
@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("EXPLORER_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -234,7 +234,7 @@ def expect_rerun(page, timeout: float = 60_000):
     script run that started after the action has finished (and the app is idle)."""
     before = page.evaluate("() => window.__e2e ? window.__e2e.runs : null")
     if before is None:
-        raise RuntimeError("expect_rerun needs a page from a context made by e2e_helpers.new_context")
+        raise RuntimeError("expect_rerun needs a page from a context made by new_context")
     yield
     page.wait_for_function("n => window.__e2e.runs > n", arg=before, timeout=timeout, polling=50)
     wait_idle(page, timeout)

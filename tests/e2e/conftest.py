@@ -6,7 +6,7 @@
 - ``browser`` (session scope): headless Debian chromium through Playwright.
 - ``page`` (per test): a new page in a fresh context (1400x1000 viewport, its own Streamlit session).
 
-Wait with ``e2e_helpers.wait_idle(page)`` after every interaction, never with sleep.
+Wait with ``devkit.browser.wait_idle(page)`` after every interaction, never with sleep.
 When a test fails, the report carries the server log's tail and a screenshot's path.
 """
 
@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from e2e_helpers import full_page_screenshot, launch_browser, new_context, start_app
+from devkit.browser import full_page_screenshot, launch_browser, new_context, start_app
 
 _HERE = Path(__file__).resolve().parent
 _servers: dict[str, object] = {}  # base URL -> AppServer, for failure reports
@@ -31,7 +31,10 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def app_server(tmp_path_factory):
-    server = start_app("app.py", log_dir=tmp_path_factory.mktemp("app-server"))
+    # oneDNN's default depends on the CPU (off without AVX-512): the pages start with it on, as a class
+    # server on such a machine would be started.
+    server = start_app("app.py", env={"EXPLORER_DEFAULT_ENV": "TF_ENABLE_ONEDNN_OPTS=1"},
+                       log_dir=tmp_path_factory.mktemp("app-server"))
     _servers[server.url] = server
     try:
         yield server.url

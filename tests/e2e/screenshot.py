@@ -13,9 +13,9 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: devkit and explorer
 
-from e2e_helpers import (  # noqa: E402
+from devkit.browser import (  # noqa: E402
     GRAPH_SVG,
     LINKED,
     full_page_screenshot,

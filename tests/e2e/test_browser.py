@@ -3,7 +3,7 @@ the exports downloaded."""
 
 from __future__ import annotations
 
-from e2e_helpers import GRAPH_SVG, LINKED, open_app, wait_idle
+from devkit.browser import GRAPH_SVG, LINKED, open_app, wait_idle
 
 PLOTLY = "[data-testid='stPlotlyChart'] .js-plotly-plot"
 EXCEPTION = "[data-testid='stException']"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from e2e_helpers import LINKED, open_app
+from devkit.browser import LINKED, open_app
 from playwright.sync_api import expect
 
 from explorer.present.dot import html_id

@@ -1,6 +1,6 @@
 """The app starts, the browser connects, the first run ends without an exception, the title shows."""
 
-from e2e_helpers import open_app
+from devkit.browser import open_app
 
 
 def test_app_shows_title(app_server, page):
