@@ -119,6 +119,17 @@ def parse_assignment(text: str, what: str) -> tuple[str, str]:
     return name, value.strip()
 
 
+def parse_env_assignments(text: str, what: str) -> dict[str, str]:
+    """'NAME=VALUE NAME=VALUE' (a shell's words) as checked env flags; ``what`` names the source in messages."""
+    try:
+        words = shlex.split(text or "")
+    except ValueError as exc:
+        raise SpecError(what, f"cannot read {text!r}: {exc}") from None
+    env = dict(parse_assignment(word, what) for word in words)
+    Config.make("cpu", env)  # every name and value checked as the sidebar and --env check them
+    return env
+
+
 @dataclass(frozen=True)
 class Config:
     """Device + environment flags + Grappler switches. Hashable, so it can key caches and pools."""

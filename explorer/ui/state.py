@@ -6,10 +6,13 @@ can jump to any state by setting ``at.session_state[KEY]`` before ``at.run()``.
 
 from __future__ import annotations
 
+import os
+
 import streamlit as st
 
 from ..model.catalog import PRESETS
-from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES
+from ..errors import SpecError
+from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, parse_env_assignments
 from ..model.spec import DEFAULT_PARAMS
 
 DEFAULT_PRESET = "matmul_bias_gelu_approx"  # shows a fusion on load: MatMul+BiasAdd+GELU -> _FusedMatMul
@@ -64,6 +67,9 @@ SWEEP_RESULTS = "sweep.results"  # run key -> {"param", "rows"}
 # What-if.
 PINNED = "whatif.pinned"  # a pinned result's summary, or None
 
+# The engine this page uses (page.render's argument: the server's live Engine, or a test's ReplayEngine).
+ENGINE = "engine"
+
 # How the result on screen was obtained (new worker, warm worker, cache), kept across reruns.
 SHOWN = "inspect.shown"  # {"key", "provenance"}
 
@@ -99,9 +105,24 @@ DEFAULTS: dict[str, object] = {
 }
 
 
+# Flags every new session starts with, set by whoever starts the server (e.g. a class on a CPU whose
+# default leaves oneDNN off: EXPLORER_DEFAULT_ENV="TF_ENABLE_ONEDNN_OPTS=1").
+DEFAULT_ENV_VARIABLE = "EXPLORER_DEFAULT_ENV"
+
+
+def server_env_defaults() -> tuple[dict[str, str], str | None]:
+    """The server's default flags, and what is wrong with the setting if it cannot be read."""
+    try:
+        return parse_env_assignments(os.environ.get(DEFAULT_ENV_VARIABLE, ""), DEFAULT_ENV_VARIABLE), None
+    except SpecError as exc:
+        return {}, str(exc)
+
+
 def init() -> None:
     """Give every key its default once; values already set (by the user or a test) stay."""
-    for key, value in DEFAULTS.items():
+    env, _ = server_env_defaults()
+    defaults = dict(DEFAULTS, **{env_key(name): value for name, value in env.items()})
+    for key, value in defaults.items():
         if key not in st.session_state:
             st.session_state[key] = value.copy() if isinstance(value, dict) else value
 

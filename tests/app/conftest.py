@@ -50,6 +50,9 @@ def make_app():
         for model_id, params in SMALL.items():
             for name, value in params.items():
                 at.session_state[state.param_key(model_id, name)] = value
+        # oneDNN's default depends on the CPU (TensorFlow leaves it off without AVX-512): the tests
+        # draw the page with it on, as most x86 servers have it, unless a test says otherwise.
+        at.session_state[state.env_key("TF_ENABLE_ONEDNN_OPTS")] = "1"
         for key, value in extra.items():
             at.session_state[key] = value
         return at

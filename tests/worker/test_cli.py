@@ -49,7 +49,7 @@ def test_bad_arguments_exit_non_zero_with_one_line(args, words):
 @pytest.mark.tf
 def test_inspect_json_and_export(tmp_path):
     out = run("inspect", "matmul_bias_gelu_approx", "--set", "m=64", "--set", "k=32", "--set", "n=16",
-              "--no-cache", "--json", "--export", str(tmp_path))
+              "--env", "TF_ENABLE_ONEDNN_OPTS=1", "--no-cache", "--json", "--export", str(tmp_path))
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert set(result["stages"]) == {"traced", "optimized", "executed"}
