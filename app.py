@@ -10,6 +10,6 @@ import streamlit as st
 st.set_page_config(page_title="TF Fusion Explorer", page_icon=":material/merge:", layout="wide",
                    initial_sidebar_state=360)
 
-from explorer.ui import page  # noqa: E402  (after set_page_config: nothing may draw before it)
+from explorer.ui import cached, page  # noqa: E402  (after set_page_config: nothing may draw before it)
 
-page.render()
+page.render(cached.engine())

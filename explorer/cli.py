@@ -19,10 +19,10 @@ from .analysis.annotate import graphs_of
 from .analysis.grappler_log import main_run
 from .errors import ExplorerError, SpecError
 from .model.catalog import PRESETS
-from .model.chain import Chain
 from .model.flags import Config, parse_assignment
 from .model.graph import STAGES
-from .model.spec import DEFAULT_PARAMS, resolve
+from .model.results import BenchResult, InspectResult
+from .model.spec import resolve
 from .present import machine
 
 
@@ -78,25 +78,6 @@ def config_from_args(args) -> Config:
     return Config.make(args.device, env, grappler)
 
 
-def command_line(spec: dict, config: Config, command: str = "inspect") -> str:
-    """The exact command that reproduces a run, with its environment."""
-    resolved = resolve(spec)
-    if resolved.preset:
-        head = [resolved.preset]
-        defaults = resolve({"preset": resolved.preset}).p
-        params = {k: v for k, v in resolved.params if defaults.get(k) != v}  # only what differs
-    else:
-        plain = Chain().to_dict()
-        fields = {k: v for k, v in resolved.chain.to_dict().items() if k == "contraction" or plain[k] != v}
-        head = ["chain"] + [a for k, v in fields.items() for a in ("--chain", f"{k}={v}")]
-        params = {k: v for k, v in resolved.params if DEFAULT_PARAMS.get(k) != v}
-    parts = ["python", "-m", "explorer", command] + head
-    for key, value in params.items():
-        parts += ["--set", f"{key}={value}"]
-    parts += config.cli_args()
-    return " ".join(parts)
-
-
 def _print_presets(as_json: bool) -> None:
     from .model import coverage
 
@@ -123,7 +104,7 @@ def _print_presets(as_json: bool) -> None:
             print(f"  {mode:<11} {counts[mode]:>2}/{coverage.TOTAL_ROWS}   ({device}; {flags})")
 
 
-def _print_inspect(result: dict) -> None:
+def _print_inspect(result: InspectResult) -> None:
     fp = result["fingerprint"]
     print(f"{machine.describe(fp)} | flags {fp['flags'] or 'defaults'}")
     if result.get("simulated"):
@@ -134,7 +115,7 @@ def _print_inspect(result: dict) -> None:
         print(f"\n{STAGES[stage]} ({len(graph)} nodes): {' '.join(graph.compute_ops())}")
     print("\nFusions (traced -> after Grappler):")
     for fusion in result.get("fusions", []) or []:
-        print(f"  {fusion['description']}")
+        print(f"  {fusion['describe']}")
     if not result.get("fusions"):
         print("  none")
     renames = result.get("renames_by_pair", {}).get("optimized->executed", [])
@@ -165,7 +146,7 @@ def _print_inspect(result: dict) -> None:
         print(f"\nWARNING: {warning}")
 
 
-def _print_bench(result: dict) -> None:
+def _print_bench(result: BenchResult) -> None:
     s = result["summary"]
     fp = result["fingerprint"]
     print(f"{machine.describe(fp)} | flags {fp['flags'] or 'defaults'} | "

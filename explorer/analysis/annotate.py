@@ -7,15 +7,17 @@ that the graphs alone would hide; ``annotate_bench`` adds the statistics of a be
 from __future__ import annotations
 
 from ..model.graph import Graph
+from ..model.results import BenchResult, InspectResult, SweepResult
 from .fusion import find_fusions, find_renames
-from .stats import bench_summary
+from .stats import bench_summary, fusion_pays_from, sweep_table
 from .verdict import explain
 
 STAGE_PAIRS = (("traced", "optimized"), ("optimized", "executed"), ("traced", "executed"))
 
 # Log lines by which TensorFlow admits it gave up on optimising, and what they mean for a person.
+SKIPPED_GRAPPLER = "Ignoring multi-device function optimization failure"
 TF_FAILURES = (
-    ("Ignoring multi-device function optimization failure",
+    (SKIPPED_GRAPPLER,
      "Grappler failed on this function and TensorFlow silently ran it with no Grappler optimisation "
      "at all: the graph 'after Grappler' is the traced graph."),
     ("does not specify an operation",
@@ -25,15 +27,16 @@ TF_FAILURES = (
 )
 
 
-def graphs_of(result: dict) -> dict[str, Graph]:
+def graphs_of(result: InspectResult) -> dict[str, Graph]:
     return {name: Graph.from_dict(g) for name, g in result.get("stages", {}).items()}
 
 
 def fusion_dict(fusion) -> dict:
+    # "description" repeats "describe" for scripts that read inspect --json's older key.
     return dict(fusion.to_dict(), description=fusion.describe())
 
 
-def annotate(result: dict) -> dict:
+def annotate(result: InspectResult) -> InspectResult:
     graphs = graphs_of(result)
     result = dict(result)
     fusions, renames = {}, {}
@@ -47,12 +50,15 @@ def annotate(result: dict) -> dict:
     result["fusions_by_pair"] = fusions
     result["renames_by_pair"] = renames
     result["warnings"] = tf_warnings(result, graphs)
+    # The log line by which TensorFlow admits it ran the function with no Grappler at all.
+    notable = (result.get("grappler") or {}).get("notable") or []
+    result["grappler_skipped"] = next((line for line in notable if SKIPPED_GRAPPLER in line), None)
     if "spec" in result and "optimized" in graphs:
         result["explanation"] = explain(result)
     return result
 
 
-def tf_warnings(result: dict, graphs: dict[str, Graph]) -> list[str]:
+def tf_warnings(result: InspectResult, graphs: dict[str, Graph]) -> list[str]:
     lines = (result.get("grappler") or {}).get("notable", [])
     warnings = []
     meanings: dict[str, list[str]] = {}  # one log line can match two needles: one warning, both meanings
@@ -69,7 +75,7 @@ def tf_warnings(result: dict, graphs: dict[str, Graph]) -> list[str]:
     return warnings
 
 
-def annotate_bench(result: dict) -> dict:
+def annotate_bench(result: BenchResult) -> BenchResult:
     result = dict(result)
     result["summary"] = bench_summary(result)
     proof = result.get("proof", {})
@@ -89,3 +95,9 @@ def annotate_bench(result: dict) -> dict:
         "problems": problems,
     }
     return result
+
+
+def annotate_sweep(param: str, points: list[dict]) -> SweepResult:
+    """A size sweep: its benchmark per value, the table of medians and speedups, and where fusion pays."""
+    rows = sweep_table([(point["value"], point["result"]) for point in points])
+    return {"param": param, "points": points, "rows": rows, "pays_from": fusion_pays_from(rows)}

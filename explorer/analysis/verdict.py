@@ -9,6 +9,7 @@ rules and the graph disagree, both (the graph is what happened).
 from __future__ import annotations
 
 from ..model.graph import Graph
+from ..model.results import Explanation, InspectResult
 from ..model.spec import resolve
 from .fusion import is_fused_node
 from .prediction import Prediction, predict
@@ -36,7 +37,7 @@ def observed_fusions(optimized: Graph, traced: Graph | None = None) -> list[tupl
     return found
 
 
-def explain(result: dict) -> dict:
+def explain(result: InspectResult) -> Explanation:
     """Prediction, checklist and verdict for the model of an inspect result."""
     spec = resolve(result["spec"])
     config = result.get("config") or {}

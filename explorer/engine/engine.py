@@ -13,10 +13,11 @@ import threading
 import time
 from pathlib import Path
 
-from ..analysis.annotate import annotate, annotate_bench
+from ..analysis.annotate import annotate, annotate_bench, annotate_sweep
 from ..errors import SpecError, WorkerError
 from ..model.devices import is_simulated
 from ..model.flags import Config
+from ..model.results import BenchResult, InspectResult, SweepResult
 from ..model.spec import ModelSpec, resolve
 from .admission import HOST, AdmissionQueue
 from .cache import DEFAULT_CACHE_DIR, ResultCache
@@ -39,6 +40,8 @@ def _config(config) -> Config:
 
 
 class Engine:
+    name = "live"  # what the page keys its per-engine caches by (a ReplayEngine names its directory)
+
     def __init__(self, limits: Limits | None = None, cache_dir: Path | str | None = DEFAULT_CACHE_DIR):
         self.pool = Pool(limits)
         self.cache = ResultCache(Path(cache_dir) if cache_dir else None)
@@ -102,7 +105,7 @@ class Engine:
             worker = self.pool.get(config)
         return worker.fingerprint
 
-    def inspect(self, spec, config=None, *, on_progress=None, use_cache: bool = True) -> dict:
+    def inspect(self, spec, config=None, *, on_progress=None, use_cache: bool = True) -> InspectResult:
         """The model's graphs at every stage, the fusions found and Grappler's own account."""
         spec, config = resolve(spec), _config(config)
         key = ResultCache.key("inspect", spec, config)
@@ -146,7 +149,7 @@ class Engine:
         return result
 
     def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
-              on_progress=None) -> dict:
+              on_progress=None) -> BenchResult:
         """Fused against unfused, interleaved, with proof of which graph each variant ran."""
         spec, config = resolve(spec), _config(config)
         if is_simulated(config.device):
@@ -171,8 +174,8 @@ class Engine:
         ))
 
     def sweep(self, spec, config=None, *, param: str, values: list, reps: int = 30, warmup: int = 3,
-              max_seconds: float = 30.0, on_progress=None) -> list[dict]:
-        """bench() at each value of one size parameter: where fusion starts to pay."""
+              max_seconds: float = 30.0, on_progress=None) -> SweepResult:
+        """bench() at each value of one size parameter: the points, their table, and where fusion starts to pay."""
         spec = resolve(spec)
         if param not in spec.p or not isinstance(spec.p[param], int) or isinstance(spec.p[param], bool):
             sizes = [k for k, v in spec.p.items() if isinstance(v, int) and not isinstance(v, bool)]
@@ -190,7 +193,7 @@ class Engine:
             result = self.bench(point_spec, config, reps=reps, warmup=warmup, max_seconds=max_seconds,
                                 on_progress=progress)
             points.append({"value": point_spec.p[param], "result": result})
-        return points
+        return annotate_sweep(param, points)
 
     def close(self) -> None:
         self.pool.close()

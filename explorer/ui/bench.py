@@ -40,7 +40,7 @@ def _progress_runner(label: str):
 
 def run(choice: Choice, reps: int, warmup: int, max_seconds: float) -> dict | None:
     """Benchmark the current choice with progress shown; keeps the result in the session."""
-    cold = not cached.engine().is_warm(choice.config)
+    cold = not cached.current().is_warm(choice.config)
     label = "Timing fused against unfused" + (" (starting TensorFlow in a new worker process first)" if cold else "")
     return measure(choice.model, choice.config, run_key(choice), label, reps=reps, warmup=warmup,
                    max_seconds=max_seconds)
@@ -50,7 +50,7 @@ def measure(model, config, key: str, label: str, *, reps: int, warmup: int, max_
     """One benchmark under a progress status, kept in the session under ``key``; None (error shown) on failure."""
     status, bar, on_progress = _progress_runner(label)
     try:
-        result = cached.engine().bench(model, config, reps=reps, warmup=warmup, max_seconds=max_seconds,
+        result = cached.current().bench(model, config, reps=reps, warmup=warmup, max_seconds=max_seconds,
                                        on_progress=on_progress)
     except ExplorerError as exc:
         status.update(label="The benchmark failed", state="error", expanded=False)
@@ -209,7 +209,7 @@ def sweep_panel(choice: Choice) -> None:
         return
     rows = stored["rows"]
     st.plotly_chart(charts.sweep_figure(rows, param), width="stretch", key="sweep.figure")
-    pays = stats.fusion_pays_from(rows)
+    pays = stored["pays_from"]
     st.caption(f"Fused is measurably faster from {param} = {pays} on." if pays is not None
                else "At no swept size is fused measurably faster at that size and every larger one.")
     st.dataframe(
@@ -222,12 +222,11 @@ def sweep_panel(choice: Choice) -> None:
 def _run_sweep(choice: Choice, param: str, values: list[int], reps: int, key: str) -> None:
     status, bar, on_progress = _progress_runner(f"Sweeping {param} over {len(values)} values")
     try:
-        points = cached.engine().sweep(choice.model, choice.config, param=param, values=values, reps=reps,
-                                       warmup=3, max_seconds=min(30.0, MAX_BENCH_SECONDS), on_progress=on_progress)
-        rows = stats.sweep_table([(pt["value"], pt["result"]) for pt in points])
+        sweep = cached.current().sweep(choice.model, choice.config, param=param, values=values, reps=reps,
+                                      warmup=3, max_seconds=min(30.0, MAX_BENCH_SECONDS), on_progress=on_progress)
     except ExplorerError as exc:
         status.update(label="The sweep failed", state="error", expanded=False)
         frame.show_error(exc, "The sweep failed")
         return
     status.update(label=f"Swept {param} over {len(values)} values", state="complete", expanded=False)
-    state.remember(state.SWEEP_RESULTS, key, {"param": param, "rows": rows})
+    state.remember(state.SWEEP_RESULTS, key, {"param": param, "rows": sweep["rows"], "pays_from": sweep["pays_from"]})

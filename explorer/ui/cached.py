@@ -15,6 +15,7 @@ import streamlit as st
 from ..engine.cache import DEFAULT_CACHE_DIR
 from ..engine.engine import Engine
 from ..model.devices import nvidia_gpus_present
+from . import state
 from ..model.flags import Config
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,11 @@ def engine() -> Engine:
     return instance
 
 
+def current():
+    """The engine the page was given (page.render), else the server's one."""
+    return st.session_state.get(state.ENGINE) or engine()
+
+
 def shutdown() -> None:
     """Stop every worker process the page's Engine started (for tests and clean exits)."""
     while _engines:
@@ -44,23 +50,23 @@ GPU = Config.make("gpu")
 
 
 @st.cache_data(show_spinner=False, max_entries=4, ttl=3600)
-def fingerprint() -> dict:
-    """What TensorFlow sees on this machine (devices, GPUs, oneDNN).
+def fingerprint(engine_name: str, _engine) -> dict:
+    """What TensorFlow sees on this machine (devices, GPUs, oneDNN), per engine (``engine_name`` keys it).
 
     From the default CPU worker, which hides GPUs; where the NVIDIA driver shows one, the GPUs and
     devices come from a GPU worker (which then serves GPU runs warm).
     """
-    fp = dict(engine().fingerprint(Config()))
+    fp = dict(_engine.fingerprint(Config()))
     fp["nvidia_driver"] = nvidia_gpus_present()
     if fp["nvidia_driver"]:
-        gpu = engine().fingerprint(GPU)
+        gpu = _engine.fingerprint(GPU)
         fp.update(gpus=gpu["gpus"], devices=gpu["devices"], tf32=gpu["tf32"])
     return fp
 
 
-def fingerprint_is_ready() -> bool:
+def fingerprint_is_ready(_engine) -> bool:
     """True when fingerprint() will answer at once (the workers it asks are warm)."""
-    return engine().is_warm(Config()) and (not nvidia_gpus_present() or engine().is_warm(GPU))
+    return _engine.is_warm(Config()) and (not nvidia_gpus_present() or _engine.is_warm(GPU))
 
 
 def _drawn_pair(g_before, g_after, fold: bool) -> dict:

@@ -11,10 +11,15 @@ from ..present.machine import gpu_words
 from . import bench, cached, frame, passes, sidebar, stages, state, whatif, why
 
 
-def render() -> None:
+def render(engine) -> None:
+    """The page, run on ``engine`` (the server's live Engine; a test may give a ReplayEngine)."""
     state.init()
+    st.session_state[state.ENGINE] = engine
     frame.header()
-    fingerprint = _fingerprint()
+    problem = state.server_env_defaults()[1]
+    if problem:
+        st.warning(f"The server's default flags are ignored: {problem}", icon=":material/settings:")
+    fingerprint = _fingerprint(engine)
     choice = sidebar.render(fingerprint)
     if not choice.ready:
         for problem in choice.problems:
@@ -40,7 +45,8 @@ def render() -> None:
     with tab_graphs:
         stages.panel(result)
     with tab_why:
-        why.panel(result, choice.preset.id if choice.preset else "chain", choice.model.p)
+        why.panel(result, choice.preset.id if choice.preset else "chain", choice.model.p,
+                  gpu_here=bool((fingerprint or {}).get("gpus")))
     with tab_passes:
         passes.panel(result)
     with tab_bench:
@@ -51,12 +57,12 @@ def render() -> None:
         _grappler_log(result)
 
 
-def _fingerprint() -> dict | None:
+def _fingerprint(engine) -> dict | None:
     try:
-        if cached.fingerprint_is_ready():
-            return cached.fingerprint()
+        if cached.fingerprint_is_ready(engine):
+            return cached.fingerprint(engine.name, engine)
         with st.spinner("Starting TensorFlow in a new worker process to see which devices it has (a few seconds)…"):
-            return cached.fingerprint()
+            return cached.fingerprint(engine.name, engine)
     except ExplorerError as exc:
         frame.show_error(exc, "TensorFlow could not start, so the devices are unknown")
         return None
@@ -74,7 +80,7 @@ def provenance(result: dict) -> str:
 
 def inspect(choice: sidebar.Choice) -> dict | None:
     """The engine's inspect result for the current choice, with progress while it works."""
-    engine = cached.engine()
+    engine = cached.current()
     key = ResultCache.key("inspect", choice.model, choice.config)
     placeholder = st.empty()
     cached_result = engine.cache.get(key)
@@ -158,7 +164,7 @@ def export(choice: sidebar.Choice, result: dict) -> None:
 
 def remapper_silence(result: dict) -> str:
     """What an empty remapper log means here: silence is not 'fused nothing' (some rewrites log no line)."""
-    if why.skipped_grappler(result):
+    if result.get("grappler_skipped"):
         return ("(the remapper logged nothing, but it did rewrite the graph: TensorFlow then threw Grappler's "
                 "work away, see 'Pass pipeline')")
     if result.get("fusions"):

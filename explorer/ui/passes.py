@@ -1,74 +1,15 @@
-"""The pass pipeline: every Grappler pass of every iteration on the model's function, and the graphs around one.
-
-Read from Grappler's own log (``pipeline.main_run``) and the graphs TensorFlow dumped after each
-pass (``result["grappler"]["pass_graphs"]``, keyed by the dump's file name). A pass's "before"
-is the graph after the previous pass that left a dump in the same iteration, or the iteration's
-own before-dump; its "after" is its own dump.
-"""
+"""The pass pipeline tab: every Grappler pass of every iteration on the model's function, and the graphs
+around one (the table's rows and the choice of graphs are ``analysis.grappler_passes``)."""
 
 from __future__ import annotations
 
 import html
-import os
 
 import streamlit as st
 
 from ..analysis.grappler_log import main_run
-from . import cached, linked, state, why
-
-
-def rows(run: dict) -> list[dict]:
-    """One row per pass, in order, with what the table and the picker need."""
-    out = []
-    for iteration in run["iterations"]:
-        for i, p in enumerate(iteration["passes"]):
-            ran = bool(p.get("ran"))
-            nodes_after, edges_after = p.get("nodes"), p.get("edges")
-            out.append({
-                "key": f"{iteration['index']}:{i}", "iteration": iteration["index"], "position": i + 1,
-                "pass": p["pass"], "full_name": p.get("full_name", p["pass"]), "ran": ran,
-                "changed": bool(p.get("changed")),
-                "nodes_before": None if nodes_after is None else nodes_after - p.get("nodes_delta", 0),
-                "nodes": nodes_after, "nodes_delta": p.get("nodes_delta", 0),
-                "edges_before": None if edges_after is None else edges_after - p.get("edges_delta", 0),
-                "edges": edges_after, "edges_delta": p.get("edges_delta", 0),
-                "time_ms": p.get("time_ms"), "log": list(p.get("log") or []), "dump": p.get("dump"),
-            })
-    return out
-
-
-def graphs_around(run: dict, key: str, pass_graphs: dict) -> tuple[str | None, str | None]:
-    """Dump names (keys of pass_graphs) of the graph before and after the pass ``key``."""
-    it_index, _, pos = key.partition(":")
-    for iteration in run["iterations"]:
-        if str(iteration["index"]) != it_index:
-            continue
-        passes = iteration["passes"]
-        pos = int(pos)
-        after = _base(passes[pos].get("dump"))
-        before = None
-        for p in reversed(passes[:pos]):
-            if _base(p.get("dump")) in pass_graphs:
-                before = _base(p["dump"])
-                break
-        if before is None:
-            before = _base(iteration.get("before_dump"))
-        return (before if before in pass_graphs else None), (after if after in pass_graphs else None)
-    return None, None
-
-
-def _base(path: str | None) -> str | None:
-    return os.path.basename(path) if path else None
-
-
-def default_pass(table: list[dict], pass_graphs: dict) -> str | None:
-    """The first remapper pass that changed the graph, else the first pass that changed it, else the first."""
-    drawable = [r for r in table if _base(r["dump"]) in pass_graphs]
-    for pick in (lambda r: r["pass"] == "remapper" and r["changed"], lambda r: r["changed"], lambda r: True):
-        for r in drawable:
-            if pick(r):
-                return r["key"]
-    return None
+from ..analysis.grappler_passes import base_name, default_pass, graphs_around, rows
+from . import cached, linked, state
 
 
 def _delta(value: int) -> str:
@@ -149,7 +90,7 @@ def panel(result: dict) -> None:
         "The remapper's own log lines are beside the pass that printed them."
         + (f" Grappler was also called {len(others)} more time(s) with fewer optimizers ({other_text}); "
            "those runs are not listed." if others else ""))
-    if why.skipped_grappler(result):
+    if result.get("grappler_skipped"):
         st.warning("**None of this was kept.** Grappler failed on the graph these passes made, and TensorFlow ran "
                    "the function as traced: the changes listed here never reached the graph that ran (see 'Why it "
                    "fused (or not)').", icon=":material/undo:")
@@ -160,7 +101,7 @@ def panel(result: dict) -> None:
 @st.fragment
 def _pass_graphs(result: dict, run: dict, table: list[dict]) -> None:
     pass_graphs = (result.get("grappler") or {}).get("pass_graphs") or {}
-    drawable = [r for r in table if _base(r["dump"]) in pass_graphs]
+    drawable = [r for r in table if base_name(r["dump"]) in pass_graphs]
     st.markdown("**The graphs around one pass**")
     if not drawable:
         st.info("TensorFlow wrote no per-pass graphs for this result, so there is nothing to draw.")

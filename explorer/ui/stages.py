@@ -52,11 +52,10 @@ def panel(result: dict) -> None:
     for col, side, stage in ((left, "before", before), (right, "after", after)):
         with col:
             _graph_head(stage, side, drawn, result)
-    # The mapping of what went where is the engine's (fusions_by_pair); the drawing's clusters are numbered
-    # in the order of the diff's fusions.
-    fusions = (result.get("fusions_by_pair") or {}).get(pair, drawn["diff"]["fusions"])
+    # The drawing's own diff is the one source of what went where: its clusters are numbered in its order.
+    fusions = drawn["diff"]["fusions"]
     groups = linked.link_groups(fusions, drawn["names"]["before"], drawn["names"]["after"],
-                                [f["node"] for f in drawn["diff"]["fusions"]])
+                                [f["node"] for f in fusions])
     titles = tuple(f"{_stage_title(s)} · {drawn['nodes'][side]} nodes" for side, s in (("before", before), ("after", after)))
     if not linked.show(drawn["before"], drawn["after"], groups, titles=titles):
         # No Graphviz binary here: the browser draws the DOT itself, without the linking.

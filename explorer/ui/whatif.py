@@ -32,7 +32,7 @@ def summarize(choice: Choice, result: dict) -> dict:
         "model": choice.model.preset or choice.model.chain.describe(),
         "config": choice.config.to_dict(),
         "run_key": bench.run_key(choice),
-        "fusions": [f.get("description") or f.get("describe", "") for f in result.get("fusions") or []],
+        "fusions": [f["describe"] for f in result.get("fusions") or []],
         "executed": _op_counts(executed["compute_ops"]) if executed is not None else "",
         # Op types after Grappler: where the devices part before any kernel runs (the GPU keeps
         # Pow(x, 3), the CPU's arithmetic optimiser writes Square(x)*x).

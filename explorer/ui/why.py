@@ -8,7 +8,6 @@ where the two disagree the page says so (the graph is what happened).
 from __future__ import annotations
 
 import html
-import re
 
 import streamlit as st
 
@@ -24,7 +23,6 @@ VERDICTS = {
     "not decomposed": ("red", ":material/cancel:", "the op stayed as it was"),
 }
 MARKS = {True: ("✓", "#1e8e3e", "holds"), False: ("✗", "#d93025", "fails"), None: ("?", "#b06000", "cannot tell here")}
-SKIPPED = "Ignoring multi-device function optimization failure"
 
 
 def fusion_text(item: dict | None) -> str:
@@ -37,61 +35,42 @@ def fusions_text(items: list[dict]) -> str:
     return ", ".join(fusion_text(i) for i in items) if items else "no fused op"
 
 
-def unique_checks(checks: list[dict]) -> list[dict]:
-    """The checklist without repeats (a condition checked for two parts of the chain shows once)."""
-    seen, out = set(), []
-    for ch in checks:
-        key = (ch["name"], ch["detail"], ch["ok"])
-        if key not in seen:
-            seen.add(key)
-            out.append(ch)
-    return out
-
-
-def own_why(explanation: dict) -> str:
-    """The explanation's 'why' without its note on a disagreement (the panel shows that on its own)."""
-    why = explanation.get("why") or ""
-    why = why.split(" — note: ", 1)[0]
-    parts = list(dict.fromkeys(p.strip() for p in why.split("; ") if p.strip()))
-    return "; ".join(parts)
-
-
-def skipped_grappler(result: dict) -> str | None:
-    """The log line by which TensorFlow admits it ran the function with no Grappler at all, if any."""
-    lines = (result.get("grappler") or {}).get("notable") or []
-    hit = next((ln for ln in lines if SKIPPED in ln), None)
-    if hit:
-        return hit
-    return next((w for w in result.get("warnings") or [] if SKIPPED in w), None)
-
-
 # ---- one-click fixes ------------------------------------------------------------------------------
 
-_ENV = re.compile(r"set (TF_[A-Z_]+)=(\S+)")
-_KNOBS = (  # fix wording -> (parameter, value)
-    ("remove the second consumer", "second_consumer", False),
-    ("do not return the intermediate", "return_intermediate", "none"),
-    ("use inference mode", "training", False),
-    ("use float32", "dtype", "float32"),
-    ("use NHWC", "data_format", "NHWC"),
-)
+def setting_action(setting: dict, model_id: str, params: dict, gpu_here: bool) -> tuple[str, dict] | None:
+    """A fix's setting as a button: (label, session-state changes), or None where the page cannot apply it."""
+    kind, name, value = setting["kind"], setting["name"], setting["value"]
+    if kind == "env" and name in ENV_FLAGS and (value is None or value in ENV_FLAGS[name].values):
+        return (f"Set {name}={value}" if value is not None else f"Unset {name}"), {
+            state.env_key(name): state.UNSET if value is None else value}
+    if kind == "grappler":
+        return (f"Switch {name} {value}" if value else f"Reset {name}"), {
+            state.switch_key(name): state.UNSET if value is None else value}
+    if kind == "device":
+        if value == "gpu-sim":
+            # There may be no GPU here, but the simulated one shows Grappler's GPU decision all the same.
+            return "Try it on the simulated GPU", {state.DEVICE: "gpu-sim"}
+        if value == "gpu" and not gpu_here:
+            return None
+        return f"Run on the {value.upper()}", {state.DEVICE: value}
+    if kind == "param" and name in params and params[name] != value:
+        label = f"{name} {'on' if value else 'off'}" if isinstance(value, bool) else f"{name} → {value}"
+        return f"Apply: {label}", {state.param_key(model_id, name): value}
+    if kind == "chain" and model_id == "chain" and name in state.CHAIN_FIELDS:
+        return f"Apply: {name} → {value}", {state.chain_key(name): value}
+    return None
 
 
-def fix_actions(fix: str, model_id: str, params: dict) -> list[tuple[str, dict]]:
-    """Buttons a fix can become: (label, session-state changes), for flags, the device and the playground knobs."""
+def fix_actions(changes: list[list[dict]], model_id: str, params: dict, gpu_here: bool = False) -> list[tuple[str, dict]]:
+    """Buttons for the explanation's changes: one per way to make it fuse that the page can apply."""
     actions = []
-    for name, value in _ENV.findall(fix):
-        value = value.rstrip(".,;)")
-        flag = ENV_FLAGS.get(name)
-        if flag is not None and value in flag.values:
-            actions.append((f"Set {name}={value}", {state.env_key(name): value}))
-    if "run on a GPU" in fix:
-        # There may be no GPU here, but the simulated one shows Grappler's GPU decision all the same.
-        actions.append(("Try it on the simulated GPU", {state.DEVICE: "gpu-sim"}))
-    for words, param, value in _KNOBS:
-        if words in fix and param in params and params[param] != value:
-            label = f"{param} → {value}" if not isinstance(value, bool) else f"{param} off"
-            actions.append((f"Apply: {label}", {state.param_key(model_id, param): value}))
+    for alternative in changes:
+        steps = [setting_action(s, model_id, params, gpu_here) for s in alternative]
+        if steps and all(steps):
+            label = " + ".join(label for label, _ in steps)
+            merged = {k: v for _, update in steps for k, v in update.items()}
+            if all(label != a[0] for a in actions):
+                actions.append((label, merged))
     return actions
 
 
@@ -110,7 +89,7 @@ def verdict_badge(explanation: dict | None) -> str:
     return f":{colour}-badge[{icon} {explanation['verdict']}]"
 
 
-def panel(result: dict, model_id: str | None = None, params: dict | None = None) -> None:
+def panel(result: dict, model_id: str | None = None, params: dict | None = None, gpu_here: bool = False) -> None:
     explanation = result.get("explanation")
     if not explanation:
         st.info("No explanation for this result: the engine explains a model once it has its graph after Grappler.")
@@ -127,11 +106,11 @@ def panel(result: dict, model_id: str | None = None, params: dict | None = None)
             lines.append(f"TensorFlow made: `{fusions_text(explanation.get('observed') or [])}`.")
         if lines:
             st.markdown("  \n".join(lines))
-        why = own_why(explanation)
-        if why:
-            st.markdown(f"**Why:** {why}.")
+        reasons = explanation.get("reasons") or []
+        if reasons:
+            st.markdown(f"**Why:** {'; '.join(reasons)}.")
 
-    skipped = skipped_grappler(result)
+    skipped = result.get("grappler_skipped")
     if skipped:
         st.error(
             "**TensorFlow silently skipped Grappler for this function.** Grappler failed on it and TensorFlow ran "
@@ -153,17 +132,17 @@ def panel(result: dict, model_id: str | None = None, params: dict | None = None)
         st.info("Some conditions cannot be checked on this machine (marked **?**): the rules cannot tell here.",
                 icon=":material/help:")
 
-    checks = unique_checks(explanation.get("checks") or [])
+    checks = explanation.get("checks") or []
     st.markdown("**The pattern's conditions, checked on this model and configuration**")
     st.markdown(checklist_html(checks), unsafe_allow_html=True)
 
-    fixes = list(dict.fromkeys(explanation.get("fixes") or []))
+    fixes = explanation.get("fixes") or []
     if fixes and verdict not in ("fused", "decomposed"):
         st.markdown("**To make it fuse:** " + "; ".join(f"`{f}`" for f in fixes))
-        actions = [a for f in fixes for a in fix_actions(f, model_id or "", params or {})]
+        actions = fix_actions(explanation.get("changes") or [], model_id or "", params or {}, gpu_here)
         if actions:
             cols = st.columns(min(len(actions), 3))
-            for i, (label, changes) in enumerate(dict((a[0], a) for a in actions).values()):
+            for i, (label, changes) in enumerate(actions):
                 cols[i % len(cols)].button(label, key=f"why.fix.{i}", on_click=_apply, args=(changes,),
                                            icon=":material/build:", help="Changes the sidebar and runs again")
     notes = [n for n in explanation.get("notes") or []

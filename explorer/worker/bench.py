@@ -12,11 +12,12 @@ import time
 
 from ..analysis.fusion import is_fused_node
 from ..model.graph import BOILERPLATE_OPS, Graph
+from ..model.results import Agreement, BenchResult
 from ..model.spec import resolve
 from .runtime import Runtime, as_list
 
 
-def run(rt: Runtime, request: dict) -> dict:
+def run(rt: Runtime, request: dict) -> BenchResult:
     """Fused (remapper on) against unfused (remapper off), interleaved, same inputs."""
     import numpy as np
 
@@ -83,7 +84,7 @@ def run(rt: Runtime, request: dict) -> dict:
     rt.reset_grappler()
     reinstantiated = model_instantiations(metadata.function_graphs, stages["traced"])
     fused_out, unfused_out = outputs["fused"], outputs["unfused"]
-    agreement = agreement(fused_out, unfused_out, spec.p.get("dtype", "int64"), tf32=rt.tf32_active())
+    agrees = agreement(fused_out, unfused_out, spec.p.get("dtype", "int64"), tf32=rt.tf32_active())
     rt.log.read()  # drop the (long) log of the benchmark's instantiations
     return {
         "spec": spec.to_dict(),
@@ -94,7 +95,7 @@ def run(rt: Runtime, request: dict) -> dict:
         "samples_ns": samples,
         "proof": proof,
         "reinstantiated_during_timing": reinstantiated,
-        "agreement": agreement,
+        "agreement": agrees,
         "fingerprint": rt.fingerprint,
         "elapsed_s": round(time.perf_counter() - started, 3),
     }
@@ -118,7 +119,7 @@ TOLERANCE = {"float64": 1e-9, "float32": 1e-3, "float16": 5e-2, "bfloat16": 1e-1
 TF32_TOLERANCE = 1e-2
 
 
-def agreement(a: list, b: list, dtype: str, tf32: bool = False) -> dict:
+def agreement(a: list, b: list, dtype: str, tf32: bool = False) -> Agreement:
     import numpy as np
 
     max_abs = max_rel = 0.0

@@ -12,13 +12,14 @@ import os
 import time
 
 from ..analysis import grappler_log
+from ..model.results import InspectResult
 from ..model.spec import resolve
 from .runtime import Runtime, as_list
 
 MAIN_PREFIX = "__inference_model_"
 
 
-def inspect(rt: Runtime, request: dict) -> dict:
+def inspect(rt: Runtime, request: dict) -> InspectResult:
     from google.protobuf import text_format
 
     spec = resolve(request["spec"])
@@ -51,7 +52,7 @@ def inspect(rt: Runtime, request: dict) -> dict:
     }
 
 
-def simulate(rt: Runtime, request: dict) -> dict:
+def simulate(rt: Runtime, request: dict) -> InspectResult:
     """Grappler's decisions on a virtual GPU of the requested profile (no execution)."""
     from ..model.devices import DEFAULT_PROFILE
     from . import simulate as virtual

@@ -9,9 +9,10 @@ import os
 import platform
 
 from ..model.flags import ENV_FLAGS
+from ..model.results import Fingerprint
 
 
-def fingerprint(tf, device: str, gpus: list, import_s: float) -> dict:
+def fingerprint(tf, device: str, gpus: list, import_s: float) -> Fingerprint:
     """What ran the model: TensorFlow's build, the devices, the CPU's features and the flags."""
     build = dict(tf.sysconfig.get_build_info())
     gpu_details = []

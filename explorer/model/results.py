@@ -1,0 +1,205 @@
+"""The shapes of the plain result data every layer passes on: what a worker returns, what the engine
+and the analysis add, what the command line prints and the page draws.
+
+TypedDicts, because the data crosses a process boundary and the disk cache as JSON: a dict in, the
+same dict out, with its keys named once here. ``total=False`` where a key is present only in some
+results (a simulated GPU has no executed stage; a cached result has no worker timings).
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+
+class EdgeDict(TypedDict):
+    src: str
+    port: int
+    control: bool
+
+
+class NodeDict(TypedDict):
+    name: str
+    op: str
+    device: str
+    dtype: str
+    inputs: list[EdgeDict]
+    fused_ops: list[str]
+    attrs: dict[str, str]
+    shape: str
+
+
+class GraphDict(TypedDict):
+    stage: str  # "traced", "optimized", "executed" or "pass"
+    nodes: list[NodeDict]
+
+
+class Fingerprint(TypedDict, total=False):
+    """What ran the model (worker.host.fingerprint)."""
+
+    tensorflow: str
+    python: str
+    onednn: bool | None
+    cuda_build: bool
+    cuda_version: str
+    cudnn_version: str
+    devices: list[str]
+    gpus: list[dict]  # {"name", "model", "compute_capability"}
+    cpu_model: str
+    cpu_flags: list[str]
+    cpu_count: int
+    flags: dict[str, str]  # the explorer's env flags set in the worker
+    tf32: bool
+    gpu_memory_growth: bool
+    cuda_visible_devices: str | None
+    device: str
+    import_s: float
+    pid: int
+    simulated_gpu: dict  # a simulated GPU's profile
+
+
+class GrapplerAccount(TypedDict, total=False):
+    """Grappler's own account of a run, from its log (analysis.grappler_log) and per-pass dumps."""
+
+    remapper_log: list[str]
+    notable: list[str]
+    items: list[dict]  # grappler items, their iterations and passes
+    pass_graphs: dict[str, GraphDict]  # dump file name -> graph
+    log: list[str]
+    log_remapper_off: list[str]
+
+
+class FusionDict(TypedDict):
+    """A fused node and the nodes it absorbed (analysis.fusion.Fusion.to_dict)."""
+
+    node: str
+    op: str
+    fused_ops: list[str]
+    absorbed: list[str]
+    absorbed_ops: list[str]
+    root: str | None
+    consts: list[str]
+    describe: str
+    description: str  # the same words as "describe" (an older key of inspect --json)
+
+
+class SettingDict(TypedDict):
+    """One setting a fix changes (analysis.preconditions.Setting)."""
+
+    kind: str  # "env", "grappler", "device", "param" or "chain"
+    name: str
+    value: object  # None: back to TensorFlow's default
+
+
+class CheckDict(TypedDict):
+    name: str
+    ok: bool | None  # None: the rules cannot tell here
+    detail: str
+    fix: str  # in words; "" when the check holds
+    changes: list[list[SettingDict]]  # the same as settings: one list per way to make it pass
+
+
+class FusedOpDict(TypedDict):
+    op: str
+    fused_ops: list[str]
+
+
+class Explanation(TypedDict):
+    """Why a pattern did or did not fuse (analysis.verdict.explain)."""
+
+    pattern: str
+    verdict: str  # "fused", "partly fused", "not fused", "decomposed", "not decomposed"
+    full: FusedOpDict | None  # the one fused node if every condition held
+    observed: list[FusedOpDict]
+    predicted: list[FusedOpDict]
+    agrees: bool  # whether the rules' prediction matches the graph
+    certain: bool
+    reasons: list[str]  # the failing conditions, in words (or why it fused)
+    why: str  # the reasons in one sentence, with the disagreement if any (as the CLI prints it)
+    fixes: list[str]  # what would make it fuse, in words
+    changes: list[list[SettingDict]]  # the same as settings
+    checks: list[CheckDict]
+    notes: list[str]
+
+
+class WorkerInfo(TypedDict):
+    pid: int
+    new_process: bool
+    startup_s: float
+    wall_s: float
+
+
+class InspectResult(TypedDict, total=False):
+    """An inspect request's result: the worker's part, then what the engine and the analysis add."""
+
+    # from the worker (worker.grappler)
+    spec: dict
+    stages: dict[str, GraphDict]  # "traced", "optimized", "executed"
+    pbtxt: dict[str, str]
+    output_shapes: list[list[int]]
+    function_graphs: int
+    grappler: GrapplerAccount
+    fingerprint: Fingerprint
+    timings: dict[str, float]
+    # a simulated GPU's (worker.simulate)
+    simulated: bool
+    profile: dict
+    limits: list[str]
+    method: str
+    unfused_optimized: GraphDict
+    # from the engine
+    config: dict
+    worker: WorkerInfo
+    cached: bool
+    shared: bool
+    key: str
+    # from the analysis (analysis.annotate)
+    fusions: list[FusionDict]  # traced -> after Grappler
+    fusions_by_pair: dict[str, list[FusionDict]]  # "traced->optimized", "optimized->executed", "traced->executed"
+    renames_by_pair: dict[str, list[list[str]]]  # [name, old op, new op]
+    warnings: list[str]
+    grappler_skipped: str | None  # TF's log line when it ran the function without Grappler
+    explanation: Explanation
+
+
+class VariantProof(TypedDict):
+    remapping: bool
+    executed_ops: list[str]
+    fused_nodes: list[dict]
+    optimized_ops: list[str]
+
+
+class Agreement(TypedDict):
+    max_abs: float
+    max_rel: float
+    tolerance: float
+    within_tolerance: bool
+    tf32: bool
+
+
+class BenchResult(TypedDict, total=False):
+    """A fused-against-unfused benchmark (worker.bench), with what the engine and analysis add."""
+
+    spec: dict
+    reps_requested: int
+    reps_done: int
+    warmup: int
+    order: str
+    samples_ns: dict[str, list[int]]  # "fused", "unfused": pair i is sample i of each
+    proof: dict[str, VariantProof]
+    reinstantiated_during_timing: int
+    agreement: Agreement
+    fingerprint: Fingerprint
+    elapsed_s: float
+    config: dict
+    worker: WorkerInfo
+    isolation: dict
+    measured_at: str
+    summary: dict  # analysis.stats.bench_summary
+    proof_summary: dict
+
+
+class SweepResult(TypedDict):
+    param: str
+    points: list[dict]  # {"value", "result": BenchResult}
+    rows: list[dict]  # analysis.stats.sweep_table
+    pays_from: int | None
