@@ -36,14 +36,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,11 +48,12 @@ sys.path.insert(0, str(ROOT))
 
 from devkit.browser import CHROMIUM, CHROMIUM_ARGS, VIEWPORT  # noqa: E402
 
-from serving_watch import FLAG_NAME, BusyWatcher, CpuWatcher, Server, spans_overlapping  # noqa: E402
+from serving_engine import run_engine  # noqa: E402
+from serving_plan import (ACTION_S, BENCH, DEFAULT_PRESET, ENVS, FLAG_VALUE, STEP_S,  # noqa: E402
+                          Figures, FirstSeen, log, p50_p95, report, session_plan)
+from serving_watch import FLAG_NAME, CpuWatcher, Server  # noqa: E402
 
-from explorer.errors import ExplorerError
 from explorer.model.catalog import PRESETS
-from explorer.model.flags import Config
 
 # --- what the script looks for on the page (explorer/ui); change here if the page changes -------
 # A drawn graph: Graphviz's SVG has a <g class="node"> per node, whether the page draws it with
@@ -65,7 +63,6 @@ APP_ROOT = "[data-testid='stApp']"
 EXCEPTION = "[data-testid='stException']"  # a traceback on the page: always an error
 ERROR_ALERT = "[data-testid='stAlert']"
 PRESET_SELECT_LABEL = "Preset"  # the sidebar selectbox of presets (options are preset titles)
-FLAG_VALUE = "0"
 ONEDNN_OFF_TEXT = "oneDNN off"  # the summary line once the worker runs without oneDNN
 BENCH_TAB = "Fused vs unfused"
 BENCH_INPUTS = {"Timed calls per variant": "reps", "Warm-up calls": "warmup", "Time budget (s)": "max_seconds"}
@@ -73,183 +70,6 @@ RUN_BUTTON = "Run fused vs unfused"  # the benchmark's run button (a form submit
 BENCH_DONE_TEXT = "Fused median"  # a metric shown with a benchmark result
 BENCH_FAILED_TEXT = "The benchmark failed"
 PLACEHOLDER_MARK = "Placeholder entrypoint"  # app.py's docstring while the page was not built yet
-
-DEFAULT_PRESET = "matmul_bias_gelu_approx"  # what the page shows on load (explorer/ui/state.py)
-# The presets the sessions switch to: the catalogue's first six after the default (a class spread
-# over a few models, so that several sessions share each configuration).
-OTHER_PRESETS = [p for p in PRESETS if p != DEFAULT_PRESET][:6]
-ENVS = [{}, {FLAG_NAME: FLAG_VALUE}]
-STEP_S = 300.0  # no step of one session may take longer than this
-ACTION_S = 60.0  # a click or a keystroke on a loaded page (the wait for what it causes is STEP_S)
-BENCH = {"reps": 100, "warmup": 2, "max_seconds": 3}  # small, so 20 queued benchmarks end in minutes
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
-# --- figures ---------------------------------------------------------------------------------------
-
-@dataclass
-class Figures:
-    mode: str
-    warm: list = field(default_factory=list)  # (step, seconds)
-    cold: list = field(default_factory=list)
-    benches: int = 0
-    bench_spans: list = field(default_factory=list)  # (session, start, end, worker pid or None)
-    overlaps: set = field(default_factory=set)  # sessions whose benchmark overlapped something
-    errors: list = field(default_factory=list)  # (session, step, message)
-    notes: list = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def graph_time(self, step: str, cold: bool, seconds: float) -> None:
-        with self._lock:
-            (self.cold if cold else self.warm).append((step, seconds))
-
-    def error(self, session: int, step: str, message: str) -> None:
-        with self._lock:
-            self.errors.append((session, step, " ".join(str(message).split())[:300]))
-
-
-def pct(values: list[float], q: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
-
-
-def p50_p95(pairs: list) -> str:
-    values = [s for _, s in pairs]
-    if not values:
-        return "n/a / n/a s (none measured)"
-    return f"{pct(values, 0.50):.3f} / {pct(values, 0.95):.3f} s"
-
-
-def report(f: Figures, sessions: int, started: float) -> None:
-    print()
-    print(f"serving benchmark, {f.mode}, {sessions} sessions, {time.strftime('%Y-%m-%d %H:%M')}, "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}, {time.monotonic() - started:.0f} s in all")
-    for step in ("load", "flag", "preset"):
-        warm = [p for p in f.warm if p[0] == step]
-        cold = [p for p in f.cold if p[0] == step]
-        print(f"  {step:<7} warm n={len(warm):<3} p50/p95 {p50_p95(warm):<22} cold n={len(cold):<3} p50/p95 {p50_p95(cold)}")
-    for note in f.notes:
-        print(f"  {note}")
-    for session, step, message in f.errors[:20]:
-        print(f"  error: session {session}, {step}: {message}")
-    print(f"p50/p95 time to graphs warm: {p50_p95(f.warm)}")
-    print(f"p50/p95 time to graphs cold: {p50_p95(f.cold)}")
-    print(f"benchmarks completed: {f.benches}")
-    print(f"overlaps seen: {len(f.overlaps)}")
-    print(f"errors: {len(f.errors)}")
-
-
-class FirstSeen:
-    """Which session asked first for each configuration: that request is the cold one."""
-
-    def __init__(self):
-        self._seen: set = set()
-        self._lock = threading.Lock()
-
-    def is_first(self, key) -> bool:
-        with self._lock:
-            if key in self._seen:
-                return False
-            self._seen.add(key)
-            return True
-
-
-def session_plan(i: int) -> dict:
-    """Session i's configuration after the flag step: sessions 2k and 2k+1 share a preset, one with
-    each flag setting, so 20 sessions make 12 configurations (12 cold requests, 8 warm)."""
-    return {"env": ENVS[i % 2], "preset": OTHER_PRESETS[(i // 2) % len(OTHER_PRESETS)]}
-
-
-# --- engine-level run ------------------------------------------------------------------------------
-
-def run_engine(sessions: int, deadline: float, cache_dir: Path) -> Figures:
-    from explorer.engine.admission import HOST
-    from explorer.engine import Engine
-
-    f = Figures("engine-level (threads sharing one Engine, no browser)")
-    first = FirstSeen()
-    waited: list[int] = []  # the furthest queue place each waiting benchmark was told
-    engine = Engine(cache_dir=cache_dir)
-    watcher = BusyWatcher(engine).start()
-
-    def step_timeout() -> float:
-        return max(1.0, min(STEP_S, deadline - time.monotonic()))
-
-    def graphs(i: int, step: str, preset: str, env: dict) -> None:
-        cold = first.is_first((preset, tuple(sorted(env.items()))))
-        started = time.monotonic()
-        try:
-            engine.inspect({"preset": preset}, Config.make("cpu", env))
-        except ExplorerError as exc:
-            f.error(i, step, exc)
-            return
-        f.graph_time(step, cold, time.monotonic() - started)
-
-    def bench(i: int) -> None:
-        plan = session_plan(i)
-        spans, positions = [], []
-
-        def on_progress(message: dict) -> None:
-            if "queue_position" in message:
-                positions.append(message["queue_position"])
-            text = str(message.get("message", ""))
-            if text == "warming up" or text.startswith("rep "):
-                spans.append(time.monotonic())
-
-        try:
-            result = engine.bench({"preset": plan["preset"]}, Config.make("cpu", plan["env"]),
-                                  on_progress=on_progress, **BENCH)
-        except ExplorerError as exc:
-            f.error(i, "bench", exc)
-            return
-        with f._lock:
-            f.benches += 1
-            if result["isolation"]["others_running_at_start"]:
-                f.overlaps.add(i)
-            if len(spans) >= 2:
-                f.bench_spans.append((i, spans[0], spans[-1], result["worker"]["pid"]))
-            if positions:
-                waited.append(max(positions))
-
-    def together(step: str, work) -> None:
-        threads = [threading.Thread(target=work, args=(i,), daemon=True, name=f"{step}-{i}") for i in range(sessions)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(step_timeout())
-        for i, t in enumerate(threads):
-            if t.is_alive():
-                f.error(i, step, f"no answer within the step's time limit ({STEP_S:.0f} s)")
-
-    try:
-        log("engine: step load (session 0 alone, then the others)")
-        graphs(0, "load", DEFAULT_PRESET, ENVS[0])
-        together("load", lambda i: i and graphs(i, "load", DEFAULT_PRESET, ENVS[0]))
-        log("engine: step flag (odd sessions: a second worker configuration)")
-        together("flag", lambda i: i % 2 and graphs(i, "flag", DEFAULT_PRESET, ENVS[1]))
-        log("engine: step preset (every session another preset)")
-        together("preset", lambda i: graphs(i, "preset", session_plan(i)["preset"], session_plan(i)["env"]))
-        log("engine: step bench (every session at once)")
-        together("bench", bench)
-    finally:
-        watcher.stop()
-        queue = engine.queues.get(HOST)
-        engine.close()
-    f.overlaps |= spans_overlapping(f.bench_spans)
-    for i, start, end, pid in f.bench_spans:
-        if any(busy - {pid} for t, busy in watcher.samples if start <= t <= end):
-            f.overlaps.add(i)
-    if queue is not None:
-        f.notes.append(f"queue: {queue.benches_run} benchmarks run, its overlap counter {queue.overlaps}; "
-                       f"{len(waited)} benchmarks were told their place while waiting (furthest: "
-                       f"{max(waited, default=0)}); busy-worker watcher: {len(watcher.samples)} samples, "
-                       f"{len(f.bench_spans)} timed spans")
-    return f
-
 
 class UiNotReady(Exception):
     pass
