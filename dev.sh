@@ -136,7 +136,8 @@ main() {
             port="${EXPLORER_PORT:-8501}"
             address=()
             [ -n "${EXPLORER_ADDRESS:-}" ] && address=(--server.address "$EXPLORER_ADDRESS")
-            exec "$VENV/bin/streamlit" run app.py --server.headless true \
+            # explorer.ui.serve: `streamlit run app.py` with the default configuration's worker started first.
+            exec "$VENV/bin/python" -m explorer.ui.serve --server.headless true \
                 --browser.gatherUsageStats false --server.port "$port" "${address[@]}" "$@"
             ;;
         test)

@@ -76,6 +76,23 @@ class AppServer:
             return f"(no server log: {e})"
         return "\n".join(text.splitlines()[-lines:])
 
+    def workers(self) -> list:
+        """The explorer's TensorFlow worker processes this server runs (psutil.Process objects)."""
+        import psutil
+
+        try:
+            children = psutil.Process(self.proc.pid).children(recursive=True)
+        except psutil.Error:
+            return []
+        found = []
+        for child in children:
+            try:
+                if "explorer.worker" in " ".join(child.cmdline()):
+                    found.append(child)
+            except psutil.Error:
+                continue
+        return found
+
     def healthy(self) -> bool:
         try:
             with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as r:
@@ -110,8 +127,12 @@ def start_app(
     log_dir: str | os.PathLike | None = None,
     timeout: float = SERVER_START_TIMEOUT,
     extra_args: list[str] | None = None,
+    serve: bool = False,
 ) -> AppServer:
     """Start ``python -m streamlit run SCRIPT`` from the repository root and wait until it is healthy.
+
+    ``serve=True`` starts it as ``./dev.sh app`` does, through ``python -m explorer.ui.serve`` (which
+    starts the default configuration's worker first, then runs app.py with Streamlit's command line).
 
     The server's output goes to a file (``server.log`` in ``log_dir`` or a new temp dir), never a
     pipe: a pipe nobody reads fills up and blocks the server. ``env`` entries are added to this
@@ -122,8 +143,9 @@ def start_app(
     log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="explorer-e2e-"))
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"server-{port}.log"
+    launcher = ["-m", "explorer.ui.serve"] if serve else ["-m", "streamlit", "run", str(script)]
     cmd = [
-        sys.executable, "-m", "streamlit", "run", str(script),
+        sys.executable, *launcher,
         "--server.headless", "true",
         "--server.port", str(port),
         "--server.address", "127.0.0.1",

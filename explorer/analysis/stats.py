@@ -14,7 +14,6 @@ import math
 from typing import Iterable, Sequence
 
 import numpy as np
-from scipy import stats as _sps
 
 from ..errors import ExplorerError
 
@@ -117,7 +116,9 @@ def speedup(fused_ns: Sequence[int], unfused_ns: Sequence[int], *, confidence: f
     ratios = unfused / fused
     ci_low = ci_high = None
     if n >= MIN_PAIRS_FOR_CI:
-        result = _sps.bootstrap(
+        from scipy import stats as sps  # seconds to import: only a benchmark's speedup needs it
+
+        result = sps.bootstrap(
             (unfused, fused), _ratio_of_medians, paired=True, vectorized=True,
             n_resamples=int(resamples), confidence_level=confidence, method="percentile",
             rng=np.random.default_rng(seed), batch=500,

@@ -21,6 +21,16 @@ from ..model.flags import Config
 log = logging.getLogger(__name__)
 
 _engines: list[Engine] = []  # what shutdown() closes (tests; the server's exit closes workers anyway)
+_started: list[Engine] = []  # the engine explorer.ui.serve made before the server started, if it did
+
+
+def start_server_engine(config: Config) -> Engine:
+    """Make the server's Engine now and start ``config``'s worker in the background (serve.py calls this
+    before Streamlit starts): the first visitor's graphs then come from a warm worker."""
+    instance = Engine(cache_dir=os.environ.get("EXPLORER_CACHE_DIR") or DEFAULT_CACHE_DIR)
+    instance.prestart(config)
+    _started.append(instance)
+    return instance
 
 
 def _release(engine: Engine) -> None:
@@ -30,7 +40,7 @@ def _release(engine: Engine) -> None:
 @st.cache_resource(show_spinner=False, on_release=_release)
 def engine() -> Engine:
     """The one Engine of this server: its warm workers and its cache serve every session."""
-    instance = Engine(cache_dir=os.environ.get("EXPLORER_CACHE_DIR") or DEFAULT_CACHE_DIR)
+    instance = _started.pop() if _started else Engine(cache_dir=os.environ.get("EXPLORER_CACHE_DIR") or DEFAULT_CACHE_DIR)
     _engines.append(instance)
     return instance
 

@@ -1,7 +1,7 @@
 """Fixtures for the browser tests in tests/e2e (every test here is marked ``e2e``).
 
-- ``app_server`` (session scope): the base URL (``http://127.0.0.1:PORT``) of ``streamlit run app.py``
-  started from the repository root on a free port, shared by every test file here (each test has
+- ``app_server`` (session scope): the base URL (``http://127.0.0.1:PORT``) of the app server started as
+  ``./dev.sh app`` starts it (``python -m explorer.ui.serve``) from the repository root on a free port, shared by every test file here (each test has
   its own page, so its own Streamlit session); stopped at the end.
 - ``browser`` (session scope): headless Debian chromium through Playwright.
 - ``page`` (per test): a new page in a fresh context (1400x1000 viewport, its own Streamlit session).
@@ -34,7 +34,7 @@ def app_server(tmp_path_factory):
     # oneDNN's default depends on the CPU (off without AVX-512): the pages start with it on, as a class
     # server on such a machine would be started.
     server = start_app("app.py", env={"EXPLORER_DEFAULT_ENV": "TF_ENABLE_ONEDNN_OPTS=1"},
-                       log_dir=tmp_path_factory.mktemp("app-server"))
+                       log_dir=tmp_path_factory.mktemp("app-server"), serve=True)
     _servers[server.url] = server
     try:
         yield server.url
