@@ -142,8 +142,31 @@ def _print_inspect(result: InspectResult) -> None:
             print(f"  [{mark}] {check['name']}: {check['detail']}{fix}")
         for note in explanation["notes"]:
             print(f"  note: {note}")
+    spec = result.get("spec") or {}
+    if "preset" not in spec and "chain" not in spec and result.get("report"):
+        _print_report(result["report"])
     for warning in result.get("warnings", []):
         print(f"\nWARNING: {warning}")
+
+
+def _print_report(report: dict) -> None:
+    """The whole-model report (analysis.model_report): for models that are neither presets nor op chains."""
+    totals = report["totals"]
+    saved = totals.get("intermediate_bytes_saved")
+    print(f"\nWhole model: {totals.get('ops_traced', '?')} ops traced, {totals.get('ops_optimized', '?')} after Grappler, "
+          f"{totals.get('ops_executed', '?')} executed; {totals.get('fused_kernels', 0)} fused kernels"
+          + (f"; {saved / 2**20:.2f} MiB of intermediate tensors no longer written" if saved else ""))
+    left = totals.get("contractions_unfused") or {}
+    if left:
+        print("Contractions left unfused: " + ", ".join(f"{op} ×{n}" for op, n in sorted(left.items())))
+    for row in report["fusions"]:
+        print(f"  {row['count']:>3} × {row['fused']}   layers: {', '.join(row['layers'][:6])}"
+              + (" ..." if len(row["layers"]) > 6 else ""))
+    if report["near_misses"]:
+        print(f"Near-misses ({len(report['near_misses'])}): chains that look like a pattern but did not fuse")
+    for miss in report["near_misses"]:
+        print(f"  {miss['chain']} at {miss['nodes'][0]}: {miss['form']}; needs {miss['needs']}"
+              + (f"  -> {miss['fix']}" if miss["fix"] else ""))
 
 
 def _print_bench(result: BenchResult) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..model.graph import Graph
 from ..model.results import BenchResult, InspectResult, SweepResult
 from .fusion import find_fusions, find_renames
+from .model_report import report
 from .stats import bench_summary, fusion_pays_from, sweep_table
 from .verdict import explain
 
@@ -44,6 +45,8 @@ def annotate(result: InspectResult) -> InspectResult:
         if before in graphs and after in graphs:
             key = f"{before}->{after}"
             found = find_fusions(graphs[before], graphs[after])
+            if (before, after) == ("traced", "optimized"):
+                result["report"] = report(graphs, found, (result.get("fingerprint") or {}).get("onednn"))
             fusions[key] = [fusion_dict(f) for f in found]
             renames[key] = [list(r) for r in find_renames(graphs[before], graphs[after], found)]
     result["fusions"] = fusions.get("traced->optimized", [])

@@ -159,6 +159,7 @@ class InspectResult(TypedDict, total=False):
     warnings: list[str]
     grappler_skipped: str | None  # TF's log line when it ran the function without Grappler
     explanation: Explanation
+    report: dict  # analysis.model_report.report: fusions by pattern, near-misses, totals
 
 
 class VariantProof(TypedDict):

@@ -34,9 +34,10 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
     rt.reset_grappler()
     parsed, log = request_log(rt)
     passes = pass_graphs(rt, parsed)
+    shapes = traced_shapes(fn, args)
     return {
         "spec": spec.to_dict(),
-        "stages": {name: rt.graph_to_dict(g, name) for name, g in stages.items()},
+        "stages": {name: with_shapes(rt.graph_to_dict(g, name), shapes) for name, g in stages.items()},
         "pbtxt": {name: text_format.MessageToString(g) for name, g in stages.items()},
         "output_shapes": [list(t.shape) for t in as_list(out)],
         "function_graphs": entries,
@@ -96,3 +97,24 @@ def pass_graphs(rt: Runtime, parsed: dict) -> dict:
             continue
         graphs[os.path.basename(path)] = rt.graph_to_dict(graph_def, "pass")
     return graphs
+
+
+def traced_shapes(fn, args) -> dict[str, str]:
+    """Static output shape of every op of the traced function, by node name ("[64,256]", -1 unknown).
+
+    The graphs from run metadata record shapes of the arguments only; the function's own graph knows
+    every tensor's, and its op names are the stage graphs' node names (a fused node keeps its root's
+    name, and with it the shape of what it writes).
+    """
+    shapes = {}
+    for op in fn.get_concrete_function(*args).graph.get_operations():
+        if op.outputs and op.outputs[0].shape.rank is not None:
+            shapes[op.name] = "[" + ",".join(str(-1 if d is None else d) for d in op.outputs[0].shape.as_list()) + "]"
+    return shapes
+
+
+def with_shapes(graph: dict, shapes: dict[str, str]) -> dict:
+    for node in graph["nodes"]:
+        if not node["shape"] and node["name"] in shapes:
+            node["shape"] = shapes[node["name"]]
+    return graph

@@ -1,0 +1,83 @@
+"""The whole-model report: fusions by pattern, near-misses (each a real chain of the graph), totals."""
+
+from __future__ import annotations
+
+import pytest
+from fixture_graphs import FIXTURES, fixture, stages
+
+from explorer.analysis.fusion import find_fusions
+from explorer.analysis.model_report import near_misses, report, tensor_bytes
+from explorer.model.graph import Edge, Graph, Node
+
+ALL = sorted(p.stem for p in FIXTURES.glob("*.json"))
+
+
+def report_of(name: str) -> dict:
+    g = stages(name)
+    return report(g, find_fusions(g["traced"], g["optimized"]), fixture(name)["fingerprint"].get("onednn"))
+
+
+def node(name, op, *inputs, shape="", dtype="float32", fused=()):
+    return Node(name, op, dtype=dtype, inputs=tuple(Edge(i) for i in inputs), shape=shape, fused_ops=tuple(fused))
+
+
+def test_the_gelu_left_outside_without_onednn_is_a_near_miss_with_its_fix():
+    r = report_of("matmul_bias_gelu_approx__stock")
+    assert [(row["fused"], row["count"]) for row in r["fusions"]] == [("_FusedMatMul [BiasAdd]", 1)]
+    (miss,) = r["near_misses"]
+    assert miss["kind"] == "gelu-left-out" and "approximate" in miss["form"]
+    assert miss["fix"] == "set TF_ENABLE_ONEDNN_OPTS=1"
+    assert miss["changes"] == [[{"kind": "env", "name": "TF_ENABLE_ONEDNN_OPTS", "value": "1"}]]
+
+
+def test_a_fully_fused_model_has_no_near_miss_and_counts_its_kernels():
+    r = report_of("matmul_bias_gelu_approx__onednn")
+    assert r["near_misses"] == []
+    assert r["fusions"][0]["fused"] == "_FusedMatMul [BiasAdd, GeluApproximate]"
+    assert "Gelu" in r["fusions"][0]["layers"]
+    assert r["totals"]["fused_kernels"] == 1 and r["totals"]["ops_optimized"] == 1
+    assert r["totals"]["ops_traced"] == 10
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_every_near_miss_is_a_real_chain_of_the_graph(name):
+    g = stages(name)
+    for miss in report_of(name)["near_misses"]:
+        nodes = [g["optimized"][n] for n in miss["nodes"]]  # each named node exists
+        for upstream, downstream in zip(nodes, nodes[1:]):  # and each reads the one before it
+            assert any(e.src == upstream.name for e in downstream.data_inputs), (name, miss)
+
+
+def test_a_dense_on_a_3d_input_is_a_reshape_between_matmul_and_bias():
+    graph = Graph((node("x", "_Arg", shape="[2,8,16]"), node("w", "_Arg", shape="[16,4]"), node("b", "_Arg", shape="[4]"),
+                   node("dense/Reshape", "Reshape", "x"), node("dense/MatMul", "MatMul", "dense/Reshape", "w"),
+                   node("dense/Reshape_1", "Reshape", "dense/MatMul"),
+                   node("dense/BiasAdd", "BiasAdd", "dense/Reshape_1", "b"), node("out", "_Retval", "dense/BiasAdd")))
+    (miss,) = near_misses(graph, onednn=True)
+    assert miss["kind"] == "reshape-before-bias" and miss["nodes"] == ["dense/MatMul", "dense/Reshape_1", "dense/BiasAdd"]
+    assert "2-D" in miss["fix"]
+
+
+def test_a_bias_added_with_add_and_a_batch_norm_as_arithmetic_are_named():
+    graph = Graph((node("x", "_Arg", shape="[1,8,8,4]"), node("w", "_Arg", shape="[1,1,4,4]"),
+                   node("b", "_Arg", shape="[4]"), node("v", "_Arg", shape="[4]"),
+                   node("mm", "MatMul", "x", "w"), node("bias", "AddV2", "mm", "b"),
+                   node("conv", "Conv2D", "x", "w"), node("bn/Rsqrt", "Rsqrt", "v"), node("bn/mul", "Mul", "conv", "bn/Rsqrt"),
+                   node("bn/add", "AddV2", "bn/mul", "b"), node("relu", "Relu", "bn/add")))
+    kinds = {m["kind"]: m for m in near_misses(graph, onednn=False)}
+    assert kinds["bias-as-add"]["nodes"] == ["mm", "bias"] and kinds["bias-as-add"]["fix"] == "use tf.nn.bias_add"
+    assert kinds["batchnorm-as-arithmetic"]["nodes"][:2] == ["conv", "bn/mul"]
+    assert "FusedBatchNormV3" in kinds["batchnorm-as-arithmetic"]["needs"]
+
+
+def test_bytes_no_longer_written_come_from_shapes_and_dtypes():
+    assert tensor_bytes(node("a", "Mul", shape="[64,256]")) == 64 * 256 * 4
+    assert tensor_bytes(node("a", "Mul", shape="[64,-1]")) is None
+    assert tensor_bytes(node("a", "Mul", shape="", dtype="float32")) is None
+    traced = Graph((node("x", "_Arg", shape="[8,4]"), node("w", "_Arg", shape="[4,4]"), node("b", "_Arg", shape="[4]"),
+                    node("MatMul", "MatMul", "x", "w", shape="[8,4]"), node("BiasAdd", "BiasAdd", "MatMul", "b", shape="[8,4]"),
+                    node("Relu", "Relu", "BiasAdd", shape="[8,4]")))
+    optimized = Graph((node("x", "_Arg"), node("w", "_Arg"), node("b", "_Arg"),
+                       node("Relu", "_FusedMatMul", "x", "w", "b", fused=("BiasAdd", "Relu"))))
+    r = report({"traced": traced, "optimized": optimized}, find_fusions(traced, optimized), onednn=False)
+    assert r["totals"]["intermediate_bytes_saved"] == 2 * 8 * 4 * 4  # MatMul's and BiasAdd's outputs; Relu's is written
