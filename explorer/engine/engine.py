@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from ..analysis.annotate import annotate, annotate_bench
+from ..analysis.xla_fusion import annotate_xla
 from ..errors import SpecError, WorkerError
 from ..model.devices import is_simulated
 from ..model.flags import Config
@@ -142,6 +143,22 @@ class Engine:
             result, info = self._run(config, "inspect", payload, self.pool.limits.inspect_s, on_progress)
         result = dict(result, config=config.to_dict(), worker=info, cached=False, key=key)
         result = annotate(result)
+        self.cache.put(key, result)
+        return result
+
+    def xla(self, spec, config=None, *, on_progress=None, use_cache: bool = True) -> dict:
+        """The model compiled by XLA (jit_compile=True): HLO stages, fusions mapped to TF ops, compile time."""
+        spec, config = resolve(spec), _config(config)
+        if is_simulated(config.device):
+            raise SpecError("device", "a simulated GPU has no XLA compiler behind it: XLA's GPU fusions need a "
+                            "real GPU; choose the CPU to see XLA's CPU fusions")
+        key = ResultCache.key("xla", spec, config)
+        cached = self.cache.get(key) if use_cache else None
+        if cached is not None:
+            return dict(cached, cached=True)
+        with self.queue(config.device).slot("graph", on_progress):
+            result, info = self._run(config, "xla", {"spec": spec.to_dict()}, self.pool.limits.inspect_s, on_progress)
+        result = annotate_xla(dict(result, config=config.to_dict(), worker=info, cached=False, key=key))
         self.cache.put(key, result)
         return result
 
