@@ -189,3 +189,21 @@ def annotate_xla(result: dict) -> dict:
     result["accounting"] = account(groups, nodes, (result.get("hlo") or {}).get("hlo"))
     result["summary"] = summary(groups)
     return result
+
+
+# What XLA's GPU compiler is documented to do with the GELU pattern; this machine cannot show it.
+GPU_NOT_MEASURED = (
+    "Not measured here (no GPU): XLA's GPU compiler runs its own fusion passes, so its fusions are not the CPU ones shown. XLA's GPU gemm rewriter "
+    "matches the tanh form of GELU (approximate=True) on a cuBLASLt matmul and turns it into a GELU / "
+    "BIAS_GELU epilogue of the matmul; no erf form (exact GELU) was found in its source. With --device gpu "
+    "on a machine with a GPU, this same view shows XLA's GPU module.")
+
+
+def status_lines(accounting: dict[str, dict]) -> list[tuple[str, list[str]]]:
+    """(words, ops) for each status in use, in STATUS_WORDS order: the account at a glance."""
+    out = []
+    for status, words in STATUS_WORDS.items():
+        ops = [name for name, a in accounting.items() if a["status"] == status]
+        if ops:
+            out.append((words, ops))
+    return out

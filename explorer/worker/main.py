@@ -14,7 +14,7 @@ import traceback
 
 from ..errors import SpecError
 from ..model.devices import is_simulated, no_gpu_words, nvidia_gpus_present
-from . import bench, grappler, xla
+from . import bench, grappler, xla, xla_bench
 from .protocol import BadRequest, NoGpu, Protocol
 from .runtime import Runtime
 
@@ -36,6 +36,10 @@ def handle(rt: Runtime, request: dict) -> dict:
                          "(--device gpu); on the CPU, XLA's CPU fusions are shown")
     if op == "xla":
         return xla.inspect(rt, request)
+    if op == "bench_xla" and is_simulated(rt.device):
+        raise BadRequest("a simulated GPU runs nothing, so it cannot be timed; benchmark on the CPU or a real GPU")
+    if op == "bench_xla":
+        return xla_bench.run(rt, request)
     raise BadRequest(f"unknown request {op!r}")
 
 
