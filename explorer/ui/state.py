@@ -133,3 +133,6 @@ def remember(store_key: str, run_key: str, value) -> None:
 
 def recall(store_key: str, run_key: str):
     return (st.session_state.get(store_key) or {}).get(run_key)
+
+# XLA beside Grappler: off until asked, so the default page never waits for an XLA compile.
+XLA_ON = "xla.on"

@@ -162,6 +162,8 @@ def hlo_proto_to_dict(serialized: bytes) -> dict:
             "op_type": ins.metadata.op_type or None,
             "op_name": ins.metadata.op_name or None,
             "is_root": ins.id == comp.root_id,
+            # A fused computation's parameter k is its fusion instruction's operand k.
+            "parameter_number": int(ins.parameter_number) if ins.opcode == "parameter" else None,
         } for ins in comp.instructions]
         computations.append({"name": comp.name, "is_entry": comp.name == module.entry_computation_name,
                              "is_fusion_body": comp.name in fusion_bodies, "instructions": instructions})

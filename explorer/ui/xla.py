@@ -1,0 +1,110 @@
+"""The XLA tab: the same model compiled by XLA, its fusions mapped to the model's TF ops, beside Grappler's.
+
+Nothing here runs until the tab's toggle asks: an XLA compile is a worker request of its own, and
+the default page must not wait for it. It is a fragment, so the toggle reruns only this panel.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ..analysis.xla_fusion import GPU_NOT_MEASURED, STATUS_WORDS
+from ..errors import ExplorerError
+from ..model.devices import is_simulated
+from ..present import hlo_dot
+from . import cached, frame, linked, sidebar, state
+
+INTRO = ("XLA is TensorFlow's other fusion engine: `tf.function(jit_compile=True)` lowers the whole model to "
+         "HLO and XLA's own passes fuse it, instead of Grappler's remapper. This tab compiles the model shown "
+         "with XLA and maps each XLA fusion back to the TF ops its HLO metadata names.")
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _hlo_dot(result_key: str, _result: dict) -> str:
+    return hlo_dot.to_dot(_result["module"], _result["fusions"], title="XLA: optimised HLO")
+
+
+@st.fragment
+def panel(choice: sidebar.Choice, grappler: dict) -> None:
+    st.markdown(INTRO)
+    if is_simulated(choice.config.device):
+        st.info("A simulated GPU has no XLA compiler behind it, so there is nothing to compile here. "
+                + GPU_NOT_MEASURED)
+        return
+    if not st.toggle("Compile this model with XLA", key=state.XLA_ON,
+                     help="Runs experimental_get_compiler_ir and one real call in the worker (well under a second "
+                          "for the ready models once the worker is warm)."):
+        st.caption("Off: nothing is compiled until you switch it on.")
+        _gpu_note(grappler)
+        return
+    engine = cached.engine()
+    try:
+        with st.spinner("Compiling the model with XLA…"):
+            result = engine.xla(choice.model, choice.config)
+    except ExplorerError as exc:
+        frame.show_error(exc, "XLA")
+        st.caption("Grappler's view in the other tabs does not depend on XLA and is unaffected.")
+        return
+    _summary(grappler, result)
+    _fusion_table(result)
+    _graphs(grappler, result)
+    _downloads(result)
+    _gpu_note(grappler)
+
+
+def _summary(grappler: dict, result: dict) -> None:
+    made = "; ".join(f"`{f['description']}`" for f in grappler.get("fusions") or []) or "no fusion"
+    st.markdown(f"**Grappler** made: {made}.  \n**XLA** made: {result['summary']}.")
+    times, ran = result["timings"], result["executed"]
+    proof = (f"A profiled call ran the compiled XLA module `{', '.join(ran['modules'])}` "
+             f"({', '.join(ran['hlo_instructions'])})." if ran["xla_executable_ran"]
+             else "A profiled call showed no XLA executable running.")
+    st.caption(f"Shown: module `{result['module']['name']}`, from {result['source']}. XLA compile "
+               f"{times['compile_s'] * 1e3:.0f} ms; first call {times['first_call_s'] * 1e3:.0f} ms (trace and "
+               f"compile of the module a call runs). {proof}")
+
+
+def _fusion_table(result: dict) -> None:
+    st.markdown("**XLA's fusions and the TF ops each computes**")
+    st.dataframe([{"XLA instruction": g["node"], "what": g["words"], "TF ops": ", ".join(g["tf_ops"]) or "(none named)",
+                   "TF op types": ", ".join(g["tf_op_types"]), "HLO instructions": g["hlo_instructions"]}
+                  for g in result["fusions"]], hide_index=True, width="stretch")
+    rows = [{"TF op": name, "type": a["op"], "where it went": STATUS_WORDS[a["status"]],
+             "XLA instructions": ", ".join(a["where"]), "note": a["note"] or ""}
+            for name, a in result["accounting"].items()]
+    with st.expander(f"Every traced TF op accounted for ({len(rows)})"):
+        st.dataframe(rows, hide_index=True, width="stretch")
+
+
+def _graphs(grappler: dict, result: dict) -> None:
+    xla_dot = _hlo_dot(result["key"], result)
+    st.markdown("**After Grappler (left) and XLA's optimised HLO (right), one box per XLA fusion**")
+    if "optimized" not in (grappler.get("stages") or {}):
+        st.graphviz_chart(xla_dot, width="stretch")
+        return
+    drawn = cached.stage_pair(grappler["key"], "traced", "optimized", True, grappler)
+    groups = hlo_dot.link_groups(result["fusions"], grappler.get("fusions") or [], drawn["names"]["after"], "a-")
+    hint = "Hover over an XLA fusion or a Grappler node: the TF ops it computes light up on the other side."
+    if not linked.show(drawn["after"], xla_dot, groups, hint=hint, titles=("After Grappler", "XLA optimised HLO")):
+        left, right = st.columns(2)
+        left.graphviz_chart(drawn["after"], width="stretch")
+        right.graphviz_chart(xla_dot, width="stretch")
+
+
+def _downloads(result: dict) -> None:
+    name = result.get("spec", {}).get("preset") or "chain"
+    cols = st.columns(4)
+    files = (("HLO before optimisation", result["hlo"]["hlo"], f"{name}-hlo.txt", "text/plain"),
+             ("Optimised HLO", result["hlo"]["optimized_hlo"], f"{name}-optimized-hlo.txt", "text/plain"),
+             ("DOT (this drawing)", _hlo_dot(result["key"], result), f"{name}-xla.dot", "text/vnd.graphviz"),
+             ("DOT (XLA's own)", result["hlo_dot"], f"{name}-xla-own.dot", "text/vnd.graphviz"))
+    for col, (label, text, file_name, mime) in zip(cols, files):
+        col.download_button(label, data=text, file_name=file_name, mime=mime, on_click="ignore",
+                            key=f"xla.download.{file_name}", width="stretch")
+    with st.expander("Optimised HLO text"):
+        st.code(result["hlo"]["optimized_hlo"], language="text")
+
+
+def _gpu_note(grappler: dict) -> None:
+    if not (grappler.get("fingerprint") or {}).get("gpus"):
+        st.info(GPU_NOT_MEASURED)
