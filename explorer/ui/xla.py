@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ..analysis.xla_bench import VARIANTS, WORDS
 from ..analysis.xla_fusion import GPU_NOT_MEASURED, STATUS_WORDS
+from ..engine.cache import ResultCache
 from ..errors import ExplorerError
 from ..model.devices import is_simulated
-from ..present import hlo_dot
+from ..present import hlo_dot, xla_charts
 from . import cached, frame, linked, sidebar, state
 
 INTRO = ("XLA is TensorFlow's other fusion engine: `tf.function(jit_compile=True)` lowers the whole model to "
@@ -49,6 +51,7 @@ def panel(choice: sidebar.Choice, grappler: dict) -> None:
     _fusion_table(result)
     _graphs(grappler, result)
     _downloads(result)
+    _three_way(choice)
     _gpu_note(grappler)
 
 
@@ -108,3 +111,47 @@ def _downloads(result: dict) -> None:
 def _gpu_note(grappler: dict) -> None:
     if not (grappler.get("fingerprint") or {}).get("gpus"):
         st.info(GPU_NOT_MEASURED)
+
+
+def _three_way(choice: sidebar.Choice) -> None:
+    st.markdown("**Three-way benchmark: unfused, Grappler-fused, XLA**")
+    st.caption("The same inputs, the three variants called in turn (each goes first in turn), after warm-up. Each "
+               "variant is proved from what ran: the executed graph for Grappler's two, the profiled XLA module "
+               "for XLA. XLA's first call (trace and compile) is reported apart and is not in the medians.")
+    key = ResultCache.key("bench_xla", choice.model, choice.config)
+    with st.form("xla.bench.form", border=False):
+        left, right = st.columns([1, 1], vertical_alignment="bottom")
+        reps = left.number_input("Timed calls per variant", min_value=3, max_value=500, step=10,
+                                 key=state.XLA_BENCH_REPS)
+        submitted = right.form_submit_button("Run the three-way benchmark", width="stretch")
+    if submitted:
+        with st.spinner("Timing unfused, Grappler-fused and XLA…"):
+            try:
+                result = cached.engine().bench(choice.model, choice.config, reps=int(reps), warmup=3,
+                                               max_seconds=60.0, compiler="both")
+            except ExplorerError as exc:
+                frame.show_error(exc, "The three-way benchmark failed")
+                return
+        state.remember(state.XLA_BENCH_RESULTS, key, result)
+    result = state.recall(state.XLA_BENCH_RESULTS, key)
+    if result is None:
+        st.caption("Not measured yet for this model and configuration.")
+        return
+    s = result["summary"]
+    cols = st.columns(4)
+    for col, name in zip(cols, VARIANTS):
+        col.metric(f"{WORDS[name]} median", f"{s['variants'][name]['median_ms']:.3f} ms")
+    cols[3].metric("XLA's first call", f"{s['xla_first_call_ms']:.0f} ms", help="trace + tf2xla + XLA compile")
+    left, right = st.columns(2)
+    left.plotly_chart(xla_charts.three_way_distribution(result), width="stretch", key="xla.bench.dist")
+    right.plotly_chart(xla_charts.three_way_speedups(s), width="stretch", key="xla.bench.speedups")
+    st.dataframe([{"outputs": pair, "max abs diff": a["max_abs"], "elements differing": a["elements_differing"],
+                   "of": a["elements"], "within tolerance": a["within_tolerance"], "tolerance": a["tolerance"]}
+                  for pair, a in result["agreement"].items()], hide_index=True, width="stretch")
+    proof = result["proof_summary"]
+    st.caption(f"Unfused ran: {' '.join(proof['unfused_executed'])}. Grappler-fused ran: "
+               f"{' '.join(proof['fused_executed'])}. XLA ran module `{proof['xla_module']}`: "
+               f"{' '.join(proof['xla_instructions'])}. Measured {result.get('measured_at', '')}, load average "
+               f"{(result.get('isolation') or {}).get('load_before', '?')}.")
+    for problem in proof["problems"]:
+        st.warning(problem)

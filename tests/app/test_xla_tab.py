@@ -58,3 +58,17 @@ def test_a_model_xla_refuses_gets_the_op_named_and_grappler_stays(make_app):
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and "XLA cannot compile this model" in errors[0] and "AsString" in errors[0]
     assert "found by Grappler" in texts(at)
+
+
+def test_three_way_benchmark_from_the_tab(make_app):
+    at = make_app(**{state.XLA_ON: True, state.XLA_BENCH_REPS: 5}).run()
+    assert not at.exception
+    next(b for b in at.button if b.label == "Run the three-way benchmark").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    labels = [m.label for m in at.metric]
+    assert {"unfused (remapper off) median", "Grappler-fused median", "XLA (jit_compile=True) median",
+            "XLA's first call"} <= set(labels)
+    agreement = next(df.value for df in at.dataframe if "elements differing" in df.value.columns)
+    assert list(agreement["outputs"]) == ["fused-unfused", "xla-unfused", "xla-fused"]
+    assert agreement["within tolerance"].all()
+    assert "XLA ran module" in texts(at)
