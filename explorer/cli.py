@@ -235,6 +235,14 @@ def _print_xla(result: dict) -> None:
     print("\nEvery traced TF op:")
     for words, ops in xla_fusion.status_lines(result["accounting"]):
         print(f"  {words}: {', '.join(ops)}")
+    table, counts = result.get("pass_table") or [], result.get("pass_summary")
+    if counts:
+        print(f"\nXLA's pass pipeline on {result['module']['name']}: {counts['passes']} passes ran, "
+              f"{counts['changed']} changed the module:")
+        for row in table:
+            if row["changed"] and not row["is_pipeline"]:
+                print(f"  {row['pipeline'] or '':<40} {row['pass']:<30} instructions {row['instructions_before']} -> "
+                      f"{row['instructions_after']}, {(row['time_us'] or 0) / 1e3:.2f} ms")
     if result["fingerprint"].get("gpus") in (None, []):
         print(f"\n{xla_fusion.GPU_NOT_MEASURED}")
 

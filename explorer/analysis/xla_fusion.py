@@ -188,6 +188,14 @@ def annotate_xla(result: dict) -> dict:
     result["fusions"] = groups
     result["accounting"] = account(groups, nodes, (result.get("hlo") or {}).get("hlo"))
     result["summary"] = summary(groups)
+    passes = result.get("passes")
+    if passes and "log" in passes:  # the log is read once, into the table; the dumps stay for the diffs
+        from . import xla_passes
+
+        table = xla_passes.pass_table(xla_passes.vlog_rows(passes["log"], result["module"]["name"]), passes["dumps"])
+        result["pass_table"] = table
+        result["pass_summary"] = xla_passes.summary(table)
+        result["passes"] = {"dumps": passes["dumps"], "log_lines": len(passes["log"])}
     return result
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ..analysis.xla_bench import VARIANTS, WORDS
+from ..analysis import xla_passes
 from ..analysis.xla_fusion import GPU_NOT_MEASURED, STATUS_WORDS
 from ..engine.cache import ResultCache
 from ..errors import ExplorerError
@@ -51,6 +52,7 @@ def panel(choice: sidebar.Choice, grappler: dict) -> None:
     _fusion_table(result)
     _graphs(grappler, result)
     _downloads(result)
+    _passes(result)
     _three_way(choice)
     _gpu_note(grappler)
 
@@ -155,3 +157,31 @@ def _three_way(choice: sidebar.Choice) -> None:
                f"{(result.get('isolation') or {}).get('load_before', '?')}.")
     for problem in proof["problems"]:
         st.warning(problem)
+
+
+def _passes(result: dict) -> None:
+    table, counts = result.get("pass_table") or [], result.get("pass_summary")
+    if not counts:
+        return
+    with st.expander(f"XLA's pass pipeline: {counts['passes']} passes ran, {counts['changed']} changed the module"):
+        st.caption("Every pass from XLA's own log (TF_CPP_VMODULE=hlo_pass_pipeline=2), with the instruction count "
+                   "before and after; 'changed' from the module's hash (which ignores layouts) or from the module "
+                   "XLA dumped after the pass (it dumps only after a pass that changed something).")
+        st.dataframe([{"pipeline": r["pipeline"], "pass": ("▸ " if r["is_pipeline"] else "") + r["pass"],
+                       "changed": bool(r["changed"]), "instructions before": r["instructions_before"],
+                       "after": r["instructions_after"], "time (ms)": (r["time_us"] or 0) / 1e3}
+                      for r in table], hide_index=True, width="stretch", height=320)
+        dumped = [r for r in table if r["dump"]]
+        if not dumped:
+            return
+        files = {f"{r['pass']} ({r['pipeline']}): {r['instructions_before']} → {r['instructions_after']}": r["dump"]
+                 for r in dumped}
+        chosen = files[st.selectbox("The module before and after a pass that changed it", list(files), key="xla.pass")]
+        dumps = result["passes"]["dumps"]
+        after = next(d for d in dumps if d["file"] == chosen)
+        before = xla_passes.module_before(dumps, chosen)
+        if before is None:
+            st.code(after["text"], language="text")
+        else:
+            st.code(xla_passes.diff(before["text"], after["text"], (before["file"], after["file"])) or
+                    "(no textual change: the pass changed only what the text does not show)", language="diff")

@@ -20,10 +20,11 @@ import time
 from ..model.spec import resolve
 from .runtime import Runtime, as_list
 
-# Text stages of experimental_get_compiler_ir, and the HloProto one (accepted by TF 2.21 although
-# its "Invalid stage" message does not list it).
+# Text stages of experimental_get_compiler_ir, and the optimised module as a serialized HloModuleProto.
+# Not "optimized_hlo_proto_serialized": with XLA's dumping on (the worker dumps every pass), TF 2.21
+# returns the module *before* optimisation there (measured), while this stage stays the optimised one.
 TEXT_STAGES = ("hlo", "optimized_hlo", "optimized_hlo_dot")
-PROTO_STAGE = "optimized_hlo_proto_serialized"
+PROTO_STAGE = "optimized_hlo_serialized"
 SOURCE = ("experimental_get_compiler_ir: a separate compile of the same jit_compile=True function "
           "(its own module, named apart from the one a call executes)")
 
@@ -40,6 +41,7 @@ class XlaRefused(Exception):
 def inspect(rt: Runtime, request: dict) -> dict:
     tf = rt.tf
     spec = resolve(request["spec"])
+    rt.clear_dumps()
     rt.reset_grappler()
     body, args = rt.build(spec)
     fn = tf.function(body, jit_compile=True)
@@ -52,12 +54,18 @@ def inspect(rt: Runtime, request: dict) -> dict:
             ir = fn.experimental_get_compiler_ir(*args)
             timings["trace_s"] = time.perf_counter() - t0
             for stage in TEXT_STAGES + (PROTO_STAGE,):
+                # Each stage compiles again: the passes are read around one compile, optimized_hlo's.
+                if stage == "optimized_hlo":
+                    log_start, files_before = len(rt.log.read()), _dump_files(rt)
                 t0 = time.perf_counter()
                 stages[stage] = ir(stage=stage)
                 timings[f"{stage}_s"] = time.perf_counter() - t0
+                if stage == "optimized_hlo":
+                    pass_log, new_files = rt.log.read()[log_start:], _dump_files(rt) - files_before
     except Exception as exc:  # noqa: BLE001 - turned into a message naming the refused op
         raise refused(exc) from None
     module = hlo_proto_to_dict(stages.pop(PROTO_STAGE))
+    passes = {"log": [ln for ln in pass_log if "hlo_pass_pipeline" in ln], "dumps": _read_dumps(rt, new_files)}
     # The real call: trace + tf2xla + XLA compile on the first call, then the profile of one more.
     t0 = time.perf_counter()
     try:
@@ -77,6 +85,7 @@ def inspect(rt: Runtime, request: dict) -> dict:
         "hlo_dot": stages["optimized_hlo_dot"],
         "module": module,
         "executed": executed,
+        "passes": passes,
         "output_shapes": [list(t.shape) for t in as_list(out)],
         "timings": {
             "compiler_ir": {k: round(v, 4) for k, v in timings.items()},
@@ -86,6 +95,29 @@ def inspect(rt: Runtime, request: dict) -> dict:
         },
         "fingerprint": rt.fingerprint,
     }
+
+
+def _dump_files(rt: Runtime) -> set:
+    directory = rt.xla_dump_dir
+    return set(os.listdir(directory)) if directory and os.path.isdir(directory) else set()
+
+
+def _read_dumps(rt: Runtime, names: set) -> list[dict]:
+    """The per-pass HLO texts one compile wrote (XLA writes one after each pass that changed the module)."""
+    from ..analysis.xla_passes import parse_dump_name
+
+    dumps = []
+    for name in names:
+        info = parse_dump_name(name)
+        if info is None:
+            continue
+        try:
+            with open(os.path.join(rt.xla_dump_dir, name)) as handle:
+                info["text"] = handle.read()
+        except OSError:
+            continue
+        dumps.append(info)
+    return sorted(dumps, key=lambda d: d["seq"])
 
 
 # --- errors ---------------------------------------------------------------------------------------
@@ -137,13 +169,12 @@ def shape_text(shape, names: dict) -> str:
 
 
 def hlo_proto_to_dict(serialized: bytes) -> dict:
-    """Serialized HloProto bytes as {"name", "entry", "computations": [{"name", "is_entry",
+    """Serialized HloModuleProto bytes as {"name", "entry", "computations": [{"name", "is_entry",
     "is_fusion_body", "instructions": [...]}]}; operand and computation ids resolved to names."""
     from tensorflow.compiler.xla.service import hlo_pb2
 
-    proto = hlo_pb2.HloProto()
-    proto.ParseFromString(serialized)
-    module = proto.hlo_module
+    module = hlo_pb2.HloModuleProto()
+    module.ParseFromString(serialized)
     names = _type_names()
     comp_names = {c.id: c.name for c in module.computations}
     fusion_bodies = {comp_names.get(cid) for c in module.computations for i in c.instructions

@@ -45,6 +45,12 @@ def test_switched_on_it_shows_xla_fusions_beside_grappler(make_app):
     assert "MatMul" in set(table[table["what"] == "dot"]["TF ops"])
     accounting = next(df.value for df in at.dataframe if "where it went" in df.value.columns)
     assert "MatMul" in set(accounting["TF op"]) and "Identity" in set(accounting["TF op"])
+    passes = next(e for e in at.expander if e.label.startswith("XLA's pass pipeline:"))
+    assert "changed the module" in passes.label
+    chooser = at.selectbox(key="xla.pass")
+    chooser.set_value(next(label for label in chooser.options if label.startswith("fusion ("))).run()
+    passes = next(e for e in at.expander if e.label.startswith("XLA's pass pipeline:"))
+    assert any(c.language == "diff" and "+" in c.value and "fusion(" in c.value for c in passes.code)
     labels = {b.proto.label for b in at.get("download_button")}
     assert {"HLO before optimisation", "Optimised HLO", "DOT (this drawing)", "DOT (XLA's own)"} <= labels
 

@@ -184,3 +184,19 @@ def test_cli_inspect_xla_json_and_both_with_a_refused_model():
     assert out.returncode == 0, out.stderr
     assert "Fusions (traced -> after Grappler):" in out.stdout
     assert "XLA: XLA cannot compile this model" in out.stdout and "AsString" in out.stdout
+
+
+def test_pass_pipeline_of_the_compile_shown(results):
+    from explorer.analysis import xla_passes
+
+    result = results["matmul_bias_gelu_approx"]
+    table, counts = result["pass_table"], result["pass_summary"]
+    assert counts["passes"] > 20 and 0 < counts["changed"] < counts["passes"]
+    fusion = next(r for r in table if r["pass"] == "fusion")
+    assert fusion["changed"] and fusion["instructions_after"] > fusion["instructions_before"]
+    dump = next(d for d in result["passes"]["dumps"] if d["file"] == fusion["dump"])
+    assert result["module"]["name"] in dump["file"] and "kind=kLoop" in dump["text"]
+    assert xla_passes.count_instructions(dump["text"]) == fusion["instructions_after"]
+    # the last dump is the module shown: the same instructions as the optimised HLO text
+    last = result["passes"]["dumps"][-1]["text"]
+    assert xla_passes.count_instructions(last) == xla_passes.count_instructions(result["hlo"]["optimized_hlo"])
