@@ -143,6 +143,10 @@ def _print_inspect(result: dict) -> None:
         print(f"  {fusion['description']}")
     if not result.get("fusions"):
         print("  none")
+    if result.get("xla_clusters"):
+        print("XLA auto-clustering (TF_XLA_FLAGS): these ops left the graph for XLA clusters, which XLA compiles:")
+        for line in xla_fusion.cluster_lines(result["xla_clusters"]):
+            print(f"  {line}")
     renames = result.get("renames_by_pair", {}).get("optimized->executed", [])
     if renames:
         print("Renamed when executed: " + ", ".join(f"{old} -> {new}" for _, old, new in renames))

@@ -215,3 +215,15 @@ def status_lines(accounting: dict[str, dict]) -> list[tuple[str, list[str]]]:
         if ops:
             out.append((words, ops))
     return out
+
+
+def cluster_lines(clusters: list[dict]) -> list[str]:
+    """Auto-clustering's clusters in words: 'cluster_0: 9 ops compiled by XLA: Gelu/mul, ...' (constants counted)."""
+    lines = []
+    for c in clusters:
+        ops = [o["name"] for o in c["ops"] if o["op"] not in CONST_OPS]
+        consts = len(c["ops"]) - len(ops)
+        extra = f" (+{consts} const{'s' if consts != 1 else ''})" if consts else ""
+        lines.append(f"{c['cluster']}: {len(ops)} op{'s' if len(ops) != 1 else ''} compiled by XLA{extra}: "
+                     + (", ".join(ops) or "(its members were not dumped)"))
+    return lines

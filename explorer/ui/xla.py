@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ..analysis.xla_bench import VARIANTS, WORDS
-from ..analysis import xla_passes
+from ..analysis import xla_fusion, xla_passes
 from ..analysis.xla_fusion import GPU_NOT_MEASURED, STATUS_WORDS
 from ..engine.cache import ResultCache
 from ..errors import ExplorerError
@@ -30,6 +30,10 @@ def _hlo_dot(result_key: str, _result: dict) -> str:
 @st.fragment
 def panel(choice: sidebar.Choice, grappler: dict) -> None:
     st.markdown(INTRO)
+    if grappler.get("xla_clusters"):
+        st.markdown("**XLA auto-clustering is on** (TF_XLA_FLAGS): in the graph after Grappler these ops were "
+                    "replaced by XLA clusters, which XLA compiles and runs:\n"
+                    + "\n".join(f"- {line}" for line in xla_fusion.cluster_lines(grappler["xla_clusters"])))
     if is_simulated(choice.config.device):
         st.info("A simulated GPU has no XLA compiler behind it, so there is nothing to compile here. "
                 + GPU_NOT_MEASURED)

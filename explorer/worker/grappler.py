@@ -14,6 +14,7 @@ import time
 from ..analysis import grappler_log
 from ..model.spec import resolve
 from .runtime import Runtime, as_list
+from .xla import clusters as xla_clusters
 
 MAIN_PREFIX = "__inference_model_"
 
@@ -39,6 +40,7 @@ def inspect(rt: Runtime, request: dict) -> dict:
         "pbtxt": {name: text_format.MessageToString(g) for name, g in stages.items()},
         "output_shapes": [list(t.shape) for t in as_list(out)],
         "function_graphs": entries,
+        "xla_clusters": xla_clusters(rt, stages["optimized"]),  # auto-clustering's clusters, if it is on
         "grappler": {
             "remapper_log": parsed["remapper_log"],
             "notable": parsed["notable"],

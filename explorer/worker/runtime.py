@@ -22,6 +22,11 @@ class Runtime:
         self.log = StderrCapture()
         self.dump_dir = os.environ.get("TF_DUMP_GRAPH_PREFIX", "")
         self.xla_dump_dir = os.environ.get("EXPLORER_XLA_DUMP", "")
+        xla_flags = os.environ.get("TF_XLA_FLAGS", "")
+        if "tf_xla_auto_jit" in xla_flags and "tf_xla_clustering_debug" not in xla_flags:
+            # Auto-clustering then dumps its marked graph (which op went into which XLA cluster) beside
+            # Grappler's dumps; TF reads these flags once, at first use.
+            os.environ["TF_XLA_FLAGS"] = f"{xla_flags} --tf_xla_clustering_debug"
         start = time.perf_counter()
         import tensorflow as tf  # noqa: PLC0415 - the one place TensorFlow is imported
         from tensorflow.python.eager import context

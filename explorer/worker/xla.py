@@ -120,6 +120,43 @@ def _read_dumps(rt: Runtime, names: set) -> list[dict]:
     return sorted(dumps, key=lambda d: d["seq"])
 
 
+# --- auto-clustering -------------------------------------------------------------------------
+
+def clusters(rt: Runtime, graph_def) -> list[dict]:
+    """XLA clusters of a graph run with auto-clustering on (TF_XLA_FLAGS=--tf_xla_auto_jit=...).
+
+    The cluster names come from the _XlaCompile / XlaLaunch nodes of the graph after Grappler; the TF
+    ops in each from the graph auto-clustering marked (its ``_XlaCluster`` attribute), which it dumps
+    with --tf_xla_clustering_debug (the worker adds that flag when auto-clustering is on). The
+    cluster's function body is not in the run metadata's library (measured on TF 2.21).
+    """
+    from google.protobuf import text_format
+
+    names = []
+    for node in graph_def.node:
+        if node.op in ("_XlaCompile", "XlaLaunch") and "function" in node.attr:
+            if node.attr["function"].func.name not in names:
+                names.append(node.attr["function"].func.name)
+    if not names:
+        return []
+    members: dict[str, dict] = {name: {} for name in names}
+    directory = rt.dump_dir
+    for file in sorted(os.listdir(directory)) if directory and os.path.isdir(directory) else []:
+        if not (file.startswith("mark_for_compilation") and "annotated" not in file and file.endswith(".pbtxt")):
+            continue
+        try:
+            with open(os.path.join(directory, file)) as handle:
+                marked = text_format.Parse(handle.read(), rt.tf.compat.v1.GraphDef())
+        except (OSError, text_format.ParseError):
+            continue
+        for node in marked.node:
+            if "_XlaCluster" in node.attr:
+                cluster = node.attr["_XlaCluster"].s.decode()
+                members.setdefault(cluster, {})[node.name] = node.op
+    return [{"cluster": name, "ops": [{"name": n, "op": op} for n, op in members.get(name, {}).items()]}
+            for name in names]
+
+
 # --- errors ---------------------------------------------------------------------------------------
 
 _UNSUPPORTED = re.compile(r"No registered '([^']+)' OpKernel for (\S+) devices[^{]*\{\{node ([^}]+)\}\}")

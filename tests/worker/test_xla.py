@@ -200,3 +200,23 @@ def test_pass_pipeline_of_the_compile_shown(results):
     # the last dump is the module shown: the same instructions as the optimised HLO text
     last = result["passes"]["dumps"][-1]["text"]
     assert xla_passes.count_instructions(last) == xla_passes.count_instructions(result["hlo"]["optimized_hlo"])
+
+
+def test_auto_clustering_names_the_ops_each_xla_cluster_took(engine):
+    from explorer.model.flags import Config
+
+    config = Config.make("cpu", {"TF_XLA_FLAGS": "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"})
+    result = engine.inspect({"preset": "matmul_bias_gelu_approx", "params": {"m": 64, "k": 32, "n": 16}}, config,
+                            use_cache=False)
+    clusters = result["xla_clusters"]
+    optimized = {n["name"]: n["op"] for n in result["stages"]["optimized"]["nodes"]}
+    launched = {n["name"] for n in result["stages"]["optimized"]["nodes"] if n["op"] == "_XlaCompile"}
+    assert clusters and len(clusters) == len(launched)
+    tanh = next(n["name"] for n in result["stages"]["traced"]["nodes"] if n["op"] == "Tanh")
+    members = {o["name"] for c in clusters for o in c["ops"]}
+    assert tanh in members
+    assert not members & set(optimized), "an op XLA took still runs as a node of the graph"
+    # without auto-clustering there is none
+    plain = engine.inspect({"preset": "matmul_bias_gelu_approx", "params": {"m": 64, "k": 32, "n": 16}},
+                           use_cache=False)
+    assert plain["xla_clusters"] == []
