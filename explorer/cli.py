@@ -15,8 +15,8 @@ import argparse
 import json
 import sys
 
-from .analysis.annotate import graphs_of
 from .analysis import xla_fusion
+from .analysis.annotate import graphs_of
 from .analysis.grappler_log import main_run
 from .errors import ExplorerError, SpecError, WorkerError
 from .model.catalog import PRESETS
@@ -25,7 +25,6 @@ from .model.flags import Config, parse_assignment
 from .model.graph import STAGES
 from .model.spec import DEFAULT_PARAMS, resolve
 from .present import machine
-
 
 COMPILERS = ("grappler", "xla", "both")
 

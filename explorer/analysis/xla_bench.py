@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .stats import summarize, speedup
+from .stats import speedup, summarize
 
 VARIANTS = ("unfused", "fused", "xla")
 # (faster, slower): each speedup reads "how many times faster the first is than the second".

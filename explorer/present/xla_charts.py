@@ -18,7 +18,7 @@ def three_way_distribution(raw: dict, *, height: int = HEIGHT) -> go.Figure:
         color = THREE_COLORS[name]
         fig.add_trace(go.Box(
             y=_ms(raw["samples_ns"][name]), name=WORDS[name], boxpoints="all", jitter=0.35, pointpos=0,
-            marker=dict(color=color, size=4, opacity=0.55), line=dict(color=color),
+            marker={"color": color, "size": 4, "opacity": 0.55}, line={"color": color},
             fillcolor=_rgba(color, 0.25), showlegend=False,
             hovertemplate=f"{WORDS[name]}<br>%{{y:.4f}} ms<extra></extra>"))
     fig.update_yaxes(title_text="latency per call (ms)", rangemode="tozero")
@@ -36,9 +36,9 @@ def three_way_speedups(summary: dict, *, height: int = 300) -> go.Figure:
         high.append(sp["ci_high"] - sp["estimate"] if sp.get("ci_high") is not None else 0)
     fig = go.Figure(go.Bar(
         x=estimates, y=labels, orientation="h", marker_color=[THREE_COLORS[a] for a, _ in COMPARISONS],
-        error_x=dict(type="data", array=high, arrayminus=low, symmetric=False),
+        error_x={"type": "data", "array": high, "arrayminus": low, "symmetric": False},
         hovertemplate="%{y}: %{x:.2f}×<extra></extra>"))
-    fig.add_vline(x=1.0, line=dict(dash="dash", color="#444444"))
+    fig.add_vline(x=1.0, line={"dash": "dash", "color": "#444444"})
     fig.update_xaxes(title_text="times faster (median ratio, 95% CI)")
     fig.update_yaxes(autorange="reversed")
     return _style(fig, "Speedups", height)

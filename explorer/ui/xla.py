@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..analysis.xla_bench import VARIANTS, WORDS
 from ..analysis import xla_fusion, xla_passes
+from ..analysis.xla_bench import VARIANTS, WORDS
 from ..analysis.xla_fusion import GPU_NOT_MEASURED, STATUS_WORDS
 from ..engine.cache import ResultCache
 from ..errors import ExplorerError

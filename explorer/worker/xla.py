@@ -134,9 +134,9 @@ def clusters(rt: Runtime, graph_def) -> list[dict]:
 
     names = []
     for node in graph_def.node:
-        if node.op in ("_XlaCompile", "XlaLaunch") and "function" in node.attr:
-            if node.attr["function"].func.name not in names:
-                names.append(node.attr["function"].func.name)
+        if (node.op in ("_XlaCompile", "XlaLaunch") and "function" in node.attr
+                and node.attr["function"].func.name not in names):
+            names.append(node.attr["function"].func.name)
     if not names:
         return []
     members: dict[str, dict] = {name: {} for name in names}

@@ -16,10 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from worker_script import run_in_worker
 
 from explorer.errors import WorkerError
-
-from worker_script import run_in_worker
 
 pytestmark = pytest.mark.tf
 ROOT = Path(__file__).resolve().parents[2]
@@ -170,7 +169,7 @@ protocol.send({{"max_abs": float(np.abs(jit - plain).max()), "first": plain.rave
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "explorer", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "explorer", *args], check=False, cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
 
 
@@ -220,3 +219,13 @@ def test_auto_clustering_names_the_ops_each_xla_cluster_took(engine):
     plain = engine.inspect({"preset": "matmul_bias_gelu_approx", "params": {"m": 64, "k": 32, "n": 16}},
                            use_cache=False)
     assert plain["xla_clusters"] == []
+
+
+def test_cli_bench_compiler_both_prints_the_three_way():
+    out = run_cli("bench", "matmul_bias_gelu_approx", "--set", "m=64", "--set", "k=32", "--set", "n=16",
+                  "--compiler", "both", "--reps", "5", "--warmup", "1")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    for words in ("unfused (remapper off)", "Grappler-fused", "XLA (jit_compile=True)",
+                  "XLA's first call (trace + compile)", "outputs xla-fused", "XLA ran:     module", "proof: verified"):
+        assert words in text, (words, text)
