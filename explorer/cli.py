@@ -15,15 +15,18 @@ import argparse
 import json
 import sys
 
+from .analysis import xla_fusion
 from .analysis.annotate import graphs_of
 from .analysis.grappler_log import main_run
-from .errors import ExplorerError, SpecError
+from .errors import ExplorerError, SpecError, WorkerError
 from .model.catalog import PRESETS
 from .model.flags import Config, parse_assignment
 from .model.graph import STAGES
 from .model.results import BenchResult, InspectResult
 from .model.spec import resolve
 from .present import machine
+
+COMPILERS = ("grappler", "xla", "both")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,6 +51,8 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--chain", action="append", default=[], metavar="FIELD=VALUE",
                        help="with PRESET 'chain': contraction, bias, norm, activation, squeeze, side_add")
         p.add_argument("--no-cache", action="store_true", help="run even if this configuration was run before")
+        p.add_argument("--compiler", default="grappler", choices=COMPILERS,
+                       help="grappler (default), xla (tf.function(jit_compile=True)), or both side by side")
         if name == "inspect":
             p.add_argument("--export", metavar="DIR", help="also write repro.py, the three graphs as pbtxt and a "
                            "summary.json into DIR (for a bug report)")
@@ -118,6 +123,10 @@ def _print_inspect(result: InspectResult) -> None:
         print(f"  {fusion['describe']}")
     if not result.get("fusions"):
         print("  none")
+    if result.get("xla_clusters"):
+        print("XLA auto-clustering (TF_XLA_FLAGS): these ops left the graph for XLA clusters, which XLA compiles:")
+        for line in xla_fusion.cluster_lines(result["xla_clusters"]):
+            print(f"  {line}")
     renames = result.get("renames_by_pair", {}).get("optimized->executed", [])
     if renames:
         print("Renamed when executed: " + ", ".join(f"{old} -> {new}" for _, old, new in renames))
@@ -193,6 +202,84 @@ def _print_bench(result: BenchResult) -> None:
         print(f"  WARNING: {problem}")
 
 
+def _inspect_xla(engine, spec: dict, config: Config, args) -> None:
+    """--compiler xla|both. With both, a model XLA refuses still gets its Grappler view (and the refusal)."""
+    grappler = engine.inspect(spec, config, use_cache=not args.no_cache) if args.compiler == "both" else None
+    try:
+        xla = engine.xla(spec, config, use_cache=not args.no_cache)
+    except WorkerError as exc:
+        if grappler is None or exc.kind != "tensorflow":
+            raise
+        xla = {"compiler": "xla", "error": exc.to_dict()}
+    if args.json:
+        print(json.dumps(xla if grappler is None else dict(grappler, xla=xla), indent=1))
+        return
+    if grappler is not None:
+        _print_inspect(grappler)
+        print("\n" + "=" * 72 + "\n")
+    _print_xla(xla)
+    if args.export and grappler is not None:
+        _export(grappler, args.export)
+
+
+def _print_xla(result: dict) -> None:
+    if "error" in result:
+        print(f"XLA: {result['error']['message']}")
+        return
+    fp, times, ran = result["fingerprint"], result["timings"], result["executed"]
+    print(f"XLA (tf.function(jit_compile=True)) | {machine.describe(fp)} | flags {fp['flags'] or 'defaults'}")
+    print(f"Module shown: {result['module']['name']}, from {result['source']}")
+    print(f"  compile {times['compile_s']:.3f} s (optimised module); first call {times['first_call_s']:.3f} s "
+          "(trace + compile of the module a call runs)")
+    if ran["xla_executable_ran"]:
+        print(f"  a profiled call ran XLA module {', '.join(ran['modules'])}: {' '.join(ran['hlo_instructions'])}")
+    else:
+        print("  WARNING: the profiled call shows no XLA executable: " + " ".join(ran["tf_kernels"][:12]))
+    print(f"\nXLA made: {result['summary']}")
+    print("XLA fusions (optimised HLO -> the traced TF ops its metadata names):")
+    for group in result["fusions"]:
+        print(f"  {group['node']:<28} {group['description']}")
+    print("\nEvery traced TF op:")
+    for words, ops in xla_fusion.status_lines(result["accounting"]):
+        print(f"  {words}: {', '.join(ops)}")
+    table, counts = result.get("pass_table") or [], result.get("pass_summary")
+    if counts:
+        print(f"\nXLA's pass pipeline on {result['module']['name']}: {counts['passes']} passes ran, "
+              f"{counts['changed']} changed the module:")
+        for row in table:
+            if row["changed"] and not row["is_pipeline"]:
+                print(f"  {row['pipeline'] or '':<40} {row['pass']:<30} instructions {row['instructions_before']} -> "
+                      f"{row['instructions_after']}, {(row['time_us'] or 0) / 1e3:.2f} ms")
+    if result["fingerprint"].get("gpus") in (None, []):
+        print(f"\n{xla_fusion.GPU_NOT_MEASURED}")
+
+
+def _print_three_way(result: dict) -> None:
+    from .analysis.xla_bench import VARIANTS, WORDS
+
+    s, fp = result["summary"], result["fingerprint"]
+    print(f"{machine.describe(fp)} | flags {fp['flags'] or 'defaults'} | {result['reps_done']} interleaved reps "
+          f"after {result['warmup']} warm-up, three variants")
+    for name in VARIANTS:
+        v = s["variants"][name]
+        print(f"  {WORDS[name]:<24} median {v['median_ms']:.4f} ms   p10 {v['p10_ms']:.4f}   p90 {v['p90_ms']:.4f}")
+    print(f"  XLA's first call (trace + compile): {s['xla_first_call_ms']:.1f} ms, not in the medians")
+    for pair, sp in s["speedups"].items():
+        a, b = pair.split("/")
+        ci = "" if sp.get("ci_low") is None else f" (95% CI {sp['ci_low']:.2f}–{sp['ci_high']:.2f})"
+        print(f"  {WORDS[a]} vs {WORDS[b]}: {sp['estimate']:.2f}x{ci}")
+    for pair, a in result["agreement"].items():
+        print(f"  outputs {pair:<14} max abs diff {a['max_abs']:.3g} ({a['elements_differing']} of {a['elements']} "
+              f"elements differ; {'within' if a['within_tolerance'] else 'OUTSIDE'} tolerance {a['tolerance']:g})")
+    proof = result["proof_summary"]
+    print(f"  unfused ran: {' '.join(proof['unfused_executed'])}")
+    print(f"  fused ran:   {' '.join(proof['fused_executed'])}")
+    print(f"  XLA ran:     module {proof['xla_module']}: {' '.join(proof['xla_instructions'])}")
+    print(f"  proof: {'verified' if proof['verified'] else 'NOT verified'}")
+    for problem in proof["problems"]:
+        print(f"  WARNING: {problem}")
+
+
 def _export(result: dict, directory: str) -> None:
     import io
     import zipfile
@@ -224,14 +311,18 @@ def main(argv: list[str] | None = None) -> int:
         config = config_from_args(args)
         resolve(spec)  # checked before any process starts
         engine = Engine(cache_dir=None if args.no_cache else DEFAULT_CACHE_DIR)
-        if args.command == "inspect":
+        if args.command == "inspect" and args.compiler != "grappler":
+            _inspect_xla(engine, spec, config, args)
+        elif args.command == "inspect":
             result = engine.inspect(spec, config, use_cache=not args.no_cache)
             print(json.dumps(result, indent=1)) if args.json else _print_inspect(result)
             if args.export:
                 _export(result, args.export)
         else:
-            result = engine.bench(spec, config, reps=args.reps, warmup=args.warmup, max_seconds=args.max_seconds)
-            print(json.dumps(result, indent=1)) if args.json else _print_bench(result)
+            result = engine.bench(spec, config, reps=args.reps, warmup=args.warmup, max_seconds=args.max_seconds,
+                                  compiler=args.compiler)
+            printer = _print_bench if args.compiler == "grappler" else _print_three_way
+            print(json.dumps(result, indent=1)) if args.json else printer(result)
         return 0
     except ExplorerError as exc:
         print(f"explorer: error: {exc}", file=sys.stderr)

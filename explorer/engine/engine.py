@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 
 from ..analysis.annotate import annotate, annotate_bench, annotate_sweep
+from ..analysis.xla_bench import annotate_three_way
+from ..analysis.xla_fusion import annotate_xla
 from ..errors import SpecError, WorkerError
 from ..model.devices import is_simulated
 from ..model.flags import Config
@@ -148,10 +150,31 @@ class Engine:
         self.cache.put(key, result)
         return result
 
-    def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
-              on_progress=None) -> BenchResult:
-        """Fused against unfused, interleaved, with proof of which graph each variant ran."""
+    def xla(self, spec, config=None, *, on_progress=None, use_cache: bool = True) -> dict:
+        """The model compiled by XLA (jit_compile=True): HLO stages, fusions mapped to TF ops, compile time."""
         spec, config = resolve(spec), _config(config)
+        if is_simulated(config.device):
+            raise SpecError("device", "a simulated GPU has no XLA compiler behind it: XLA's GPU fusions need a "
+                            "real GPU; choose the CPU to see XLA's CPU fusions")
+        key = ResultCache.key("xla", spec, config)
+        cached = self.cache.get(key) if use_cache else None
+        if cached is not None:
+            return dict(cached, cached=True)
+        with self.queue(config.device).slot("graph", on_progress):
+            result, info = self._run(config, "xla", {"spec": spec.to_dict()}, self.pool.limits.inspect_s, on_progress)
+        result = annotate_xla(dict(result, config=config.to_dict(), worker=info, cached=False, key=key))
+        self.cache.put(key, result)
+        return result
+
+    def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
+              on_progress=None, compiler: str = "grappler") -> BenchResult:
+        """Fused against unfused, interleaved, with proof of which graph each variant ran.
+
+        ``compiler`` "xla" or "both": the three-way benchmark (unfused, Grappler-fused, XLA).
+        """
+        spec, config = resolve(spec), _config(config)
+        if compiler not in ("grappler", "xla", "both"):
+            raise SpecError("compiler", f"{compiler!r} is not a compiler; choose grappler, xla or both")
         if is_simulated(config.device):
             raise SpecError("device", "a simulated GPU runs nothing, so there is nothing to time; "
                             "benchmark on the CPU, or on a real GPU")
@@ -164,9 +187,10 @@ class Engine:
         admission = self.queue(config.device)
         load_before = os.getloadavg()[0]
         with admission.slot("bench", on_progress) as slot:
-            result, info = self._run(config, "bench", payload, timeout, on_progress)
+            result, info = self._run(config, "bench" if compiler == "grappler" else "bench_xla", payload, timeout,
+                                     on_progress)
             overlaps = admission.overlaps
-        return annotate_bench(dict(
+        return (annotate_bench if compiler == "grappler" else annotate_three_way)(dict(
             result, config=config.to_dict(), worker=info,
             isolation={"others_running_at_start": slot["others_running_at_start"], "overlaps_seen": overlaps,
                        "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)},

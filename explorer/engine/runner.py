@@ -32,8 +32,9 @@ from ..model.flags import ENV_FLAGS, Config
 log = logging.getLogger(__name__)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-# What the worker logs: each remapper fusion and every Grappler pass (with a graph dump per pass).
-VMODULE = "remapper=2,meta_optimizer=4"
+# What the worker logs: each remapper fusion and every Grappler pass (with a graph dump per pass),
+# and every pass of an XLA compile (with the module dumped after each pass that changed it).
+VMODULE = "remapper=2,meta_optimizer=4,hlo_pass_pipeline=2"
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,10 @@ class WorkerProcess:
         env["TF_CPP_MIN_LOG_LEVEL"] = "0"
         env["TF_DUMP_GRAPH_PREFIX"] = self.dump_dir
         env["EXPLORER_DEVICE"] = self.config.device
+        # XLA reads its flags once per process: its per-pass dumps go to the worker's own directory.
+        env["EXPLORER_XLA_DUMP"] = os.path.join(self.workdir, "xla")
+        env["XLA_FLAGS"] = " ".join(filter(None, [env.get("XLA_FLAGS", ""), f"--xla_dump_to={env['EXPLORER_XLA_DUMP']}",
+                                                  "--xla_dump_hlo_pass_re=.*"]))
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH", "")]))
         if is_simulated(self.config.device) and "TF_ENABLE_ONEDNN_OPTS" not in env:
             # A host CPU without oneDNN float16 makes the remapper skip every float16 node, GPU ones
@@ -250,7 +255,7 @@ class WorkerProcess:
 
 # Variables the parent sets for each worker; the caller's own values never leak in.
 # CUDA_VISIBLE_DEVICES is not ours: a GPU worker keeps the user's choice of GPU.
-_OWNED_ENV = {"TF_CPP_VMODULE", "TF_CPP_MIN_LOG_LEVEL", "TF_DUMP_GRAPH_PREFIX", "EXPLORER_DEVICE"} | set(ENV_FLAGS)
+_OWNED_ENV = {"TF_CPP_VMODULE", "TF_CPP_MIN_LOG_LEVEL", "TF_DUMP_GRAPH_PREFIX", "EXPLORER_DEVICE", "EXPLORER_XLA_DUMP"} | set(ENV_FLAGS)
 
 
 class Pool:

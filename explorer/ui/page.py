@@ -8,7 +8,7 @@ from ..engine.cache import ResultCache
 from ..errors import ExplorerError
 from ..model.graph import STAGES
 from ..present.machine import gpu_words
-from . import bench, cached, frame, passes, sidebar, stages, state, whatif, why
+from . import bench, cached, frame, passes, sidebar, stages, state, whatif, why, xla
 
 
 def render(engine) -> None:
@@ -39,9 +39,9 @@ def render(engine) -> None:
         frame.reproduce(choice)
         export(choice, result)
     whatif.panel(choice, result)
-    tab_graphs, tab_why, tab_passes, tab_bench, tab_sweep, tab_log = st.tabs(
+    tab_graphs, tab_why, tab_passes, tab_bench, tab_sweep, tab_log, tab_xla = st.tabs(
         ["Graphs before → after", "Why it fused (or not)", "Pass pipeline", "Fused vs unfused", "Size sweep",
-         "Grappler's log"])
+         "Grappler's log", "XLA"])
     with tab_graphs:
         stages.panel(result)
     with tab_why:
@@ -55,6 +55,8 @@ def render(engine) -> None:
         bench.sweep_panel(choice) if not result.get("simulated") else bench.simulated_note()
     with tab_log:
         _grappler_log(result)
+    with tab_xla:
+        xla.panel(choice, result)
 
 
 def _fingerprint(engine) -> dict | None:

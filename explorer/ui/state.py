@@ -154,3 +154,9 @@ def remember(store_key: str, run_key: str, value) -> None:
 
 def recall(store_key: str, run_key: str):
     return (st.session_state.get(store_key) or {}).get(run_key)
+
+# XLA beside Grappler: off until asked, so the default page never waits for an XLA compile.
+XLA_ON = "xla.on"
+XLA_BENCH_REPS = "xla.bench.reps"
+XLA_BENCH_RESULTS = "xla.bench.results"  # run key -> three-way bench result, the last few of this session
+DEFAULTS.update({XLA_ON: False, XLA_BENCH_REPS: 30, XLA_BENCH_RESULTS: {}})

@@ -15,6 +15,7 @@ from ..analysis import grappler_log
 from ..model.results import InspectResult
 from ..model.spec import resolve
 from .runtime import Runtime, as_list
+from .xla import clusters as xla_clusters
 
 MAIN_PREFIX = "__inference_model_"
 
@@ -41,6 +42,7 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
         "pbtxt": {name: text_format.MessageToString(g) for name, g in stages.items()},
         "output_shapes": [list(t.shape) for t in as_list(out)],
         "function_graphs": entries,
+        "xla_clusters": xla_clusters(rt, stages["optimized"]),  # auto-clustering's clusters, if it is on
         "grappler": {
             "remapper_log": parsed["remapper_log"],
             "notable": parsed["notable"],

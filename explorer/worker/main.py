@@ -14,7 +14,7 @@ import traceback
 
 from ..errors import SpecError
 from ..model.devices import is_simulated, no_gpu_words, nvidia_gpus_present
-from . import bench, grappler
+from . import bench, grappler, xla, xla_bench
 from .protocol import BadRequest, NoGpu, Protocol
 from .runtime import Runtime
 
@@ -31,6 +31,15 @@ def handle(rt: Runtime, request: dict) -> dict:
         raise BadRequest("a simulated GPU runs nothing, so it cannot be timed; benchmark on the CPU or a real GPU")
     if op == "bench":
         return bench.run(rt, request)
+    if op == "xla" and is_simulated(rt.device):
+        raise BadRequest("a simulated GPU has no XLA compiler behind it: XLA's GPU fusions need a real GPU "
+                         "(--device gpu); on the CPU, XLA's CPU fusions are shown")
+    if op == "xla":
+        return xla.inspect(rt, request)
+    if op == "bench_xla" and is_simulated(rt.device):
+        raise BadRequest("a simulated GPU runs nothing, so it cannot be timed; benchmark on the CPU or a real GPU")
+    if op == "bench_xla":
+        return xla_bench.run(rt, request)
     raise BadRequest(f"unknown request {op!r}")
 
 
@@ -78,6 +87,9 @@ def main() -> None:
                 f"{no_gpu_words(nvidia_gpus_present())} Choose the CPU (or a simulated GPU profile).")})
         except BadRequest as exc:
             protocol.send({"id": req_id, "ok": False, "error": _error("protocol", str(exc))})
+        except xla.XlaRefused as exc:  # its message already names the op XLA refused
+            rt.reset_grappler()
+            protocol.send({"id": req_id, "ok": False, "error": _error("tensorflow", exc.message, exc.detail)})
         except Exception as exc:  # TensorFlow refused or failed: report its words, keep serving
             rt.reset_grappler()
             first = error_line(getattr(exc, "message", None) or str(exc)) or type(exc).__name__

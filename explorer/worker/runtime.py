@@ -21,6 +21,12 @@ class Runtime:
         self.protocol = protocol
         self.log = StderrCapture()
         self.dump_dir = os.environ.get("TF_DUMP_GRAPH_PREFIX", "")
+        self.xla_dump_dir = os.environ.get("EXPLORER_XLA_DUMP", "")
+        xla_flags = os.environ.get("TF_XLA_FLAGS", "")
+        if "tf_xla_auto_jit" in xla_flags and "tf_xla_clustering_debug" not in xla_flags:
+            # Auto-clustering then dumps its marked graph (which op went into which XLA cluster) beside
+            # Grappler's dumps; TF reads these flags once, at first use.
+            os.environ["TF_XLA_FLAGS"] = f"{xla_flags} --tf_xla_clustering_debug"
         start = time.perf_counter()
         import tensorflow as tf  # noqa: PLC0415 - the one place TensorFlow is imported
         from tensorflow.python.eager import context
@@ -54,12 +60,13 @@ class Runtime:
         ctx.set_optimizer_experimental_options({})
 
     def clear_dumps(self) -> None:
-        if self.dump_dir and os.path.isdir(self.dump_dir):
-            for name in os.listdir(self.dump_dir):
-                try:
-                    os.unlink(os.path.join(self.dump_dir, name))
-                except OSError:
-                    pass
+        for directory in (self.dump_dir, self.xla_dump_dir):  # XLA dumps every compile's passes
+            if directory and os.path.isdir(directory):
+                for name in os.listdir(directory):
+                    try:
+                        os.unlink(os.path.join(directory, name))
+                    except OSError:
+                        pass
 
     def build(self, spec):
         """The model's Python body and its seeded arguments, made on the run's device."""

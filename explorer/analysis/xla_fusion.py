@@ -1,0 +1,229 @@
+"""XLA's fusions mapped back to the model's TensorFlow ops, in the same terms as Grappler's.
+
+Input: the worker's XLA result (``worker.xla.inspect``): the optimised HLO module as plain dicts and
+the traced graph. Each top-level HLO instruction that does work becomes one group:
+
+* a ``fusion`` instruction: its kind (kLoop -> loop, kInput -> input, kOutput -> output; kCustom is
+  a library call, such as XLA:CPU's YNNPACK ``ynn_fusion``), holding every TF op named in the
+  metadata of the instructions of its fused computation;
+* a ``custom-call`` (a library kernel named by its target), a plain ``dot`` or ``convolution``
+  (XLA:CPU keeps MatMul and Conv2D as these, outside any fusion);
+* any other lone instruction, outside any fusion.
+
+TF 2.21 writes the traced node's name as ``op_name`` (no function prefix); an op of a nested
+function gets its call node's name as a prefix, and MLIR may join two locations with ';'. Const
+nodes never appear (their HLO constant carries the consumer's name), nor do Identity nodes.
+One TF op can sit in several groups (layer norm's mean is recomputed in three fusions).
+"""
+
+from __future__ import annotations
+
+import re
+
+FUSION_KINDS = {"kLoop": "loop", "kInput": "input", "kOutput": "output", "kCustom": "custom"}
+LIBRARY_OPCODES = ("dot", "convolution")
+# Instructions that move or reinterpret data: no TF op's computation on their own.
+PLUMBING = frozenset({"parameter", "tuple", "get-tuple-element", "bitcast", "copy", "constant"})
+SPECIAL_NAMES = frozenset({"XLA_Args", "XLA_Retvals"})
+CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
+INPUT_OPS = frozenset({"Placeholder", "_Arg"})
+CONST_OPS = frozenset({"Const", "_HostConst"})
+NO_HLO_OPS = frozenset({"Identity", "IdentityN", "NoOp", "StopGradient", "_Retval", "PreventGradient"})
+
+# Where an op went, in the order the page and the CLI list them.
+STATUS_WORDS = {
+    "fusion": "in an XLA fusion",
+    "library": "in a library call, plain dot or convolution",
+    "outside": "a lone HLO instruction outside any fusion",
+    "argument": "a model input (an HLO parameter)",
+    "no_hlo": "no HLO of its own",
+}
+
+
+def resolver(nodes: list[dict]):
+    """op_name -> the traced node it names, or None (parameters, results, unknown names)."""
+    names = {n["name"]: n["op"] for n in nodes}
+
+    def resolve(op_name: str | None) -> str | None:
+        if not op_name or op_name in SPECIAL_NAMES:
+            return None
+        if op_name in names:
+            return op_name
+        if ";" in op_name:
+            return next((r for r in map(resolve, op_name.split(";")) if r), None)
+        parts = op_name.split("/")
+        for i in range(1, len(parts)):  # a caller's prefix: "PartitionedCall/Gelu/mul"
+            if "/".join(parts[i:]) in names:
+                return "/".join(parts[i:])
+        for i in range(len(parts) - 1, 0, -1):  # an op inside a nested function: its call node
+            if names.get("/".join(parts[:i])) in CALL_OPS:
+                return "/".join(parts[:i])
+        return None
+
+    return resolve
+
+
+def _members(computations: dict, name: str, seen: set) -> list[dict]:
+    """Every instruction of a computation and of the computations it calls (a reduce's adder)."""
+    if name in seen or name not in computations:
+        return []
+    seen.add(name)
+    out = []
+    for ins in computations[name]["instructions"]:
+        out.append(ins)
+        for sub in ins["called_computations"]:
+            out += _members(computations, sub, seen)
+    return out
+
+
+def _kind(ins: dict) -> tuple[str, str, str]:
+    """(kind, category, words) of a top-level instruction."""
+    opcode = ins["opcode"]
+    if opcode == "fusion":
+        kind = FUSION_KINDS.get(ins.get("fusion_kind") or "", str(ins.get("fusion_kind")))
+        if kind == "custom":
+            library = "YNNPACK" if ins["name"].startswith("ynn") else "a library"
+            return "custom", "library", f"library call ({library}, custom fusion {ins['name']})"
+        return kind, "fusion", f"{kind} fusion"
+    if opcode == "custom-call":
+        return "custom-call", "library", f"library call ({ins.get('custom_call_target') or 'custom-call'})"
+    if opcode in LIBRARY_OPCODES:
+        return opcode, "library", opcode
+    return "unfused", "outside", opcode
+
+
+def xla_fusions(module: dict, nodes: list[dict]) -> list[dict]:
+    """One group per top-level HLO instruction doing work, with the TF ops its metadata names."""
+    resolve = resolver(nodes)
+    order = {n["name"]: i for i, n in enumerate(nodes)}
+    node_op = {n["name"]: n["op"] for n in nodes}
+    computations = {c["name"]: c for c in module["computations"]}
+    called = {sub for c in module["computations"] for ins in c["instructions"] for sub in ins["called_computations"]}
+    groups = []
+    for comp in module["computations"]:
+        if comp["name"] in called:  # a fusion body, a reduce's adder: read through its caller
+            continue
+        for ins in comp["instructions"]:
+            if ins["opcode"] in PLUMBING:
+                continue
+            members = [ins] if ins["opcode"] != "fusion" else []
+            seen: set = set()
+            for sub in ins["called_computations"]:
+                members += _members(computations, sub, seen)
+            kind, category, words = _kind(ins)
+            ops, unresolved = set(), []
+            for m in members:
+                target = resolve(m.get("op_name"))
+                if target is not None:
+                    ops.add(target)
+                elif m.get("op_name") and m["op_name"] not in SPECIAL_NAMES and m["op_name"] not in unresolved:
+                    unresolved.append(m["op_name"])
+            if category == "outside" and not ops and not unresolved:
+                continue  # a reshape or broadcast of an argument: plumbing too
+            tf_ops = sorted(ops, key=order.get)
+            groups.append({
+                "node": ins["name"], "kind": kind, "category": category, "words": words,
+                "opcode": ins["opcode"], "computation": comp["name"], "shape": ins["shape"],
+                "tf_ops": tf_ops, "tf_op_types": [node_op[t] for t in tf_ops],
+                "unresolved_op_names": unresolved, "hlo_instructions": len(members),
+                "description": describe(words, category, tf_ops),
+            })
+    return groups
+
+
+def describe(words: str, category: str, tf_ops: list[str]) -> str:
+    """'loop fusion of 9 ops: BiasAdd, Gelu/mul, ...' or 'dot: MatMul (outside any fusion)'."""
+    held = ", ".join(tf_ops) or "no TF op named in its metadata"
+    if category == "fusion":
+        return f"{words} of {len(tf_ops)} op{'s' if len(tf_ops) != 1 else ''}: {held}"
+    if words in LIBRARY_OPCODES or category == "outside":
+        return f"{words}: {held} (outside any fusion)"
+    return f"{words}: {held}"
+
+
+_OP_NAME = re.compile(r'op_name="([^"]*)"')
+
+
+def account(groups: list[dict], nodes: list[dict], unoptimized_hlo: str | None = None) -> dict[str, dict]:
+    """Where every traced TF op went: {name: {"op", "status", "where", "note"}} (see STATUS_WORDS)."""
+    resolve = resolver(nodes)
+    before = {resolve(n) for n in _OP_NAME.findall(unoptimized_hlo)} if unoptimized_hlo is not None else None
+    out = {}
+    for node in nodes:
+        name, op = node["name"], node["op"]
+        where = [g for g in groups if name in g["tf_ops"]]
+        categories = {g["category"] for g in where}
+        note = None
+        status = next((c for c in ("fusion", "library", "outside") if c in categories), None)
+        if status is None and op in INPUT_OPS:
+            status = "argument"
+        elif status is None:
+            status = "no_hlo"
+            if op in CONST_OPS:
+                note = "a constant: XLA emits it inside its consumer (an HLO constant under the consumer's name)"
+            elif op in NO_HLO_OPS:
+                note = f"{op} computes nothing: it lowers to no HLO"
+            elif before is not None and name in before:
+                note = "in the HLO before optimisation; XLA's passes folded or removed it"
+            else:
+                note = "no instruction of the optimised HLO carries its name"
+        out[name] = {"op": op, "status": status, "where": [g["node"] for g in where], "note": note}
+    return out
+
+
+def summary(groups: list[dict]) -> str:
+    """'1 dot, 1 loop fusion (9 ops)': what XLA made of the model, at a glance."""
+    parts = []
+    for g in groups:
+        size = f" ({len(g['tf_ops'])} op{'s' if len(g['tf_ops']) != 1 else ''})" if g["category"] == "fusion" else ""
+        parts.append(f"{g['words']}{size}")
+    return ", ".join(parts) or "nothing"
+
+
+def annotate_xla(result: dict) -> dict:
+    """The worker's XLA result with its fusions, the account of every TF op and a one-line summary."""
+    result = dict(result)
+    nodes = result["traced"]["nodes"]
+    groups = xla_fusions(result["module"], nodes)
+    result["fusions"] = groups
+    result["accounting"] = account(groups, nodes, (result.get("hlo") or {}).get("hlo"))
+    result["summary"] = summary(groups)
+    passes = result.get("passes")
+    if passes and "log" in passes:  # the log is read once, into the table; the dumps stay for the diffs
+        from . import xla_passes
+
+        table = xla_passes.pass_table(xla_passes.vlog_rows(passes["log"], result["module"]["name"]), passes["dumps"])
+        result["pass_table"] = table
+        result["pass_summary"] = xla_passes.summary(table)
+        result["passes"] = {"dumps": passes["dumps"], "log_lines": len(passes["log"])}
+    return result
+
+
+# What XLA's GPU compiler is documented to do with the GELU pattern; this machine cannot show it.
+GPU_NOT_MEASURED = (
+    "Not measured here (no GPU): XLA's GPU compiler runs its own fusion passes, so its fusions are not the CPU ones shown. XLA's GPU gemm rewriter "
+    "matches the tanh form of GELU (approximate=True) on a cuBLASLt matmul and turns it into a GELU / "
+    "BIAS_GELU epilogue of the matmul; no erf form (exact GELU) was found in its source. With --device gpu "
+    "on a machine with a GPU, this same view shows XLA's GPU module.")
+
+
+def status_lines(accounting: dict[str, dict]) -> list[tuple[str, list[str]]]:
+    """(words, ops) for each status in use, in STATUS_WORDS order: the account at a glance."""
+    out = []
+    for status, words in STATUS_WORDS.items():
+        ops = [name for name, a in accounting.items() if a["status"] == status]
+        if ops:
+            out.append((words, ops))
+    return out
+
+
+def cluster_lines(clusters: list[dict]) -> list[str]:
+    """Auto-clustering's clusters in words: 'cluster_0: 9 ops compiled by XLA: Gelu/mul, ...' (constants counted)."""
+    lines = []
+    for c in clusters:
+        ops = [o["name"] for o in c["ops"] if o["op"] not in CONST_OPS]
+        consts = len(c["ops"]) - len(ops)
+        extra = f" (+{consts} const{'s' if consts != 1 else ''})" if consts else ""
+        lines.append(f"{c['cluster']}: {len(ops)} op{'s' if len(ops) != 1 else ''} compiled by XLA{extra}: "
+                     + (", ".join(ops) or "(its members were not dumped)"))
+    return lines

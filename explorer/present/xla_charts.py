@@ -1,0 +1,44 @@
+"""Plotly figures of the three-way benchmark (unfused, Grappler-fused, XLA), in the two-way charts' style."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from ..analysis.xla_bench import COMPARISONS, VARIANTS, WORDS
+from .charts import COLORS, HEIGHT, _ms, _rgba, _style
+
+XLA_COLOR = "#009E73"  # Okabe-Ito green, beside the two-way charts' blue and orange
+THREE_COLORS = {**COLORS, "xla": XLA_COLOR}
+
+
+def three_way_distribution(raw: dict, *, height: int = HEIGHT) -> go.Figure:
+    """Per-call latency of the three variants as box plots with every point (ms)."""
+    fig = go.Figure()
+    for name in VARIANTS:
+        color = THREE_COLORS[name]
+        fig.add_trace(go.Box(
+            y=_ms(raw["samples_ns"][name]), name=WORDS[name], boxpoints="all", jitter=0.35, pointpos=0,
+            marker={"color": color, "size": 4, "opacity": 0.55}, line={"color": color},
+            fillcolor=_rgba(color, 0.25), showlegend=False,
+            hovertemplate=f"{WORDS[name]}<br>%{{y:.4f}} ms<extra></extra>"))
+    fig.update_yaxes(title_text="latency per call (ms)", rangemode="tozero")
+    return _style(fig, "Latency per call: unfused, Grappler-fused, XLA (XLA's compile not included)", height)
+
+
+def three_way_speedups(summary: dict, *, height: int = 300) -> go.Figure:
+    """Each speedup (ratio of medians) with its bootstrap CI as an error bar; 1x dashed."""
+    labels, estimates, low, high = [], [], [], []
+    for a, b in COMPARISONS:
+        sp = summary["speedups"][f"{a}/{b}"]
+        labels.append(f"{WORDS[a]} vs {WORDS[b]}")
+        estimates.append(sp["estimate"])
+        low.append(sp["estimate"] - sp["ci_low"] if sp.get("ci_low") is not None else 0)
+        high.append(sp["ci_high"] - sp["estimate"] if sp.get("ci_high") is not None else 0)
+    fig = go.Figure(go.Bar(
+        x=estimates, y=labels, orientation="h", marker_color=[THREE_COLORS[a] for a, _ in COMPARISONS],
+        error_x={"type": "data", "array": high, "arrayminus": low, "symmetric": False},
+        hovertemplate="%{y}: %{x:.2f}×<extra></extra>"))
+    fig.add_vline(x=1.0, line={"dash": "dash", "color": "#444444"})
+    fig.update_xaxes(title_text="times faster (median ratio, 95% CI)")
+    fig.update_yaxes(autorange="reversed")
+    return _style(fig, "Speedups", height)

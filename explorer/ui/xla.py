@@ -1,0 +1,191 @@
+"""The XLA tab: the same model compiled by XLA, its fusions mapped to the model's TF ops, beside Grappler's.
+
+Nothing here runs until the tab's toggle asks: an XLA compile is a worker request of its own, and
+the default page must not wait for it. It is a fragment, so the toggle reruns only this panel.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ..analysis import xla_fusion, xla_passes
+from ..analysis.xla_bench import VARIANTS, WORDS
+from ..analysis.xla_fusion import GPU_NOT_MEASURED, STATUS_WORDS
+from ..engine.cache import ResultCache
+from ..errors import ExplorerError
+from ..model.devices import is_simulated
+from ..present import hlo_dot, xla_charts
+from . import cached, frame, linked, sidebar, state
+
+INTRO = ("XLA is TensorFlow's other fusion engine: `tf.function(jit_compile=True)` lowers the whole model to "
+         "HLO and XLA's own passes fuse it, instead of Grappler's remapper. This tab compiles the model shown "
+         "with XLA and maps each XLA fusion back to the TF ops its HLO metadata names.")
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _hlo_dot(result_key: str, _result: dict) -> str:
+    return hlo_dot.to_dot(_result["module"], _result["fusions"], title="XLA: optimised HLO")
+
+
+@st.fragment
+def panel(choice: sidebar.Choice, grappler: dict) -> None:
+    st.markdown(INTRO)
+    if grappler.get("xla_clusters"):
+        st.markdown("**XLA auto-clustering is on** (TF_XLA_FLAGS): in the graph after Grappler these ops were "
+                    "replaced by XLA clusters, which XLA compiles and runs:\n"
+                    + "\n".join(f"- {line}" for line in xla_fusion.cluster_lines(grappler["xla_clusters"])))
+    if is_simulated(choice.config.device):
+        st.info("A simulated GPU has no XLA compiler behind it, so there is nothing to compile here. "
+                + GPU_NOT_MEASURED)
+        return
+    if not st.toggle("Compile this model with XLA", key=state.XLA_ON,
+                     help="Runs experimental_get_compiler_ir and one real call in the worker (well under a second "
+                          "for the ready models once the worker is warm)."):
+        st.caption("Off: nothing is compiled until you switch it on.")
+        _gpu_note(grappler)
+        return
+    engine = cached.engine()
+    try:
+        with st.spinner("Compiling the model with XLA…"):
+            result = engine.xla(choice.model, choice.config)
+    except ExplorerError as exc:
+        frame.show_error(exc, "XLA")
+        st.caption("Grappler's view in the other tabs does not depend on XLA and is unaffected.")
+        return
+    _summary(grappler, result)
+    _fusion_table(result)
+    _graphs(grappler, result)
+    _downloads(result)
+    _passes(result)
+    _three_way(choice)
+    _gpu_note(grappler)
+
+
+def _summary(grappler: dict, result: dict) -> None:
+    made = "; ".join(f"`{f['description']}`" for f in grappler.get("fusions") or []) or "no fusion"
+    st.markdown(f"**Grappler** made: {made}.  \n**XLA** made: {result['summary']}.")
+    times, ran = result["timings"], result["executed"]
+    proof = (f"A profiled call ran the compiled XLA module `{', '.join(ran['modules'])}` "
+             f"({', '.join(ran['hlo_instructions'])})." if ran["xla_executable_ran"]
+             else "A profiled call showed no XLA executable running.")
+    st.caption(f"Shown: module `{result['module']['name']}`, from {result['source']}. XLA compile "
+               f"{times['compile_s'] * 1e3:.0f} ms; first call {times['first_call_s'] * 1e3:.0f} ms (trace and "
+               f"compile of the module a call runs). {proof}")
+
+
+def _fusion_table(result: dict) -> None:
+    st.markdown("**XLA's fusions and the TF ops each computes**")
+    st.dataframe([{"XLA instruction": g["node"], "what": g["words"], "TF ops": ", ".join(g["tf_ops"]) or "(none named)",
+                   "TF op types": ", ".join(g["tf_op_types"]), "HLO instructions": g["hlo_instructions"]}
+                  for g in result["fusions"]], hide_index=True, width="stretch")
+    rows = [{"TF op": name, "type": a["op"], "where it went": STATUS_WORDS[a["status"]],
+             "XLA instructions": ", ".join(a["where"]), "note": a["note"] or ""}
+            for name, a in result["accounting"].items()]
+    with st.expander(f"Every traced TF op accounted for ({len(rows)})"):
+        st.dataframe(rows, hide_index=True, width="stretch")
+
+
+def _graphs(grappler: dict, result: dict) -> None:
+    xla_dot = _hlo_dot(result["key"], result)
+    st.markdown("**After Grappler (left) and XLA's optimised HLO (right), one box per XLA fusion**")
+    if "optimized" not in (grappler.get("stages") or {}):
+        st.graphviz_chart(xla_dot, width="stretch")
+        return
+    drawn = cached.stage_pair(grappler["key"], "traced", "optimized", True, grappler)
+    groups = hlo_dot.link_groups(result["fusions"], grappler.get("fusions") or [], drawn["names"]["after"], "a-")
+    hint = "Hover over an XLA fusion or a Grappler node: the TF ops it computes light up on the other side."
+    if not linked.show(drawn["after"], xla_dot, groups, hint=hint, titles=("After Grappler", "XLA optimised HLO")):
+        left, right = st.columns(2)
+        left.graphviz_chart(drawn["after"], width="stretch")
+        right.graphviz_chart(xla_dot, width="stretch")
+
+
+def _downloads(result: dict) -> None:
+    name = result.get("spec", {}).get("preset") or "chain"
+    cols = st.columns(4)
+    files = (("HLO before optimisation", result["hlo"]["hlo"], f"{name}-hlo.txt", "text/plain"),
+             ("Optimised HLO", result["hlo"]["optimized_hlo"], f"{name}-optimized-hlo.txt", "text/plain"),
+             ("DOT (this drawing)", _hlo_dot(result["key"], result), f"{name}-xla.dot", "text/vnd.graphviz"),
+             ("DOT (XLA's own)", result["hlo_dot"], f"{name}-xla-own.dot", "text/vnd.graphviz"))
+    for col, (label, text, file_name, mime) in zip(cols, files):
+        col.download_button(label, data=text, file_name=file_name, mime=mime, on_click="ignore",
+                            key=f"xla.download.{file_name}", width="stretch")
+    with st.expander("Optimised HLO text"):
+        st.code(result["hlo"]["optimized_hlo"], language="text")
+
+
+def _gpu_note(grappler: dict) -> None:
+    if not (grappler.get("fingerprint") or {}).get("gpus"):
+        st.info(GPU_NOT_MEASURED)
+
+
+def _three_way(choice: sidebar.Choice) -> None:
+    st.markdown("**Three-way benchmark: unfused, Grappler-fused, XLA**")
+    st.caption("The same inputs, the three variants called in turn (each goes first in turn), after warm-up. Each "
+               "variant is proved from what ran: the executed graph for Grappler's two, the profiled XLA module "
+               "for XLA. XLA's first call (trace and compile) is reported apart and is not in the medians.")
+    key = ResultCache.key("bench_xla", choice.model, choice.config)
+    with st.form("xla.bench.form", border=False):
+        left, right = st.columns([1, 1], vertical_alignment="bottom")
+        reps = left.number_input("Timed calls per variant", min_value=3, max_value=500, step=10,
+                                 key=state.XLA_BENCH_REPS)
+        submitted = right.form_submit_button("Run the three-way benchmark", width="stretch")
+    if submitted:
+        with st.spinner("Timing unfused, Grappler-fused and XLA…"):
+            try:
+                result = cached.engine().bench(choice.model, choice.config, reps=int(reps), warmup=3,
+                                               max_seconds=60.0, compiler="both")
+            except ExplorerError as exc:
+                frame.show_error(exc, "The three-way benchmark failed")
+                return
+        state.remember(state.XLA_BENCH_RESULTS, key, result)
+    result = state.recall(state.XLA_BENCH_RESULTS, key)
+    if result is None:
+        st.caption("Not measured yet for this model and configuration.")
+        return
+    s = result["summary"]
+    cols = st.columns(4)
+    for col, name in zip(cols, VARIANTS):
+        col.metric(f"{WORDS[name]} median", f"{s['variants'][name]['median_ms']:.3f} ms")
+    cols[3].metric("XLA's first call", f"{s['xla_first_call_ms']:.0f} ms", help="trace + tf2xla + XLA compile")
+    left, right = st.columns(2)
+    left.plotly_chart(xla_charts.three_way_distribution(result), width="stretch", key="xla.bench.dist")
+    right.plotly_chart(xla_charts.three_way_speedups(s), width="stretch", key="xla.bench.speedups")
+    st.dataframe([{"outputs": pair, "max abs diff": a["max_abs"], "elements differing": a["elements_differing"],
+                   "of": a["elements"], "within tolerance": a["within_tolerance"], "tolerance": a["tolerance"]}
+                  for pair, a in result["agreement"].items()], hide_index=True, width="stretch")
+    proof = result["proof_summary"]
+    st.caption(f"Unfused ran: {' '.join(proof['unfused_executed'])}. Grappler-fused ran: "
+               f"{' '.join(proof['fused_executed'])}. XLA ran module `{proof['xla_module']}`: "
+               f"{' '.join(proof['xla_instructions'])}. Measured {result.get('measured_at', '')}, load average "
+               f"{(result.get('isolation') or {}).get('load_before', '?')}.")
+    for problem in proof["problems"]:
+        st.warning(problem)
+
+
+def _passes(result: dict) -> None:
+    table, counts = result.get("pass_table") or [], result.get("pass_summary")
+    if not counts:
+        return
+    with st.expander(f"XLA's pass pipeline: {counts['passes']} passes ran, {counts['changed']} changed the module"):
+        st.caption("Every pass from XLA's own log (TF_CPP_VMODULE=hlo_pass_pipeline=2), with the instruction count "
+                   "before and after; 'changed' from the module's hash (which ignores layouts) or from the module "
+                   "XLA dumped after the pass (it dumps only after a pass that changed something).")
+        st.dataframe([{"pipeline": r["pipeline"], "pass": ("▸ " if r["is_pipeline"] else "") + r["pass"],
+                       "changed": bool(r["changed"]), "instructions before": r["instructions_before"],
+                       "after": r["instructions_after"], "time (ms)": (r["time_us"] or 0) / 1e3}
+                      for r in table], hide_index=True, width="stretch", height=320)
+        dumped = [r for r in table if r["dump"]]
+        if not dumped:
+            return
+        files = {f"{r['pass']} ({r['pipeline']}): {r['instructions_before']} → {r['instructions_after']}": r["dump"]
+                 for r in dumped}
+        chosen = files[st.selectbox("The module before and after a pass that changed it", list(files), key="xla.pass")]
+        dumps = result["passes"]["dumps"]
+        after = next(d for d in dumps if d["file"] == chosen)
+        before = xla_passes.module_before(dumps, chosen)
+        if before is None:
+            st.code(after["text"], language="text")
+        else:
+            st.code(xla_passes.diff(before["text"], after["text"], (before["file"], after["file"])) or
+                    "(no textual change: the pass changed only what the text does not show)", language="diff")

@@ -1,0 +1,132 @@
+"""analysis.xla_fusion on XLA results captured from the real worker (tests/fixtures/xla__*.json).
+
+The expected groups are read off each fixture's HLO module here, by a walk of its own, and compared
+with what the analysis says; no TensorFlow is imported.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from explorer.analysis import xla_fusion
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+CASES = sorted(p.stem.removeprefix("xla__") for p in FIXTURES.glob("xla__*.json"))
+
+
+def load(case: str) -> dict:
+    return json.loads((FIXTURES / f"xla__{case}.json").read_text())
+
+
+def op_names_inside(module: dict, comp_names: list[str]) -> set[str]:
+    """Every op_name in these computations and the ones they call (an independent walk)."""
+    comps = {c["name"]: c for c in module["computations"]}
+    names, todo, seen = set(), list(comp_names), set()
+    while todo:
+        comp = todo.pop()
+        if comp in seen:
+            continue
+        seen.add(comp)
+        for ins in comps[comp]["instructions"]:
+            if ins["op_name"] and ins["op_name"] not in ("XLA_Args", "XLA_Retvals"):
+                names.add(ins["op_name"])
+            todo += ins["called_computations"]
+    return names
+
+
+def entry(module: dict) -> dict:
+    return next(c for c in module["computations"] if c["is_entry"])
+
+
+def test_fixtures_exist():
+    assert {"matmul_bias_gelu_approx", "matmul_bias_gelu_exact", "conv2d_bias_relu", "layer_norm"} <= set(CASES)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_each_fusion_holds_exactly_the_ops_its_metadata_names(case):
+    data = load(case)
+    groups = {g["node"]: g for g in xla_fusion.xla_fusions(data["module"], data["traced"]["nodes"])}
+    fusions = [i for i in entry(data["module"])["instructions"] if i["opcode"] == "fusion"]
+    assert fusions, "every fixture model has at least one XLA fusion"
+    for ins in fusions:
+        assert set(groups[ins["name"]]["tf_ops"]) == op_names_inside(data["module"], ins["called_computations"])
+        assert groups[ins["name"]]["category"] == ("library" if ins["fusion_kind"] == "kCustom" else "fusion")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_traced_op_is_accounted_for(case):
+    data = load(case)
+    nodes = data["traced"]["nodes"]
+    groups = xla_fusion.xla_fusions(data["module"], nodes)
+    accounting = xla_fusion.account(groups, nodes, data["hlo"]["hlo"])
+    assert list(accounting) == [n["name"] for n in nodes]
+    named = {ins["op_name"] for c in data["module"]["computations"] for ins in c["instructions"]}
+    for node in nodes:
+        a = accounting[node["name"]]
+        assert a["status"] in xla_fusion.STATUS_WORDS
+        if node["name"] in named:  # carried by some HLO instruction: it must be in a group
+            assert a["where"], node
+            assert a["status"] in ("fusion", "library", "outside")
+        else:
+            assert a["status"] in ("argument", "no_hlo") and a["where"] == []
+        if a["status"] == "no_hlo":
+            assert a["note"]
+    for op in ("Const", "Identity"):
+        assert all(accounting[n["name"]]["status"] == "no_hlo" for n in nodes if n["op"] == op)
+
+
+def test_gelu_matmul_is_a_plain_dot_and_the_bias_and_gelu_one_loop_fusion():
+    for case in ("matmul_bias_gelu_approx", "matmul_bias_gelu_exact"):
+        data = load(case)
+        nodes = data["traced"]["nodes"]
+        groups = xla_fusion.xla_fusions(data["module"], nodes)
+        dots = [g for g in groups if g["kind"] == "dot"]
+        loops = [g for g in groups if g["kind"] == "loop"]
+        assert [g["tf_ops"] for g in dots] == [["MatMul"]]
+        assert dots[0]["description"] == "dot: MatMul (outside any fusion)"
+        gelu = [n["name"] for n in nodes if n["name"].startswith("Gelu/") and n["op"] != "Const"]
+        assert len(loops) == 1 and loops[0]["tf_ops"] == ["BiasAdd"] + gelu
+        assert loops[0]["description"].startswith(f"loop fusion of {len(gelu) + 1} ops: BiasAdd, Gelu/")
+
+
+def test_conv2d_stays_a_convolution_outside_the_bias_relu_fusion():
+    data = load("conv2d_bias_relu")
+    groups = xla_fusion.xla_fusions(data["module"], data["traced"]["nodes"])
+    by_kind = {g["kind"]: g for g in groups}
+    assert by_kind["convolution"]["tf_ops"] == ["Conv2D"]
+    assert by_kind["loop"]["tf_ops"] == ["BiasAdd", "Relu"]
+
+
+def test_layer_norm_mean_sits_in_several_fusions():
+    data = load("layer_norm")
+    groups = xla_fusion.xla_fusions(data["module"], data["traced"]["nodes"])
+    holding = [g["node"] for g in groups if "moments/mean" in g["tf_ops"]]
+    assert len(holding) >= 2
+    assert xla_fusion.account(groups, data["traced"]["nodes"])["moments/mean"]["where"] == holding
+
+
+def test_ynnpack_custom_fusion_is_a_library_call():
+    data = load("layer_norm_default")
+    groups = xla_fusion.xla_fusions(data["module"], data["traced"]["nodes"])
+    custom = [g for g in groups if g["kind"] == "custom"]
+    assert custom and all(g["category"] == "library" and "YNNPACK" in g["words"] for g in custom)
+
+
+def test_resolver_strips_call_prefixes_and_joined_locations():
+    nodes = [{"name": "Gelu/mul", "op": "Mul"}, {"name": "PartitionedCall", "op": "PartitionedCall"}]
+    resolve = xla_fusion.resolver(nodes)
+    assert resolve("Gelu/mul") == "Gelu/mul"
+    assert resolve("StatefulPartitionedCall/Gelu/mul") == "Gelu/mul"
+    assert resolve("Gelu/Tanh;PartitionedCall/Gelu/Tanh") == "PartitionedCall"
+    assert resolve("PartitionedCall/inner/op") == "PartitionedCall"
+    assert resolve("XLA_Args") is None and resolve(None) is None and resolve("nowhere") is None
+
+
+def test_annotate_adds_fusions_accounting_and_summary():
+    data = load("matmul_bias_gelu_approx")
+    result = xla_fusion.annotate_xla(data)
+    assert result["summary"] == f"dot, loop fusion ({len(result['fusions'][1]['tf_ops'])} ops)"
+    assert set(result["accounting"]) == {n["name"] for n in data["traced"]["nodes"]}
