@@ -47,7 +47,8 @@ def annotate(result: dict) -> dict:
     result["fusions_by_pair"] = fusions
     result["renames_by_pair"] = renames
     result["warnings"] = tf_warnings(result, graphs)
-    if "spec" in result and "optimized" in graphs:
+    # The verdict's checklist is that of one preset or op chain; a layer stack has none (yet).
+    if "spec" in result and "optimized" in graphs and "stack" not in result["spec"]:
         result["explanation"] = explain(result)
     return result
 
