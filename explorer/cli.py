@@ -88,7 +88,7 @@ def spec_from_args(args) -> dict:
 
 def _stack_from_args(args) -> dict:
     if args.spec is None:
-        raise SpecError("PRESET", "give a preset id (see `presets`), 'chain', or --spec FILE.json")
+        raise SpecError("PRESET", "required: a preset id (see `presets`), 'chain', or --spec FILE.json")
     if args.preset is not None:
         raise SpecError("--spec", f"give either PRESET ({args.preset}) or --spec FILE.json, not both")
     if args.set or args.chain:
