@@ -184,3 +184,31 @@ def test_stack_benchmark_proves_which_graph_each_variant_ran(engine):
     assert any(op.endswith("FusedConv2D") for op in proof["fused_nodes"])
     assert not any("Fused" in op for op in proof["unfused_executed"])
     assert result["agreement"]["within_tolerance"]
+
+
+def test_every_layer_type_and_activation_builds_and_runs(engine):
+    act = [{"type": "Activation", "name": f"a_{a}", "activation": a}
+           for a in ("leaky_relu", "tanh", "sigmoid", "gelu_exact", "swish", "hard_swish", "mish", "gelu_approximate")]
+    data = {"name": "every_layer", "input": {"shape": [1, 4, 6, 6, 4], "dtype": "float32"}, "layers": [
+        {"type": "Conv3D", "filters": 4, "activation": "relu"},
+        {"type": "Reshape", "target_shape": [24, 6, 4]},
+        {"type": "Conv2D", "filters": 8, "strides": [2, 1], "activation": "elu"},
+        {"type": "DepthwiseConv2D", "activation": "relu6", "use_bias": False},
+        {"type": "BatchNormalization"},
+        {"type": "MaxPooling2D"},
+        {"type": "AveragePooling2D", "padding": "same"},
+        *act,
+        {"type": "Multiply", "inputs": ["prev", "a_tanh"]},
+        {"type": "AddN", "inputs": ["a_leaky_relu", "a_mish", "prev"]},
+        {"type": "Power", "exponent": 2},
+        {"type": "LayerNormalization", "center": False},
+        {"type": "GlobalAveragePooling2D"},
+        {"type": "Flatten"},
+        {"type": "Dense", "units": 4, "activation": "sigmoid"},
+        {"type": "Add", "inputs": ["prev", "prev"]},
+    ]}
+    result = engine.inspect({"stack": data}, Config())
+    assert result["output_shapes"] == [[1, 4]]
+    traced = set(ops(result["stages"]["traced"]))
+    assert {"Conv3D", "Conv2D", "DepthwiseConv2dNative", "MaxPool", "AvgPool", "LeakyRelu", "Tanh", "Sigmoid",
+            "Erfc", "Softplus", "Relu6", "Elu", "Relu", "Pow", "Mean", "MatMul", "Rsqrt"} <= traced, traced
