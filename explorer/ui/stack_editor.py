@@ -18,6 +18,12 @@ from ..model.stack import MAX_LAYERS, StackSpec, field_help, parse
 from . import state
 
 
+def _restore() -> None:
+    """The text as last typed, when Streamlit dropped the widget's state (another mode was drawn)."""
+    if state.STACK_TEXT not in st.session_state:
+        st.session_state[state.STACK_TEXT] = st.session_state[state.STACK_SAVED]
+
+
 def _load_example() -> None:
     """Replace the JSON with the chosen ready stack, keeping the text it replaces for one undo."""
     current = st.session_state.get(state.STACK_TEXT, "")
@@ -45,6 +51,7 @@ def editor() -> tuple[dict, list[str]]:
     right.button("Start from it", key="stack.load", on_click=_load_example, width="stretch",
                  help="Replace the JSON below with this ready stack (your text can be restored once).")
     st.caption(stack_examples.describe(st.session_state[state.STACK_EXAMPLE]))
+    _restore()
     if st.session_state.get(state.STACK_UNDO) is not None:
         st.button("Undo: restore my previous JSON", key="stack.undo", on_click=_undo, icon=":material/undo:")
     text = st.text_area(
@@ -53,6 +60,7 @@ def editor() -> tuple[dict, list[str]]:
              "AddN name their inputs (a layer's name, 'prev', 'input', or 'block_in': what entered the "
              'current repetition of a Block). {"type": "Block", "repeat": N, "layers": [...]} repeats layers. '
              f"Limits: {MAX_LAYERS} layers after repeats, {MAX_TENSOR_BYTES >> 20} MiB per tensor.")
+    st.session_state[state.STACK_SAVED] = text
     problems: list[str] = []
     spec: StackSpec | None = None
     data: object = None

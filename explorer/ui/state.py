@@ -24,6 +24,9 @@ PRESET = "model.preset"
 STACK_EXAMPLE = "model.stack.example"  # the ready stack "Start from it" loads
 STACK_TEXT = "model.stack.text"  # the stack's JSON as the user typed it (kept as typed, even when invalid)
 STACK_UNDO = "model.stack.undo"  # the text a load replaced, or None
+# A copy of the text outside the widget: Streamlit drops a widget's state on a run that does not draw it
+# (another "Start from" mode), and the user's stack must survive a look at a preset.
+STACK_SAVED = "model.stack.saved"
 DEFAULT_STACK = "layout_fp32"  # small, and it fuses: Conv2D + BiasAdd + Relu twice
 CHAIN_FIELDS = ("contraction", "squeeze", "bias", "norm", "side_add", "activation")
 
@@ -86,7 +89,7 @@ DEFAULTS: dict[str, object] = {
     chain_key("side_add"): False,
     chain_key("activation"): "Relu",
     STACK_EXAMPLE: DEFAULT_STACK,
-    STACK_TEXT: json.dumps(example(DEFAULT_STACK), indent=2),
+    STACK_SAVED: json.dumps(example(DEFAULT_STACK), indent=2),
     STACK_UNDO: None,
     DEVICE: "cpu",
     GPU_PROFILE: None,

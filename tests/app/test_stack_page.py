@@ -82,3 +82,14 @@ def test_benchmark_a_stack(make_app):
     labels = {m.label: m.value for m in at.metric}
     assert labels.get("Outputs agree") == "yes"
     assert "_FusedConv2D" in texts(at)  # proof of the graph the fused variant ran
+
+
+def test_the_stack_survives_a_look_at_a_preset(make_app):
+    at = make_app(**{state.MODE: "stack"}).run()
+    bad = at.text_area(key=state.STACK_TEXT).value.replace('"repeat": 2', '"repeat": 99', 1)
+    at.text_area(key=state.STACK_TEXT).input(bad).run()
+    assert "layers[0]: repeat: expected a whole number 1..64, got 99" in [e.value for e in at.error]
+    at.radio(key=state.MODE).set_value("preset").run()
+    assert not at.exception
+    at.radio(key=state.MODE).set_value("stack").run()
+    assert at.text_area(key=state.STACK_TEXT).value == bad
