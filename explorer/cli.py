@@ -26,7 +26,7 @@ from .model.flags import Config, parse_assignment
 from .model.graph import STAGES
 from .model import stack_examples
 from .model.spec import DEFAULT_PARAMS, resolve
-from .model.stack import field_help
+from .model.stack import field_help, to_text
 from .present import machine
 
 
@@ -130,7 +130,7 @@ def _print_stacks(name: str | None, layers: bool) -> int:
         print(f"explorer: error: stacks: no ready stack {name!r}; one of {', '.join(stack_examples.NAMES)}",
               file=sys.stderr)
         return 2
-    print(json.dumps(stack_examples.example(name), indent=2))
+    print(to_text(stack_examples.example(name)))
     return 0
 
 

@@ -453,3 +453,32 @@ def field_help() -> dict:
     return {t: [{"name": f.name, "kind": f.kind, "default": f.default, "low": f.low, "high": f.high,
                  "choices": list(f.choices), "required": f.required, "help": f.help} for f in fields]
             for t, (_, _, fields) in LAYER_TYPES.items()}
+
+
+def to_text(data: dict) -> str:
+    """A stack as JSON a person reads and edits: one layer a line, a Block's layers indented under it."""
+    if not isinstance(data, dict):
+        return json.dumps(data, indent=2)
+    items = list(data.items())
+    lines = ["{"]
+    for i, (key, value) in enumerate(items):
+        comma = "," if i < len(items) - 1 else ""
+        if key == "layers" and isinstance(value, list):
+            lines += ['  "layers": [', *_layer_lines(value, "    "), f"  ]{comma}"]
+        else:
+            lines.append(f"  {json.dumps(key)}: {json.dumps(value)}{comma}")
+    return "\n".join(lines + ["}"])
+
+
+def _layer_lines(layers: list, indent: str) -> list[str]:
+    out = []
+    for i, layer in enumerate(layers):
+        comma = "," if i < len(layers) - 1 else ""
+        if isinstance(layer, dict) and isinstance(layer.get("layers"), list) and layer["layers"]:
+            head = json.dumps({k: v for k, v in layer.items() if k != "layers"})[:-1]
+            out.append(f'{indent}{head}{", " if len(head) > 1 else ""}"layers": [')
+            out += _layer_lines(layer["layers"], indent + "  ")
+            out.append(f"{indent}]}}{comma}")
+        else:
+            out.append(f"{indent}{json.dumps(layer)}{comma}")
+    return out

@@ -26,6 +26,7 @@ from ..analysis.fusion import FUSED_OP_PREFIXES, STOCK_FUSED_NAMES
 from ..model.devices import is_simulated
 from ..model.flags import ENV_FLAGS, Config
 from ..model.spec import ModelSpec, resolve
+from ..model.stack import to_text
 
 SEED = 20261122  # explorer.models.SEED (the same seeded inputs)
 VMODULE = "remapper=2"
@@ -453,7 +454,7 @@ def bundle(result: dict) -> bytes:
     with zipfile.ZipFile(buffer, "w") as archive:
         spec = result["spec"]
         if "stack" in spec:  # a Keras model: the stack's JSON rebuilds it (`python -m explorer inspect --spec`)
-            add("stack.json", json.dumps(spec["stack"], indent=2) + "\n")
+            add("stack.json", to_text(spec["stack"]) + "\n")
         else:
             add("repro.py", script(spec, result.get("config")))
         for stage in STAGE_FILES:

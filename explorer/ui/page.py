@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 import streamlit as st
 
 from ..engine.cache import ResultCache
 from ..errors import ExplorerError
 from ..model.graph import STAGES
-from ..model.stack import StackSpec
+from ..model.stack import StackSpec, to_text
 from ..present.machine import gpu_words
 from . import bench, cached, frame, passes, sidebar, stages, state, whatif, why
 
@@ -146,7 +144,7 @@ def export(choice: sidebar.Choice, result: dict) -> None:
     name = repro.bundle_name(result)
     left, middle, right = st.columns([1.3, 1.3, 3], vertical_alignment="center")
     if isinstance(choice.model, StackSpec):  # a Keras model: its JSON is what rebuilds it, with `--spec`
-        left.download_button(f"Layer stack: {choice.model.name}.json", data=json.dumps(choice.model.source, indent=2),
+        left.download_button(f"Layer stack: {choice.model.name}.json", data=to_text(choice.model.source),
                              file_name=f"{choice.model.name}.json", mime="application/json", on_click="ignore",
                              key="export.stack", icon=":material/data_object:", width="stretch",
                              help="The stack as JSON: python -m explorer inspect --spec FILE.json runs it again.")

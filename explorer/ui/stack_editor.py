@@ -14,7 +14,7 @@ import streamlit as st
 from ..errors import SpecError
 from ..model import stack_examples
 from ..model.limits import MAX_TENSOR_BYTES
-from ..model.stack import MAX_LAYERS, StackSpec, field_help, parse
+from ..model.stack import MAX_LAYERS, StackSpec, field_help, parse, to_text
 from . import state
 
 
@@ -28,7 +28,7 @@ def _load_example() -> None:
     """Replace the JSON with the chosen ready stack, keeping the text it replaces for one undo."""
     current = st.session_state.get(state.STACK_TEXT, "")
     name = st.session_state[state.STACK_EXAMPLE]
-    new = json.dumps(stack_examples.example(name), indent=2)
+    new = to_text(stack_examples.example(name))
     if current.strip() and current != new:
         st.session_state[state.STACK_UNDO] = current
     st.session_state[state.STACK_TEXT] = new

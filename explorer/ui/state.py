@@ -6,13 +6,12 @@ can jump to any state by setting ``at.session_state[KEY]`` before ``at.run()``.
 
 from __future__ import annotations
 
-import json
-
 import streamlit as st
 
 from ..model.catalog import PRESETS
 from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES
 from ..model.spec import DEFAULT_PARAMS
+from ..model.stack import to_text
 from ..model.stack_examples import example
 
 DEFAULT_PRESET = "matmul_bias_gelu_approx"  # shows a fusion on load: MatMul+BiasAdd+GELU -> _FusedMatMul
@@ -89,7 +88,7 @@ DEFAULTS: dict[str, object] = {
     chain_key("side_add"): False,
     chain_key("activation"): "Relu",
     STACK_EXAMPLE: DEFAULT_STACK,
-    STACK_SAVED: json.dumps(example(DEFAULT_STACK), indent=2),
+    STACK_SAVED: to_text(example(DEFAULT_STACK)),
     STACK_UNDO: None,
     DEVICE: "cpu",
     GPU_PROFILE: None,

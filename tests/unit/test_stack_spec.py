@@ -153,3 +153,14 @@ def test_every_ready_example_is_valid_and_every_layer_type_is_documented():
     used = {"relu", "relu6", "elu", "leaky_relu", "tanh", "sigmoid", "gelu_approximate", "gelu_exact", "swish",
             "hard_swish", "mish"}
     assert used <= set(LAYER_TYPES["Activation"][2][0].choices)
+
+
+def test_the_readable_json_is_the_same_stack_one_layer_a_line():
+    from explorer.model.stack import to_text
+
+    for name in stack_examples.NAMES:
+        data = stack_examples.example(name)
+        text = to_text(data)
+        assert json.loads(text) == data
+        layers = sum(1 for line in text.splitlines() if line.strip().startswith('{"type"'))
+        assert layers == len(json.dumps(data).split('{"type"')) - 1  # every layer (and Block) on its own line
