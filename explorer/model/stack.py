@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from dataclasses import dataclass
 
 from ..errors import SpecError
@@ -38,6 +39,7 @@ MAX_REPEAT = 64
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
 SPECIAL_NAMES = ("prev", "input", "block_in")
 MERGE_TYPES = ("Add", "Multiply", "AddN")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 # The activations of the presets, by the names the page shows (worker/models/stack.py maps them to Keras).
 ACTIVATIONS = ("none", "relu", "relu6", "elu", "leaky_relu", "tanh", "sigmoid",
@@ -252,8 +254,10 @@ def parse(data) -> StackSpec:
         raise StackSpecError("stack", "", f"expected a JSON object, got {type(data).__name__}")
     _unknown(data, ("name", "description", "input", "seed", "layers"), "stack")
     name = data.get("name", "stack")
-    if not isinstance(name, str) or not name or not name.isprintable() or len(name) > 64:
-        raise StackSpecError("stack", "name", f"expected a short printable text (at most 64), got {name!r}")
+    # It names the Keras model (a TF name scope) and the stack's file: letters, digits, _ . -
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise StackSpecError("stack", "name", f"expected letters, digits, _ . - (at most 64, starting with a "
+                             f"letter or digit), got {name!r}")
     if not isinstance(data.get("description", ""), str):
         raise StackSpecError("stack", "description", "expected text")
     seed = _field("stack", "seed", lambda: _whole(data.get("seed", 0), 0, 2**31 - 1))

@@ -80,7 +80,8 @@ def differences(pinned: dict, current: dict) -> list[str]:
     """What changed from the pinned result to the current one, in words."""
     out = []
     if pinned["model"] != current["model"]:
-        out.append(f"model: {pinned['label']} → {current['label']}")
+        edited = " (edited)" if pinned["label"] == current["label"] else ""  # one stack's name, another JSON
+        out.append(f"model: {pinned['label']} → {current['label']}{edited}")
     else:
         for name in sorted(set(pinned["params"]) | set(current["params"])):
             a, b = pinned["params"].get(name), current["params"].get(name)

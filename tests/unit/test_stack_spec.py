@@ -30,6 +30,7 @@ BAD = [
     ("not an object", [1, 2], "stack: expected a JSON object"),
     ("unknown top field", stack(CONV, extra=1), "stack: extra: unknown field"),
     ("bad name", stack(CONV, name=""), "stack: name:"),
+    ("name with a slash", stack(CONV, name="my/model"), "stack: name: expected letters, digits, _ . -"),
     ("bad seed", stack(CONV, seed=-1), "stack: seed: expected a whole number"),
     ("no input", {"layers": [CONV]}, "input: expected"),
     ("unknown input field", {"input": {"shape": [1, 4], "size": 3}, "layers": [CONV]}, "input: size: unknown field"),

@@ -101,7 +101,7 @@ def model(spec):
     for layer in spec.layers:
         args = [tensors[n] for n in layer.inputs]
         tensors[layer.name] = _layer(keras, layer, spec.dtype)(args if layer.type in MERGE else args[0])
-    built = keras.Model(inp, tensors[spec.layers[-1].name], name=spec.name.replace(" ", "_"))
+    built = keras.Model(inp, tensors[spec.layers[-1].name], name=spec.name)
     _fill_weights(built, np.random.default_rng(spec.seed))
     return built
 
