@@ -4,6 +4,8 @@
     python -m explorer inspect PRESET [--device cpu|gpu] [--env NAME=VALUE ...] [--set PARAM=VALUE ...]
                                       [--grappler SWITCH=on|off ...] [--json]
     python -m explorer bench PRESET [same options] [--reps N] [--warmup N] [--max-seconds S] [--json]
+    python -m explorer inspect --spec FILE.json [...]   (bench too: a layer stack instead of PRESET)
+    python -m explorer stacks [NAME] [--layers]          (the ready layer stacks; NAME prints one as JSON)
 
 PRESET is a preset id, or ``chain`` with ``--chain FIELD=VALUE`` options for a custom op chain.
 Scripts rely on these names and options: keep them stable.
@@ -22,11 +24,16 @@ from .errors import ExplorerError, SpecError, WorkerError
 from .model.catalog import PRESETS
 from .model.flags import Config, parse_assignment
 from .model.graph import STAGES
+from .model import stack_examples
 from .model.results import BenchResult, InspectResult
 from .model.spec import resolve
+from .model.stack import field_help, to_text
 from .present import machine
 
 COMPILERS = ("grappler", "xla", "both")
+
+
+MAX_SPEC_BYTES = 1 << 20
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,10 +46,15 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("presets", help="list the ready models")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p = sub.add_parser("stacks", help="list the ready layer stacks, or print one as JSON to start from")
+    p.add_argument("name", nargs="?", help="a ready stack: print its JSON (e.g. `stacks resnet_basic_block > block.json`)")
+    p.add_argument("--layers", action="store_true", help="list the layer types and their fields")
     for name, helptext in (("inspect", "show the graph stages, fusions and Grappler's log"),
                            ("bench", "time the fused graph against the unfused one")):
         p = sub.add_parser(name, help=helptext)
-        p.add_argument("preset", help="a preset id (see `presets`), or 'chain' with --chain options")
+        p.add_argument("preset", nargs="?", help="a preset id (see `presets`), or 'chain' with --chain options; "
+                       "leave out with --spec")
+        p.add_argument("--spec", metavar="FILE.json", help="a layer stack (JSON; `stacks NAME` prints one to start from)")
         p.add_argument("--device", default="cpu", metavar="cpu|gpu|gpu-sim[:PROFILE]",
                        help="where to run; gpu-sim simulates Grappler's GPU decisions (profiles: volta, ampere, hopper)")
         p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="an environment flag")
@@ -65,6 +77,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def spec_from_args(args) -> dict:
+    if getattr(args, "spec", None) is not None or args.preset is None:
+        return _stack_from_args(args)
     params = dict(parse_assignment(a, "--set") for a in args.set)
     if args.preset == "chain":
         chain = {}
@@ -75,6 +89,54 @@ def spec_from_args(args) -> dict:
     if args.chain:
         raise SpecError("--chain", "only applies with PRESET 'chain'")
     return {"preset": args.preset, "params": params}
+
+
+def _stack_from_args(args) -> dict:
+    if args.spec is None:
+        raise SpecError("PRESET", "required: a preset id (see `presets`), 'chain', or --spec FILE.json")
+    if args.preset is not None:
+        raise SpecError("--spec", f"give either PRESET ({args.preset}) or --spec FILE.json, not both")
+    if args.set or args.chain:
+        raise SpecError("--set" if args.set else "--chain", "does not apply to a layer stack; edit its JSON instead")
+    try:
+        with open(args.spec, encoding="utf-8") as handle:
+            text = handle.read(MAX_SPEC_BYTES + 1)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError("--spec", f"cannot read {args.spec}: {getattr(exc, 'strerror', None) or exc}") from None
+    if len(text) > MAX_SPEC_BYTES:
+        raise SpecError("--spec", f"{args.spec} is over {MAX_SPEC_BYTES >> 10} KiB; a layer stack is a short JSON file")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError("--spec", f"{args.spec} is not valid JSON: {exc}") from None
+    # The file holds the stack itself (what `stacks NAME` prints), or the engine's {"stack": {...}}.
+    return data if isinstance(data, dict) and set(data) == {"stack"} else {"stack": data}
+
+
+def _print_stacks(name: str | None, layers: bool) -> int:
+    if layers:
+        for kind, fields in field_help().items():
+            print(kind + ("" if fields else "  (no fields)"))
+            for f in fields:
+                default = "required" if f["required"] or f["default"] is None and f["kind"] != "int_or_tuple" \
+                    else f"default {json.dumps(f['default'])}"
+                choices = f"; one of {', '.join(f['choices'])}" if f["choices"] else ""
+                print(f"  {f['name']:<16} {f['help']} ({default}{choices})")
+        print("Block  (fields: repeat 1..64, layers: a list of layers; repeated as a unit)")
+        return 0
+    if name is None:
+        width = max(map(len, stack_examples.NAMES))
+        for key in stack_examples.NAMES:
+            print(f"{key:<{width}}  {stack_examples.describe(key)}")
+        print("\nPrint one to start from:  python -m explorer stacks resnet_basic_block > block.json\n"
+              "then:                     python -m explorer inspect --spec block.json")
+        return 0
+    if name not in stack_examples.NAMES:
+        print(f"explorer: error: stacks: no ready stack {name!r}; one of {', '.join(stack_examples.NAMES)}",
+              file=sys.stderr)
+        return 2
+    print(to_text(stack_examples.example(name)))
+    return 0
 
 
 def config_from_args(args) -> Config:
@@ -302,6 +364,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "presets":
         _print_presets(args.json)
         return 0
+    if args.command == "stacks":
+        return _print_stacks(args.name, args.layers)
     from .engine.cache import DEFAULT_CACHE_DIR
     from .engine.engine import Engine
 

@@ -56,7 +56,9 @@ def annotate(result: InspectResult) -> InspectResult:
     # The log line by which TensorFlow admits it ran the function with no Grappler at all.
     notable = (result.get("grappler") or {}).get("notable") or []
     result["grappler_skipped"] = next((line for line in notable if SKIPPED_GRAPPLER in line), None)
-    if "spec" in result and "optimized" in graphs:
+    # The verdict's checklist is that of one preset or op chain; other models have the whole-model report.
+    spec = result.get("spec") or {}
+    if "optimized" in graphs and ("preset" in spec or "chain" in spec):
         result["explanation"] = explain(result)
     return result
 

@@ -1,7 +1,7 @@
 """Model specs: plain data that says which small model to build, checked before TensorFlow runs.
 
-A spec is either a preset id with parameter values, or an op chain (``chain.Chain``) with
-parameter values. ``resolve`` turns either into a ``ModelSpec`` whose every parameter is filled and valid,
+A spec is a preset id with parameter values, an op chain (``chain.Chain``) with parameter
+values, or a layer stack (``stack.StackSpec``, checked by ``stack.parse``). ``resolve`` turns either into a ``ModelSpec`` whose every parameter is filled and valid,
 or raises ``SpecError`` naming the field that is wrong.
 """
 
@@ -16,16 +16,16 @@ import numpy as np
 from ..errors import SpecError
 from .catalog import PRESETS
 from .chain import Chain
+from .limits import MAX_DIM, MAX_MODEL_BYTES, MAX_TENSOR_BYTES
+from .stack import StackSpec, parse_stack
 
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 DATA_FORMATS = ("NHWC", "NCHW")
 # Intermediates a knob may also return from the function (adds a consumer to that tensor).
 RETURNABLE = ("none", "contraction", "bias", "norm")
 
-# Limits a request must stay under; the page and the CLI state them.
-MAX_DIM = 1 << 20
-MAX_TENSOR_BYTES = 512 << 20
-MAX_MODEL_BYTES = 2 << 30
+# Limits a request must stay under (MAX_DIM, MAX_TENSOR_BYTES, MAX_MODEL_BYTES) live in limits.py,
+# shared with layer stacks; they are imported above and stay importable from here.
 
 
 @dataclass(frozen=True)
@@ -227,10 +227,12 @@ def _kind_shapes(c: Chain, p: dict) -> dict[str, tuple[int, ...]]:
     raise SpecError("chain.kind", f"unknown kind {c.kind!r}")
 
 
-def resolve(data, presets: dict | None = None) -> ModelSpec:
-    """Turn spec data (preset + params, or chain + params) into a checked ModelSpec."""
-    if isinstance(data, ModelSpec):
+def resolve(data, presets: dict | None = None) -> ModelSpec | StackSpec:
+    """Turn spec data (preset + params, chain + params, or a layer stack) into a checked spec."""
+    if isinstance(data, (ModelSpec, StackSpec)):
         return data
+    if isinstance(data, dict) and "stack" in data:
+        return parse_stack(data)
     if not isinstance(data, dict):
         raise SpecError("spec", "expected an object with 'preset' or 'chain', and 'params'")
     unknown = set(data) - {"preset", "chain", "params"}

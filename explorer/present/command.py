@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import shlex
+
 from ..model.chain import Chain
 from ..model.flags import Config
 from ..model.spec import DEFAULT_PARAMS, resolve
+from ..model.stack import StackSpec
 
 
 def command_line(spec, config: Config, command: str = "inspect") -> str:
     """The exact command that reproduces a run, with its environment as options."""
     resolved = resolve(spec)
+    if isinstance(resolved, StackSpec):  # the stack travels as a file: `stacks NAME` or the page writes it
+        return " ".join(["python", "-m", "explorer", command, "--spec", shlex.quote(f"{resolved.name}.json"),
+                         *config.cli_args()])
     if resolved.preset:
         head = [resolved.preset]
         defaults = resolve({"preset": resolved.preset}).p

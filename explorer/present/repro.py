@@ -26,6 +26,7 @@ from ..analysis.fusion import FUSED_OP_PREFIXES, STOCK_FUSED_NAMES
 from ..model.devices import is_simulated
 from ..model.flags import ENV_FLAGS, Config
 from ..model.spec import resolve
+from ..model.stack import to_text
 from .command import command_line
 
 VMODULE = "remapper=2"
@@ -277,6 +278,7 @@ README = """TF Fusion Explorer export
 repro.py         a standalone script (TensorFlow and numpy only) that rebuilds the model with the same
                  environment flags and Grappler options, calls it once and prints the fused ops.
                  Run: python repro.py --pbtxt-dir out/
+                 (for a layer stack: stack.json instead; python -m explorer inspect --spec stack.json)
 traced.pbtxt     the graph tf.function built (before Grappler)
 optimized.pbtxt  the graph after Grappler (the remapper's fusions are here)
 executed.pbtxt   the partition graphs that ran (oneDNN renames fused ops to _MklNative*)
@@ -296,7 +298,11 @@ def bundle(result: dict) -> bytes:
         archive.writestr(info, text)
 
     with zipfile.ZipFile(buffer, "w") as archive:
-        add("repro.py", script(result["spec"], result.get("config")))
+        spec = result["spec"]
+        if "stack" in spec:  # a Keras model: the stack's JSON rebuilds it (`python -m explorer inspect --spec`)
+            add("stack.json", to_text(spec["stack"]) + "\n")
+        else:
+            add("repro.py", script(spec, result.get("config")))
         for stage in STAGE_FILES:
             text = (result.get("pbtxt") or {}).get(stage)
             if text:
@@ -310,6 +316,6 @@ def bundle_name(result: dict) -> str:
     spec = result.get("spec") or {}
     config = result.get("config") or {}
     flags = "-".join(f"{k.lower()}{v}" for k, v in sorted((config.get("env") or {}).items()) if len(v) <= 3)
-    base = spec.get("preset") or "chain"
+    base = spec.get("preset") or ("stack" if "stack" in spec else "chain")
     device = str(config.get("device", "cpu")).replace(":", "-")
     return f"fusion-{base}-{device}" + (f"-{flags}" if flags else "")

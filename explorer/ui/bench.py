@@ -11,6 +11,7 @@ from ..engine.cache import ResultCache
 from ..engine.engine import MAX_BENCH_SECONDS, MAX_REPS, MAX_SWEEP_POINTS, MAX_WARMUP
 from ..errors import ExplorerError
 from ..model.spec import PARAMS
+from ..model.stack import StackSpec
 from ..present import charts
 from . import cached, frame, state
 from .sidebar import PARAM_LABELS, Choice
@@ -179,6 +180,10 @@ def sweep_panel(choice: Choice) -> None:
     st.caption("Fused against unfused at several values of one size: small tensors are dominated by per-op "
                "overhead, large ones by memory traffic, and the fusion pays where the removed passes over "
                "memory start to cost more than the call itself.")
+    if isinstance(choice.model, StackSpec):
+        st.info("A sweep varies one size parameter of a preset or op chain. A layer stack's sizes are in its "
+                "JSON: change them there and benchmark again in 'Fused vs unfused'.", icon=":material/info:")
+        return
     p = choice.model.p
     sizes = [n for n in choice.model.chain.param_names() if PARAMS[n].kind == "int"]
     if st.session_state.get(state.SWEEP_PARAM) not in sizes:

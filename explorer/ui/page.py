@@ -7,6 +7,7 @@ import streamlit as st
 from ..engine.cache import ResultCache
 from ..errors import ExplorerError
 from ..model.graph import STAGES
+from ..model.stack import StackSpec, to_text
 from ..present.machine import gpu_words
 from . import bench, cached, frame, passes, sidebar, stages, state, whatif, why, xla
 
@@ -150,11 +151,17 @@ def export(choice: sidebar.Choice, result: dict) -> None:
 
     name = repro.bundle_name(result)
     left, middle, right = st.columns([1.3, 1.3, 3], vertical_alignment="center")
-    left.download_button("Reproduce: repro.py", data=lambda: repro.script(choice.model, choice.config),
-                         file_name="repro.py", mime="text/x-python", on_click="ignore", key="export.script",
-                         icon=":material/code:", width="stretch",
-                         help="A standalone script (TensorFlow and numpy only) that sets these flags, builds this "
-                              "model, runs it once and prints the fused ops. Run: python repro.py --pbtxt-dir out/")
+    if isinstance(choice.model, StackSpec):  # a Keras model: its JSON is what rebuilds it, with `--spec`
+        left.download_button(f"Layer stack: {choice.model.name}.json", data=to_text(choice.model.source),
+                             file_name=f"{choice.model.name}.json", mime="application/json", on_click="ignore",
+                             key="export.stack", icon=":material/data_object:", width="stretch",
+                             help="The stack as JSON: python -m explorer inspect --spec FILE.json runs it again.")
+    else:
+        left.download_button("Reproduce: repro.py", data=lambda: repro.script(choice.model, choice.config),
+                             file_name="repro.py", mime="text/x-python", on_click="ignore", key="export.script",
+                             icon=":material/code:", width="stretch",
+                             help="A standalone script (TensorFlow and numpy only) that sets these flags, builds this "
+                                  "model, runs it once and prints the fused ops. Run: python repro.py --pbtxt-dir out/")
     middle.download_button("Bug-report bundle (.zip)", data=lambda: repro.bundle(result), file_name=f"{name}.zip",
                            mime="application/zip", on_click="ignore", key="export.bundle",
                            icon=":material/folder_zip:", width="stretch",

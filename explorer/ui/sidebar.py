@@ -31,8 +31,9 @@ from ..model.spec import (
     ModelSpec,
     resolve,
 )
+from ..model.stack import StackSpec
 from ..present.machine import gpu_words
-from . import state
+from . import stack_editor, state
 
 DEVICE_LABELS = {"cpu": "CPU", "gpu": "GPU", "gpu-sim": "GPU, simulated"}
 FLAG_DEVICE = {"cpu": "matters on CPU", "gpu": "matters on GPU", "any": "matters on any device"}
@@ -51,9 +52,9 @@ PARAM_LABELS = {
 class Choice:
     """What the sidebar adds up to: the spec and configuration to run, or why not."""
 
-    spec: dict  # as the engine and the CLI take it: {"preset", "params"} or {"chain", "params"}
+    spec: dict  # as the engine and the CLI take it: {"preset", "params"}, {"chain", "params"} or {"stack"}
     config: Config | None
-    model: ModelSpec | None = None  # the resolved spec, when valid
+    model: ModelSpec | StackSpec | None = None  # the resolved spec, when valid
     preset: Preset | None = None
     problems: list[str] = field(default_factory=list)  # readable sentences; nothing runs while any
 
@@ -63,7 +64,7 @@ class Choice:
 
     @property
     def label(self) -> str:
-        return self.preset.title if self.preset else (self.model.chain.describe() if self.model else "custom chain")
+        return self.preset.title if self.preset else (self.model.label() if self.model else "custom model")
 
 
 def device_label(device: str) -> str:
@@ -104,10 +105,14 @@ def render(fingerprint: dict | None) -> Choice:
 
 
 def _model() -> tuple[dict, Preset | None, list[str]]:
-    mode = st.radio("Start from", ("preset", "chain"), key=state.MODE, horizontal=True,
-                    format_func={"preset": "a preset", "chain": "my own op chain"}.get,
-                    help="A preset is a ready model for one fusion pattern; an op chain is built from parts.")
+    mode = st.radio("Start from", ("preset", "chain", "stack"), key=state.MODE, horizontal=True,
+                    format_func={"preset": "a preset", "chain": "my own op chain", "stack": "a layer stack"}.get,
+                    help="A preset is a ready model for one fusion pattern; an op chain is built from parts; "
+                         "a layer stack is a small Keras model (ResNet, MobileNet and Transformer blocks ready).")
     problems: list[str] = []
+    if mode == "stack":
+        spec, problems = stack_editor.editor()
+        return spec, None, problems
     if mode == "preset":
         preset_id = st.selectbox("Preset", list(PRESETS), key=state.PRESET, format_func=lambda p: PRESETS[p].title)
         preset = PRESETS[preset_id]

@@ -14,13 +14,22 @@ from ..model.catalog import PRESETS
 from ..errors import SpecError
 from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, parse_env_assignments
 from ..model.spec import DEFAULT_PARAMS
+from ..model.stack import to_text
+from ..model.stack_examples import example
 
 DEFAULT_PRESET = "matmul_bias_gelu_approx"  # shows a fusion on load: MatMul+BiasAdd+GELU -> _FusedMatMul
 UNSET = "default"  # the choice of an env flag or Grappler switch that leaves TensorFlow's default
 
 # The model (sidebar).
-MODE = "model.mode"  # "preset" or "chain"
+MODE = "model.mode"  # "preset", "chain" or "stack"
 PRESET = "model.preset"
+STACK_EXAMPLE = "model.stack.example"  # the ready stack "Start from it" loads
+STACK_TEXT = "model.stack.text"  # the stack's JSON as the user typed it (kept as typed, even when invalid)
+STACK_UNDO = "model.stack.undo"  # the text a load replaced, or None
+# A copy of the text outside the widget: Streamlit drops a widget's state on a run that does not draw it
+# (another "Start from" mode), and the user's stack must survive a look at a preset.
+STACK_SAVED = "model.stack.saved"
+DEFAULT_STACK = "layout_fp32"  # small, and it fuses: Conv2D + BiasAdd + Relu twice
 CHAIN_FIELDS = ("contraction", "squeeze", "bias", "norm", "side_add", "activation")
 
 
@@ -84,6 +93,9 @@ DEFAULTS: dict[str, object] = {
     chain_key("norm"): "none",
     chain_key("side_add"): False,
     chain_key("activation"): "Relu",
+    STACK_EXAMPLE: DEFAULT_STACK,
+    STACK_SAVED: to_text(example(DEFAULT_STACK)),
+    STACK_UNDO: None,
     DEVICE: "cpu",
     GPU_PROFILE: None,
     **{env_key(name): UNSET for name in ENV_FLAGS},

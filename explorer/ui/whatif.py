@@ -13,6 +13,7 @@ import streamlit as st
 from ..analysis import stats
 from ..model.flags import Config
 from ..model.spec import resolve
+from ..model.stack import StackSpec
 from . import bench, cached, state
 from .sidebar import Choice, device_label
 from .why import verdict_badge
@@ -29,7 +30,9 @@ def summarize(choice: Choice, result: dict) -> dict:
         "label": choice.label,
         "spec": choice.spec,
         "params": dict(choice.model.params),
-        "model": choice.model.preset or choice.model.chain.describe(),
+        # A stack's identity is its whole JSON: two edits of one ready stack share its name.
+        "model": choice.model.to_json() if isinstance(choice.model, StackSpec) else
+        (choice.model.preset or choice.model.chain.describe()),
         "config": choice.config.to_dict(),
         "run_key": bench.run_key(choice),
         "fusions": [f["describe"] for f in result.get("fusions") or []],
@@ -77,7 +80,8 @@ def differences(pinned: dict, current: dict) -> list[str]:
     """What changed from the pinned result to the current one, in words."""
     out = []
     if pinned["model"] != current["model"]:
-        out.append(f"model: {pinned['label']} → {current['label']}")
+        edited = " (edited)" if pinned["label"] == current["label"] else ""  # one stack's name, another JSON
+        out.append(f"model: {pinned['label']} → {current['label']}{edited}")
     else:
         for name in sorted(set(pinned["params"]) | set(current["params"])):
             a, b = pinned["params"].get(name), current["params"].get(name)

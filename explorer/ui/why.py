@@ -91,6 +91,12 @@ def verdict_badge(explanation: dict | None) -> str:
 
 def panel(result: dict, model_id: str | None = None, params: dict | None = None, gpu_here: bool = False) -> None:
     explanation = result.get("explanation")
+    if not explanation and "stack" in (result.get("spec") or {}):
+        st.info("The checklist here covers one pattern at a time: the presets and op chains, whose pattern is "
+                "known. A layer stack holds many chains; a whole-model report of its fusions and near-misses "
+                "comes later. Meanwhile 'Graphs before → after' shows every fusion Grappler made in it, and "
+                "the Grappler log why the remapper skipped a chain.", icon=":material/info:")
+        return
     if not explanation:
         st.info("No explanation for this result: the engine explains a model once it has its graph after Grappler.")
         return

@@ -1,12 +1,30 @@
 """Builders: model spec -> the Python body of a tf.function and its seeded inputs.
 
-One module per model source; ``chain`` builds the op chains and the special kinds of the presets.
-Each builder module imports only numpy and takes the ``tf`` module as an argument, so that
-``present.repro`` can embed its source in a standalone script.
+One module per model source: ``chain`` builds the op chains and the special kinds of the presets
+(it imports only numpy and takes the ``tf`` module as an argument, so that ``present.repro`` can embed
+its source in a standalone script); ``stack`` builds layer stacks as Keras 3 models.
 """
 
 from __future__ import annotations
 
-from .chain import build, input_dtype, make_inputs
+from ...model.stack import StackSpec
+from . import chain, stack
+
+
+def _source(spec):
+    return stack if isinstance(spec, StackSpec) else chain
+
+
+def build(spec, tf):
+    return _source(spec).build(spec, tf)
+
+
+def input_dtype(spec, name: str, tf):
+    return _source(spec).input_dtype(spec, name, tf)
+
+
+def make_inputs(spec, tf) -> dict:
+    return _source(spec).make_inputs(spec, tf)
+
 
 __all__ = ["build", "input_dtype", "make_inputs"]

@@ -1,0 +1,488 @@
+"""Layer stacks: a model written as a list of Keras layers, as plain JSON data, checked before TensorFlow runs.
+
+Format (one JSON object; the page and ``--spec FILE.json`` take the same)::
+
+    {"name": "resnet_basic_block",                              # optional
+     "input": {"shape": [1, 16, 16, 16], "dtype": "float32"},   # shape includes the batch
+     "seed": 0,                                                 # optional: weights and input
+     "layers": [
+        {"type": "Conv2D", "name": "c1", "filters": 16, "kernel_size": 3, "use_bias": false},
+        {"type": "BatchNormalization"},
+        {"type": "Activation", "activation": "relu"},
+        {"type": "Add", "inputs": ["block_in", "prev"]},
+        {"type": "Block", "repeat": 2, "layers": [ ... ]}
+     ]}
+
+Every layer takes the previous layer's output, except the merge layers (Add, Multiply, AddN), which
+name their inputs: an earlier layer's ``name``, or ``prev`` (the previous output), ``input`` (the
+model's input) or ``block_in`` (what entered the current repetition of the innermost Block). Inside a
+Block a name means the layer of the same repetition first, then an earlier one outside the block.
+
+``parse(data)`` returns a ``StackSpec`` with every default filled, every shape inferred and every size
+checked, or raises ``StackSpecError`` (a ``SpecError``) naming the layer and the field:
+``layers[3] (conv2): filters: expected a whole number 1..4096, got -2``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+from dataclasses import dataclass
+
+from ..errors import SpecError
+from .limits import MAX_DIM, MAX_MODEL_BYTES, MAX_TENSOR_BYTES
+
+MAX_LAYERS = 256  # after repeats are expanded
+MAX_REPEAT = 64
+ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
+SPECIAL_NAMES = ("prev", "input", "block_in")
+MERGE_TYPES = ("Add", "Multiply", "AddN")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+# The activations of the presets, by the names the page shows (worker/models/stack.py maps them to Keras).
+ACTIVATIONS = ("none", "relu", "relu6", "elu", "leaky_relu", "tanh", "sigmoid",
+               "gelu_approximate", "gelu_exact", "swish", "hard_swish", "mish")
+
+
+class StackSpecError(SpecError):
+    """An invalid stack: ``where`` is e.g. 'layers[3] (conv2)', ``field_name`` e.g. 'filters'."""
+
+    def __init__(self, where: str, field: str, message: str):
+        where = where if where.isprintable() else where.encode("unicode_escape").decode("ascii")
+        field = str(field) if str(field).isprintable() else str(field).encode("unicode_escape").decode("ascii")
+        full = f"{where}: {field[:40]}" if field else where
+        # Not SpecError's 80-character cut: a nested layer's path is the point of the message.
+        Exception.__init__(self, f"{full}: {message}")
+        self.field, self.message = full, message
+        self.where, self.field_name = where, field
+
+
+@dataclass(frozen=True)
+class F:
+    """One field of a layer type: its kind, range or choices, default, and a line of help."""
+
+    name: str
+    kind: str  # int | float | bool | choice | int_or_tuple | names | shape
+    help: str
+    default: object = None
+    low: float = 1
+    high: float = 4096
+    choices: tuple = ()
+    required: bool = False
+
+    def check(self, value, spatial: int = 2):
+        k = self.kind
+        if k == "int":
+            return _whole(value, self.low, self.high)
+        if k == "float":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or not self.low <= value <= self.high:
+                raise ValueError(f"expected a number {self.low:g}..{self.high:g}, got {value!r}")
+            return float(value)
+        if k == "bool":
+            if not isinstance(value, bool):
+                raise ValueError(f"expected true or false, got {value!r}")
+            return value
+        if k == "choice":
+            if not isinstance(value, str) or value not in self.choices:
+                raise ValueError(f"expected one of {', '.join(self.choices)}; got {value!r}")
+            return value
+        if k == "int_or_tuple":  # kernel_size, strides, pool_size: n or [n, n(, n)]
+            if isinstance(value, list):
+                if len(value) != spatial:
+                    raise ValueError(f"expected a whole number or a list of {spatial}, got {value!r}")
+                return tuple(_whole(v, self.low, self.high) for v in value)
+            return (_whole(value, self.low, self.high),) * spatial
+        if k == "names":
+            if not isinstance(value, list) or not self.low <= len(value) <= self.high \
+                    or not all(isinstance(v, str) and v for v in value):
+                raise ValueError(f"expected a list of {int(self.low)}..{int(self.high)} layer names, got {value!r}")
+            return tuple(value)
+        if k == "shape":  # a Reshape target without the batch; one -1 allowed
+            if not isinstance(value, list) or not 1 <= len(value) <= 4:
+                raise ValueError(f"expected a list of 1..4 sizes (batch excluded), got {value!r}")
+            dims = tuple(-1 if v == -1 and not isinstance(v, bool) else _whole(v, 1, MAX_DIM) for v in value)
+            if dims.count(-1) > 1:
+                raise ValueError(f"at most one -1, got {value!r}")
+            return dims
+        raise AssertionError(k)
+
+
+def _whole(value, low, high) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            isinstance(value, float) and not value.is_integer()) or not low <= value <= high:
+        raise ValueError(f"expected a whole number {int(low)}..{int(high)}, got {value!r}")
+    return int(value)
+
+
+def _act(default="none"):
+    return F("activation", "choice", "activation applied after the layer", default, choices=ACTIVATIONS)
+
+
+_BIAS = F("use_bias", "bool", "add a bias vector", True)
+_PAD = F("padding", "choice", "'same' keeps the spatial size at stride 1", "same", choices=("same", "valid"))
+_EPS = F("epsilon", "float", "added to the variance", 1e-3, low=1e-12, high=1.0)
+_CENTER = F("center", "bool", "learned offset (beta)", True)
+_SCALE = F("scale", "bool", "learned scale (gamma)", True)
+
+
+def _kernel(what):
+    return F("kernel_size", "int_or_tuple", f"filter {what}", 3, high=15)
+
+
+def _strides(what, default=1):
+    return F("strides", "int_or_tuple", f"step {what}", default, high=8)
+
+
+def _pool():
+    return (F("pool_size", "int_or_tuple", "window height, width", 2, high=15),
+            F("strides", "int_or_tuple", "step (default: the pool size)", None, high=15), _PAD)
+
+
+# The one table of layer types: type -> (input rank needed or None, spatial rank of tuples, fields).
+LAYER_TYPES: dict[str, tuple] = {
+    "Dense": (None, 0, (F("units", "int", "output features", required=True, high=65536), _act(), _BIAS)),
+    "Conv2D": (4, 2, (F("filters", "int", "output channels", required=True), _kernel("height, width"),
+                      _strides("height, width"), _PAD, _act(), _BIAS)),
+    "DepthwiseConv2D": (4, 2, (_kernel("height, width"), _strides("height, width"),
+                               F("depth_multiplier", "int", "outputs per input channel", 1, high=64),
+                               _PAD, _act(), _BIAS)),
+    "Conv3D": (5, 3, (F("filters", "int", "output channels", required=True), _kernel("depth, height, width"),
+                      _strides("depth, height, width"), _PAD, _act(), _BIAS)),
+    "BatchNormalization": (None, 0, (_EPS, _CENTER, _SCALE)),
+    "LayerNormalization": (None, 0, (_EPS, _CENTER, _SCALE)),
+    "Activation": (None, 0, (_act(None),)),
+    "Add": (None, 0, (F("inputs", "names", "two layers to add (names, 'prev', 'input', 'block_in')",
+                        ["block_in", "prev"], low=2, high=2),)),
+    "Multiply": (None, 0, (F("inputs", "names", "two layers to multiply", ["prev", "prev"], low=2, high=2),)),
+    "AddN": (None, 0, (F("inputs", "names", "2..8 layers summed by one Keras Add layer", required=True,
+                         low=2, high=8),)),
+    "Power": (None, 0, (F("exponent", "float", "x ** exponent", required=True, low=-16, high=16),)),
+    "Reshape": (None, 0, (F("target_shape", "shape", "new shape without the batch; one -1 allowed",
+                            required=True),)),
+    "Flatten": (None, 0, ()),
+    "MaxPooling2D": (4, 2, _pool()),
+    "AveragePooling2D": (4, 2, _pool()),
+    "GlobalAveragePooling2D": (4, 0, ()),
+}
+WINDOWED = ("Conv2D", "DepthwiseConv2D", "Conv3D", "MaxPooling2D", "AveragePooling2D")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer after Blocks are expanded: unique name, type, every parameter, its inputs and output shape."""
+
+    name: str
+    type: str
+    params: dict
+    inputs: tuple  # names of earlier layers' outputs, or "input"
+    shape: tuple  # output shape, batch included
+    where: str  # 'layers[2].layers[0] (c1)', for messages
+
+
+@dataclass(frozen=True)
+class StackSpec:
+    """A checked layer stack: what the worker builds as a Keras functional model."""
+
+    name: str
+    input_shape: tuple
+    dtype: str
+    seed: int
+    layers: tuple  # of Layer, in order
+    source_json: str  # the stack as given, for to_dict (a frozen spec keeps no mutable dict)
+
+    preset = None  # a stack is no preset: the rest of the system asks
+
+    @property
+    def source(self) -> dict:
+        return json.loads(self.source_json)
+
+    @property
+    def output_shape(self) -> tuple:
+        return self.layers[-1].shape
+
+    @property
+    def p(self) -> dict:
+        """The one model-wide parameter a stack has, in ModelSpec's shape (benchmarks read the dtype)."""
+        return {"dtype": self.dtype}
+
+    @property
+    def params(self) -> tuple:
+        return tuple(self.p.items())
+
+    def to_dict(self) -> dict:
+        return {"stack": self.source}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    def label(self) -> str:
+        return f"layer stack {self.name}"
+
+    def with_params(self, **changes):
+        raise SpecError("params", "a layer stack has no size parameters to change; edit its layers instead")
+
+    def tensor_shapes(self) -> dict[str, tuple]:
+        return {"x": self.input_shape, "out": self.output_shape}
+
+    def summary(self) -> str:
+        rows = [f"input {list(self.input_shape)} {self.dtype}"]
+        for layer in self.layers:
+            p = ", ".join(f"{k}={v}" for k, v in layer.params.items())
+            rows.append(f"{layer.name:<24} {layer.type:<22} <- {', '.join(layer.inputs):<20} {list(layer.shape)}  {p}")
+        return "\n".join(rows)
+
+
+def parse_stack(data: dict) -> StackSpec:
+    """The spec form the engine carries: {"stack": {...}}."""
+    extra = sorted(set(data) - {"stack"})
+    if extra:
+        raise SpecError("spec", f"a layer stack spec has only 'stack'; unknown field(s) {extra}")
+    return parse(data["stack"])
+
+
+def parse(data) -> StackSpec:
+    """Check ``data`` (a dict, or JSON text) and return the expanded StackSpec."""
+    if isinstance(data, (str, bytes)):
+        try:
+            data = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise StackSpecError("stack", "", f"not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise StackSpecError("stack", "", f"expected a JSON object, got {type(data).__name__}")
+    _unknown(data, ("name", "description", "input", "seed", "layers"), "stack")
+    name = data.get("name", "stack")
+    # It names the Keras model (a TF name scope) and the stack's file: letters, digits, _ . -
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise StackSpecError("stack", "name", f"expected letters, digits, _ . - (at most 64, starting with a "
+                             f"letter or digit), got {name!r}")
+    if not isinstance(data.get("description", ""), str):
+        raise StackSpecError("stack", "description", "expected text")
+    seed = _field("stack", "seed", lambda: _whole(data.get("seed", 0), 0, 2**31 - 1))
+    inp = data.get("input")
+    if not isinstance(inp, dict):
+        raise StackSpecError("input", "", 'expected {"shape": [batch, ...], "dtype": "float32"}')
+    _unknown(inp, ("shape", "dtype"), "input")
+    shape = inp.get("shape")
+    if not isinstance(shape, list) or not 2 <= len(shape) <= 5:
+        raise StackSpecError("input", "shape", f"expected a list of 2..5 sizes (batch first), got {shape!r}")
+    shape = tuple(_field("input", f"shape[{i}]", lambda v=v: _whole(v, 1, MAX_DIM)) for i, v in enumerate(shape))
+    dtype = inp.get("dtype", "float32")
+    if dtype not in ITEMSIZE:
+        raise StackSpecError("input", "dtype", f"expected one of {', '.join(ITEMSIZE)}; got {dtype!r}")
+    state = _State(dtype, [], {"input": shape}, set(), _size("input", "shape", shape, dtype))
+    layers = data.get("layers")
+    if not isinstance(layers, list) or not layers:
+        raise StackSpecError("stack", "layers", "expected a non-empty list of layers")
+    _expand(layers, "layers", state, scope={}, prefix="", block_in="input", prev="input")
+    if state.total > MAX_MODEL_BYTES:
+        raise StackSpecError("stack", "layers", f"activations and weights add up to {_mib(state.total)}; "
+                             f"the limit is {_mib(MAX_MODEL_BYTES)}, make the sizes smaller")
+    source = json.dumps(copy.deepcopy(data), sort_keys=True)
+    return StackSpec(name, shape, dtype, seed, tuple(state.out), source)
+
+
+@dataclass
+class _State:
+    dtype: str
+    out: list
+    shapes: dict  # unique name -> output shape
+    taken: set
+    total: int  # bytes of activations and weights so far
+
+
+def _expand(items, path, st: _State, scope: dict, prefix: str, block_in: str, prev: str) -> str:
+    """Append the layers of ``items`` to st.out; return the unique name of the last output."""
+    for i, item in enumerate(items):
+        where = f"{path}[{i}]"
+        if not isinstance(item, dict):
+            raise StackSpecError(where, "", f"expected a layer object, got {item!r}")
+        user_name = item.get("name")
+        if user_name is not None:
+            if not isinstance(user_name, str) or not user_name or len(user_name) > 40 \
+                    or not user_name.replace("_", "").isalnum() or not user_name.isascii():
+                raise StackSpecError(where, "name", f"expected letters, digits and _ (at most 40), got {user_name!r}")
+            if user_name in SPECIAL_NAMES:
+                raise StackSpecError(where, "name", f"{user_name!r} is reserved (prev, input and block_in are)")
+            if user_name in scope:
+                raise StackSpecError(where, "name", f"{user_name!r} is already used in this block")
+            where += f" ({user_name})"
+        kind = item.get("type")
+        if kind == "Block":
+            _unknown(item, ("type", "name", "repeat", "layers"), where)
+            repeat = _field(where, "repeat", lambda: _whole(item.get("repeat", 1), 1, MAX_REPEAT))
+            inner = item.get("layers")
+            if not isinstance(inner, list) or not inner:
+                raise StackSpecError(where, "layers", "expected a non-empty list of layers")
+            bname = user_name or f"block{i}"
+            for r in range(repeat):
+                rprefix = f"{prefix}{bname}_{r}." if repeat > 1 else f"{prefix}{bname}."
+                prev = _expand(inner, f"{where}.layers", st, dict(scope), rprefix, block_in=prev, prev=prev)
+            if user_name:  # the block's name means its last output
+                scope[user_name] = prev
+            continue
+        if kind not in LAYER_TYPES:
+            raise StackSpecError(where, "type", f"expected one of {', '.join([*LAYER_TYPES, 'Block'])}; got {kind!r}")
+        rank, spatial, fields = LAYER_TYPES[kind]
+        _unknown(item, ("type", "name") + tuple(f.name for f in fields), where)
+        params = {}
+        for f in fields:
+            if f.name in item:
+                params[f.name] = _field(where, f.name, lambda f=f: f.check(item[f.name], spatial))
+            elif f.required or (f.default is None and f.kind != "int_or_tuple"):
+                raise StackSpecError(where, f.name, f"required ({f.help})")
+            else:
+                params[f.name] = None if f.default is None else f.check(f.default, spatial)
+        if kind in MERGE_TYPES:
+            inputs = tuple(_resolve(r, where, scope, prev, block_in) for r in params.pop("inputs"))
+        else:
+            inputs = (prev,)
+        in_shapes = [st.shapes[n] for n in inputs]
+        if rank is not None and len(in_shapes[0]) != rank:
+            raise StackSpecError(where, "type", f"{kind} needs a {rank}-D input (batch included), got shape "
+                                 f"{list(in_shapes[0])}")
+        field = {"Reshape": "target_shape", "MaxPooling2D": "pool_size", "AveragePooling2D": "pool_size"}.get(
+            kind, "inputs" if kind in MERGE_TYPES else "kernel_size" if kind in WINDOWED else "type")
+        shape = _field(where, field, lambda: _infer(kind, params, in_shapes))
+        st.total += _size(where, "output", shape, st.dtype) + _weights(where, kind, params, in_shapes[0], st.dtype)
+        uname = prefix + (user_name or f"{kind.lower()}_{len(st.out)}")
+        while uname in st.taken:
+            uname += "_"
+        st.taken.add(uname)
+        st.shapes[uname] = shape
+        st.out.append(Layer(uname, kind, params, inputs, shape, where))
+        if len(st.out) > MAX_LAYERS:
+            raise StackSpecError(where, "", f"more than {MAX_LAYERS} layers once the blocks are repeated")
+        if user_name:
+            scope[user_name] = uname
+        prev = uname
+    return prev
+
+
+def _resolve(ref, where, scope, prev, block_in) -> str:
+    if ref == "prev":
+        return prev
+    if ref == "input":
+        return "input"
+    if ref == "block_in":
+        return block_in
+    if ref in scope:
+        return scope[ref]
+    known = ", ".join([*scope, *SPECIAL_NAMES])
+    raise StackSpecError(where, "inputs", f"no earlier layer named {ref!r} (known here: {known})")
+
+
+def _infer(kind, p, shapes) -> tuple:
+    s = shapes[0]
+    if kind in MERGE_TYPES:
+        if any(other != s for other in shapes[1:]):
+            raise ValueError(f"the inputs' shapes differ: {' vs '.join(str(list(x)) for x in shapes)}")
+        return s
+    if kind == "Dense":
+        return s[:-1] + (p["units"],)
+    if kind in WINDOWED:
+        window = p.get("kernel_size") or p.get("pool_size")
+        p["strides"] = p.get("strides") or window
+        spatial = []
+        for n, k, step in zip(s[1:-1], window, p["strides"]):
+            out = -(-n // step) if p["padding"] == "same" else (n - k) // step + 1
+            if out < 1:
+                raise ValueError(f"window {list(window)} does not fit the input {list(s)} with padding 'valid'")
+            spatial.append(out)
+        channels = p["filters"] if "filters" in p else s[-1] * p.get("depth_multiplier", 1)
+        return (s[0], *spatial, channels)
+    if kind == "GlobalAveragePooling2D":
+        return (s[0], s[-1])
+    if kind == "Flatten":
+        return (s[0], math.prod(s[1:]))
+    if kind == "Reshape":
+        total, target = math.prod(s[1:]), p["target_shape"]
+        known = math.prod(d for d in target if d != -1)
+        if -1 in target:
+            if total % known:
+                raise ValueError(f"{list(target)} does not divide the {total} elements of {list(s)}")
+            target = tuple(total // known if d == -1 else d for d in target)
+        if math.prod(target) != total:
+            raise ValueError(f"{list(target)} holds {math.prod(target)} elements; the input {list(s)} has {total}")
+        return (s[0], *target)
+    return s  # normalisations, activations, Power: the input's shape
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.0f} MiB" if n < 2**30 else f"{n / 2**30:.1f} GiB"
+
+
+def _weights(where, kind, p, s, dtype) -> int:
+    n = 0
+    if kind == "Dense":
+        n = s[-1] * p["units"]
+    elif kind in ("Conv2D", "Conv3D"):
+        n = math.prod(p["kernel_size"]) * s[-1] * p["filters"]
+    elif kind == "DepthwiseConv2D":
+        n = math.prod(p["kernel_size"]) * s[-1] * p["depth_multiplier"]
+    nbytes = n * ITEMSIZE[dtype]
+    if nbytes > MAX_TENSOR_BYTES:
+        raise StackSpecError(where, "kernel", f"the weights would be {_mib(nbytes)}; the limit is "
+                             f"{_mib(MAX_TENSOR_BYTES)} per tensor")
+    return nbytes
+
+
+def _size(where, field, shape, dtype) -> int:
+    nbytes = math.prod(shape) * ITEMSIZE[dtype]
+    if nbytes > MAX_TENSOR_BYTES:
+        raise StackSpecError(where, field, f"tensor {list(shape)} {dtype} would be {_mib(nbytes)}; the limit is "
+                             f"{_mib(MAX_TENSOR_BYTES)} per tensor, make the sizes smaller")
+    return nbytes
+
+
+def _field(where, name, fn):
+    try:
+        return fn()
+    except StackSpecError:
+        raise
+    except ValueError as exc:
+        raise StackSpecError(where, name, str(exc)) from None
+
+
+def _unknown(obj: dict, allowed, where) -> None:
+    for key in obj:
+        if key not in allowed:
+            raise StackSpecError(where, str(key), f"unknown field; expected one of {', '.join(allowed)}")
+
+
+def field_help() -> dict:
+    """The layer table as plain data: what the page and ``stacks --layers`` show."""
+    return {t: [{"name": f.name, "kind": f.kind, "default": f.default, "low": f.low, "high": f.high,
+                 "choices": list(f.choices), "required": f.required, "help": f.help} for f in fields]
+            for t, (_, _, fields) in LAYER_TYPES.items()}
+
+
+def to_text(data: dict) -> str:
+    """A stack as JSON a person reads and edits: one layer a line, a Block's layers indented under it."""
+    if not isinstance(data, dict):
+        return json.dumps(data, indent=2)
+    items = list(data.items())
+    lines = ["{"]
+    for i, (key, value) in enumerate(items):
+        comma = "," if i < len(items) - 1 else ""
+        if key == "layers" and isinstance(value, list):
+            lines += ['  "layers": [', *_layer_lines(value, "    "), f"  ]{comma}"]
+        else:
+            lines.append(f"  {json.dumps(key)}: {json.dumps(value)}{comma}")
+    return "\n".join(lines + ["}"])
+
+
+def _layer_lines(layers: list, indent: str) -> list[str]:
+    out = []
+    for i, layer in enumerate(layers):
+        comma = "," if i < len(layers) - 1 else ""
+        if isinstance(layer, dict) and isinstance(layer.get("layers"), list) and layer["layers"]:
+            head = json.dumps({k: v for k, v in layer.items() if k != "layers"})[:-1]
+            out.append(f'{indent}{head}{", " if len(head) > 1 else ""}"layers": [')
+            out += _layer_lines(layer["layers"], indent + "  ")
+            out.append(f"{indent}]}}{comma}")
+        else:
+            out.append(f"{indent}{json.dumps(layer)}{comma}")
+    return out
