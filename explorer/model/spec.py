@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import SpecError
 from .catalog import PRESETS
 from .chain import Chain
+from .imported import ImportSpec, resolve_import
 
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 DATA_FORMATS = ("NHWC", "NCHW")
@@ -229,8 +230,12 @@ def _kind_shapes(c: Chain, p: dict) -> dict[str, tuple[int, ...]]:
 
 def resolve(data, presets: dict | None = None) -> ModelSpec:
     """Turn spec data (preset + params, or chain + params) into a checked ModelSpec."""
-    if isinstance(data, ModelSpec):
+    if isinstance(data, (ModelSpec, ImportSpec)):
         return data
+    if isinstance(data, dict) and "import" in data:
+        if set(data) != {"import"}:
+            raise SpecError("spec", f"an imported model takes no other field; got {sorted(set(data) - {'import'})}")
+        return resolve_import(data["import"])
     if not isinstance(data, dict):
         raise SpecError("spec", "expected an object with 'preset' or 'chain', and 'params'")
     unknown = set(data) - {"preset", "chain", "params"}
