@@ -79,6 +79,17 @@ class ImportSpec:
     def label(self) -> str:
         return f"{self.name or 'imported model'} ({FORMAT_LABELS[self.format].split(' (')[0]})"
 
+    def cli_args(self) -> list[str]:
+        """The command line's options for this model (the file as the user names it on their own disk)."""
+        args = ["--model", self.name or "MODEL"]
+        if self.signature:
+            args += ["--signature", self.signature]
+        if self.unknown_dim != 1:
+            args += ["--dim", str(self.unknown_dim)]
+        for output in self.outputs:
+            args += ["--output", output]
+        return args
+
     def check_size(self) -> None:
         """Tensor sizes are known only once the worker reads the model's input specs; it checks them."""
 

@@ -10,6 +10,8 @@ from ..model.spec import DEFAULT_PARAMS, resolve
 def command_line(spec, config: Config, command: str = "inspect") -> str:
     """The exact command that reproduces a run, with its environment as options."""
     resolved = resolve(spec)
+    if resolved.chain is None:  # an imported model: the user's own path to the file they uploaded
+        return " ".join(["python", "-m", "explorer", command] + resolved.cli_args() + config.cli_args())
     if resolved.preset:
         head = [resolved.preset]
         defaults = resolve({"preset": resolved.preset}).p

@@ -62,7 +62,13 @@ class Choice:
         return self.model is not None and self.config is not None and not self.problems
 
     @property
+    def imported(self) -> bool:
+        return "import" in (self.spec or {})
+
+    @property
     def label(self) -> str:
+        if self.imported:
+            return self.model.label() if self.model else "imported model"
         return self.preset.title if self.preset else (self.model.chain.describe() if self.model else "custom chain")
 
 
@@ -104,10 +110,16 @@ def render(fingerprint: dict | None) -> Choice:
 
 
 def _model() -> tuple[dict, Preset | None, list[str]]:
-    mode = st.radio("Start from", ("preset", "chain"), key=state.MODE, horizontal=True,
-                    format_func={"preset": "a preset", "chain": "my own op chain"}.get,
-                    help="A preset is a ready model for one fusion pattern; an op chain is built from parts.")
+    mode = st.radio("Start from", ("preset", "chain", "import"), key=state.MODE, horizontal=True,
+                    format_func={"preset": "a preset", "chain": "my own op chain", "import": "an imported model"}.get,
+                    help="A preset is a ready model for one fusion pattern; an op chain is built from parts; an "
+                         "imported model is your own file.")
     problems: list[str] = []
+    if mode == "import":
+        from . import upload
+
+        spec, problems = upload.model_input()
+        return spec or {"import": None}, None, problems
     if mode == "preset":
         preset_id = st.selectbox("Preset", list(PRESETS), key=state.PRESET, format_func=lambda p: PRESETS[p].title)
         preset = PRESETS[preset_id]

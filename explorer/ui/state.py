@@ -16,7 +16,11 @@ DEFAULT_PRESET = "matmul_bias_gelu_approx"  # shows a fusion on load: MatMul+Bia
 UNSET = "default"  # the choice of an env flag or Grappler switch that leaves TensorFlow's default
 
 # The model (sidebar).
-MODE = "model.mode"  # "preset" or "chain"
+MODE = "model.mode"  # "preset", "chain" or "import"
+UPLOAD = "model.upload"  # the file uploader of an imported model
+UPLOAD_DIR = "model.upload_dir"  # this session's own temporary directory for uploads
+SIGNATURE = "model.import.signature"  # a SavedModel's signature
+UNKNOWN_DIM = "model.import.unknown_dim"  # the value of the model's unknown dimensions
 PRESET = "model.preset"
 CHAIN_FIELDS = ("contraction", "squeeze", "bias", "norm", "side_add", "activation")
 
@@ -78,6 +82,8 @@ DEFAULTS: dict[str, object] = {
     chain_key("norm"): "none",
     chain_key("side_add"): False,
     chain_key("activation"): "Relu",
+    SIGNATURE: "serving_default",
+    UNKNOWN_DIM: 1,
     DEVICE: "cpu",
     GPU_PROFILE: None,
     **{env_key(name): UNSET for name in ENV_FLAGS},

@@ -3,6 +3,7 @@
     python make_models.py export DIR      # MobileNetV2 and a small Keras model, each as SavedModel,
                                           # .keras and frozen GraphDef, plus the malicious models
     python make_models.py count FORMAT PATH   # a direct TensorFlow run: fused ops in the optimized graph
+    python make_models.py count-all DIR       # the same for every model and format of ``export``
 
 ``count`` is the tests' oracle: TensorFlow on its own (no explorer code), under whatever
 TF_ENABLE_ONEDNN_OPTS the caller sets, prints {op[fused_ops]: count} of the optimized graph.
@@ -174,8 +175,14 @@ def count(fmt: str, path: str) -> dict:
     return dict(counts)
 
 
+FILES = {"graphdef": "{}.pb", "savedmodel": "{}_savedmodel", "keras": "{}.keras"}
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "export":
         export(sys.argv[2])
+    elif sys.argv[1] == "count-all":  # count-all DIR: every model in every format, one process
+        print(json.dumps({name: {fmt: count(fmt, os.path.join(sys.argv[2], pattern.format(name)))
+                                 for fmt, pattern in FILES.items()} for name in ("small", "mobilenetv2")}))
     else:
         print(json.dumps(count(sys.argv[2], sys.argv[3])))

@@ -7,8 +7,8 @@ traced graph itself (not behind a call node), so the three stages, the fusion ma
 fused-vs-unfused benchmark see the same graph a preset gives them:
 
 - GraphDef: imported inline with ``import_graph_def``, its Placeholders fed by the arguments;
-- SavedModel: the chosen signature frozen (variables become constants, nested calls inlined),
-  then imported inline like a GraphDef;
+- SavedModel: the chosen signature's nested calls inlined, imported inline like a GraphDef with
+  its variables read live (not frozen: freezing changes what Grappler and oneDNN fuse);
 - .keras: loaded with ``safe_mode=True`` and called like the user's own Keras code.
 """
 
@@ -176,8 +176,6 @@ def _graphdef(spec, tf, work: str) -> Loaded:
 def _savedmodel(spec, tf, work: str) -> Loaded:
     from google.protobuf import message
     from tensorflow.core.protobuf import saved_model_pb2
-    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
-
     name = spec.name or os.path.basename(os.path.normpath(spec.path))
     if os.path.isdir(spec.path):
         root = os.path.join(work, "model")
@@ -198,19 +196,35 @@ def _savedmodel(spec, tf, work: str) -> Loaded:
     loaded = tf.saved_model.load(root)
     function = loaded.signatures[signature]
     _, kwargs = function.structured_input_signature
-    frozen = convert_variables_to_constants_v2(function)
-    graph_def = frozen.graph.as_graph_def()
-    safety.check_graphdef(graph_def).refuse_if_unsafe(f"{name} (signature {signature}, frozen)")
+    # The signature's calls inlined (Grappler's function pass, what freezing does first), its
+    # variables kept: freezing would let constant folding and oneDNN fold the weights, which a
+    # live SavedModel never sees (MobileNetV2's Conv2D+BN+Relu6 fuse when frozen, not when live).
+    graph_def = _inline_functions(function)
+    safety.check_graphdef(graph_def).refuse_if_unsafe(f"{name} (signature {signature}, inlined)")
     names = sorted(kwargs)
-    placeholders = [t.name for t in frozen.inputs[:len(names)]]
-    outputs = [t.name for t in frozen.outputs]
+    captures = function.graph.captures
+    feeds = [t.name for t in function.inputs[:len(function.inputs) - len(captures)]]
+    outputs = [t.name for t in function.outputs]
+    handles = [(internal.name, external) for external, internal in captures]
+
+    def body(*args):
+        graph = tf.compat.v1.get_default_graph()
+        input_map = dict(zip(feeds, args))
+        input_map.update({inner: graph.capture(handle) for inner, handle in handles})
+        return tf.graph_util.import_graph_def(graph_def, input_map=input_map, return_elements=outputs, name="")
+
     inputs = [(kw, None if kwargs[kw].shape.rank is None else kwargs[kw].shape.as_list(), kwargs[kw].dtype)
               for kw in names]
     info = {"format": "savedmodel", "signature": signature, "outputs": outputs, "nodes": len(graph_def.node),
             "signatures": sorted(s for s in loaded.signatures.keys()),
-            "saver_functions_not_run": report.saver_functions,
-            "note": "the signature's variables are frozen into constants (as in a frozen GraphDef)"}
-    return Loaded(_inline(graph_def, placeholders, outputs, tf), inputs, info)
+            "saver_functions_not_run": report.saver_functions}
+    return Loaded(body, inputs, info, keepalive=(loaded, function))
+
+
+def _inline_functions(function):
+    from tensorflow.python.framework import convert_to_constants
+
+    return convert_to_constants._run_inline_graph_optimization(function, False, False)
 
 
 # ---- .keras -----------------------------------------------------------------------------------
