@@ -6,6 +6,7 @@
     python -m explorer bench PRESET [same options] [--reps N] [--warmup N] [--max-seconds S] [--json]
     python -m explorer inspect --spec FILE.json [...]   (bench too: a layer stack instead of PRESET)
     python -m explorer stacks [NAME] [--layers]          (the ready layer stacks; NAME prints one as JSON)
+    python -m explorer inspect|bench --model PATH [--signature NAME] [--dim N] [--output NODE ...] [same options]
 
 PRESET is a preset id, or ``chain`` with ``--chain FIELD=VALUE`` options for a custom op chain.
 Scripts rely on these names and options: keep them stable.
@@ -53,8 +54,17 @@ def _parser() -> argparse.ArgumentParser:
                            ("bench", "time the fused graph against the unfused one")):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("preset", nargs="?", help="a preset id (see `presets`), or 'chain' with --chain options; "
-                       "leave out with --spec")
+                       "leave it out with --spec or --model")
         p.add_argument("--spec", metavar="FILE.json", help="a layer stack (JSON; `stacks NAME` prints one to start from)")
+        p.add_argument("--model", metavar="PATH", help="your own model instead of a preset: a SavedModel directory "
+                       "(or a .zip of one), a .keras file, or a GraphDef (.pb, .pbtxt); checked against an allow-list "
+                       "of pure-compute ops before anything runs")
+        p.add_argument("--signature", metavar="NAME", help="with --model, a SavedModel's signature "
+                       "(default serving_default)")
+        p.add_argument("--dim", type=int, default=1, metavar="N",
+                       help="with --model, the value of every unknown input dimension, such as the batch (default 1)")
+        p.add_argument("--output", action="append", default=[], metavar="NODE",
+                       help="with --model, a GraphDef's output node (repeatable; default: the nodes nothing consumes)")
         p.add_argument("--device", default="cpu", metavar="cpu|gpu|gpu-sim[:PROFILE]",
                        help="where to run; gpu-sim simulates Grappler's GPU decisions (profiles: volta, ampere, hopper)")
         p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="an environment flag")
@@ -77,6 +87,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def spec_from_args(args) -> dict:
+    if getattr(args, "model", None):
+        return _import_spec(args)
+    for option, given in (("--signature", args.signature), ("--output", args.output), ("--dim", args.dim != 1)):
+        if given:
+            raise SpecError(option, "only applies with --model PATH")
     if getattr(args, "spec", None) is not None or args.preset is None:
         return _stack_from_args(args)
     params = dict(parse_assignment(a, "--set") for a in args.set)
@@ -137,6 +152,18 @@ def _print_stacks(name: str | None, layers: bool) -> int:
         return 2
     print(to_text(stack_examples.example(name)))
     return 0
+
+
+def _import_spec(args) -> dict:
+    from .engine.uploads import spec_for_path
+
+    if args.preset is not None:
+        raise SpecError("--model", f"give a preset ({args.preset}) or --model PATH, not both")
+    for option, given in (("--set", args.set), ("--chain", args.chain), ("--export", getattr(args, "export", None))):
+        if given:
+            raise SpecError(option, "does not apply to an imported model (`inspect --json` has its graphs as pbtxt); "
+                                    "it takes --signature, --dim and --output")
+    return spec_for_path(args.model, signature=args.signature, unknown_dim=args.dim, outputs=args.output)
 
 
 def config_from_args(args) -> Config:

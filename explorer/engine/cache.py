@@ -55,7 +55,9 @@ class ResultCache:
 
     @staticmethod
     def key(kind: str, spec: ModelSpec, config: Config, extra: dict | None = None) -> str:
-        payload = {"kind": kind, "spec": spec.to_dict(), "config": config.to_dict(), "tf": tensorflow_version(),
+        # An imported model is its content (digest), never the temporary path it was saved under.
+        identity = spec.identity() if hasattr(spec, "identity") else spec.to_dict()
+        payload = {"kind": kind, "spec": identity, "config": config.to_dict(), "tf": tensorflow_version(),
                    "code": ResultCache.code_version(), "extra": extra or {}}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
 

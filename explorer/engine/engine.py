@@ -20,6 +20,7 @@ from ..errors import SpecError, WorkerError
 from ..model.devices import is_simulated
 from ..model.flags import Config
 from ..model.results import BenchResult, InspectResult, SweepResult
+from ..model.imported import ImportSpec
 from ..model.spec import ModelSpec, resolve
 from .admission import HOST, AdmissionQueue
 from .cache import DEFAULT_CACHE_DIR, ResultCache
@@ -110,6 +111,7 @@ class Engine:
     def inspect(self, spec, config=None, *, on_progress=None, use_cache: bool = True) -> InspectResult:
         """The model's graphs at every stage, the fusions found and Grappler's own account."""
         spec, config = resolve(spec), _config(config)
+        _check_import_device(spec, config)
         key = ResultCache.key("inspect", spec, config)
         if not use_cache:
             return self._inspect(spec, config, key, on_progress)
@@ -145,7 +147,7 @@ class Engine:
         payload = {"spec": spec.to_dict(), "grappler": config.grappler_dict}
         with self.queue(config.device).slot("graph", on_progress):
             result, info = self._run(config, "inspect", payload, self.pool.limits.inspect_s, on_progress)
-        result = dict(result, config=config.to_dict(), worker=info, cached=False, key=key)
+        result = dict(result, config=config.to_dict(), worker=info, cached=False, key=key, spec=_public(spec))
         result = annotate(result)
         self.cache.put(key, result)
         return result
@@ -153,6 +155,7 @@ class Engine:
     def xla(self, spec, config=None, *, on_progress=None, use_cache: bool = True) -> dict:
         """The model compiled by XLA (jit_compile=True): HLO stages, fusions mapped to TF ops, compile time."""
         spec, config = resolve(spec), _config(config)
+        _check_import_device(spec, config)
         if is_simulated(config.device):
             raise SpecError("device", "a simulated GPU has no XLA compiler behind it: XLA's GPU fusions need a "
                             "real GPU; choose the CPU to see XLA's CPU fusions")
@@ -191,7 +194,7 @@ class Engine:
                                      on_progress)
             overlaps = admission.overlaps
         return (annotate_bench if compiler == "grappler" else annotate_three_way)(dict(
-            result, config=config.to_dict(), worker=info,
+            result, config=config.to_dict(), worker=info, spec=_public(spec),
             isolation={"others_running_at_start": slot["others_running_at_start"], "overlaps_seen": overlaps,
                        "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)},
             measured_at=time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -226,3 +229,14 @@ class Engine:
 def _check_range(name: str, value, low, high) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
         raise SpecError(name, f"{value!r} is out of range; allowed {low}..{high}")
+
+
+def _public(spec) -> dict:
+    """The spec as a result carries it: an imported model without the path of a session's own directory."""
+    return spec.public_dict() if isinstance(spec, ImportSpec) else spec.to_dict()
+
+
+def _check_import_device(spec, config: Config) -> None:
+    if isinstance(spec, ImportSpec) and is_simulated(config.device):
+        raise SpecError("device", "the simulated GPU builds presets and op chains only; run an imported model on "
+                                  "the CPU (or a real GPU)")

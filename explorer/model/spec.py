@@ -18,6 +18,7 @@ from .catalog import PRESETS
 from .chain import Chain
 from .limits import MAX_DIM, MAX_MODEL_BYTES, MAX_TENSOR_BYTES
 from .stack import StackSpec, parse_stack
+from .imported import ImportSpec, resolve_import
 
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 DATA_FORMATS = ("NHWC", "NCHW")
@@ -227,12 +228,16 @@ def _kind_shapes(c: Chain, p: dict) -> dict[str, tuple[int, ...]]:
     raise SpecError("chain.kind", f"unknown kind {c.kind!r}")
 
 
-def resolve(data, presets: dict | None = None) -> ModelSpec | StackSpec:
-    """Turn spec data (preset + params, chain + params, or a layer stack) into a checked spec."""
-    if isinstance(data, (ModelSpec, StackSpec)):
+def resolve(data, presets: dict | None = None) -> ModelSpec | StackSpec | ImportSpec:
+    """Turn spec data (preset + params, chain + params, a layer stack or an imported model) into a checked spec."""
+    if isinstance(data, (ModelSpec, StackSpec, ImportSpec)):
         return data
     if isinstance(data, dict) and "stack" in data:
         return parse_stack(data)
+    if isinstance(data, dict) and "import" in data:
+        if set(data) != {"import"}:
+            raise SpecError("spec", f"an imported model takes no other field; got {sorted(set(data) - {'import'})}")
+        return resolve_import(data["import"])
     if not isinstance(data, dict):
         raise SpecError("spec", "expected an object with 'preset' or 'chain', and 'params'")
     unknown = set(data) - {"preset", "chain", "params"}

@@ -7,6 +7,7 @@ import shlex
 from ..model.chain import Chain
 from ..model.flags import Config
 from ..model.spec import DEFAULT_PARAMS, resolve
+from ..model.imported import ImportSpec
 from ..model.stack import StackSpec
 
 
@@ -16,6 +17,8 @@ def command_line(spec, config: Config, command: str = "inspect") -> str:
     if isinstance(resolved, StackSpec):  # the stack travels as a file: `stacks NAME` or the page writes it
         return " ".join(["python", "-m", "explorer", command, "--spec", shlex.quote(f"{resolved.name}.json"),
                          *config.cli_args()])
+    if isinstance(resolved, ImportSpec):  # an imported model: the user's own path to the file they uploaded
+        return " ".join(["python", "-m", "explorer", command] + resolved.cli_args() + config.cli_args())
     if resolved.preset:
         head = [resolved.preset]
         defaults = resolve({"preset": resolved.preset}).p

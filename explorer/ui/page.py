@@ -34,6 +34,9 @@ def render(engine) -> None:
         whatif.panel(choice, None)
         return
     _summary_line(choice, result)
+    if choice.imported:
+        _imported_tabs(choice, result)
+        return
     # Folded: for the engineer taking the run elsewhere; open, it would push the graphs below the fold.
     with st.expander("Reproduce this run elsewhere: command line, repro.py, bug-report bundle",
                      icon=":material/terminal:"):
@@ -58,6 +61,22 @@ def render(engine) -> None:
         _grappler_log(result)
     with tab_xla:
         xla.panel(choice, result)
+
+
+def _imported_tabs(choice: sidebar.Choice, result: dict) -> None:
+    """An imported model: its graphs, passes, benchmark and log (the pattern checklist reads op chains)."""
+    with st.expander("Reproduce this run: command line", icon=":material/terminal:"):
+        frame.reproduce(choice)
+    tab_graphs, tab_passes, tab_bench, tab_log = st.tabs(
+        ["Graphs before → after", "Pass pipeline", "Fused vs unfused", "Grappler's log"])
+    with tab_graphs:
+        stages.panel(result)
+    with tab_passes:
+        passes.panel(result)
+    with tab_bench:
+        bench.panel(choice)
+    with tab_log:
+        _grappler_log(result)
 
 
 def _fingerprint(engine) -> dict | None:
@@ -134,7 +153,8 @@ def _summary_line(choice: sidebar.Choice, result: dict) -> None:
         st.markdown(f"{badge + ' ' if badge else ''}{found} · {choice.label} on {ran_on}")
         st.caption(f"TensorFlow {fp.get('tensorflow', '?')} · graphs {result['provenance']}.")
     with right:
-        whatif.pin_button(choice, result)
+        if not choice.imported:
+            whatif.pin_button(choice, result)
     for warning in result.get("warnings") or []:  # analysis.tf_warnings already merged those quoting one line
         st.warning(warning)
     if result.get("simulated"):

@@ -63,7 +63,13 @@ class Choice:
         return self.model is not None and self.config is not None and not self.problems
 
     @property
+    def imported(self) -> bool:
+        return "import" in (self.spec or {})
+
+    @property
     def label(self) -> str:
+        if self.imported:
+            return self.model.label() if self.model else "imported model"
         return self.preset.title if self.preset else (self.model.label() if self.model else "custom model")
 
 
@@ -105,14 +111,21 @@ def render(fingerprint: dict | None) -> Choice:
 
 
 def _model() -> tuple[dict, Preset | None, list[str]]:
-    mode = st.radio("Start from", ("preset", "chain", "stack"), key=state.MODE, horizontal=True,
-                    format_func={"preset": "a preset", "chain": "my own op chain", "stack": "a layer stack"}.get,
+    mode = st.radio("Start from", ("preset", "chain", "stack", "import"), key=state.MODE, horizontal=True,
+                    format_func={"preset": "a preset", "chain": "my own op chain", "stack": "a layer stack",
+                                 "import": "an imported model"}.get,
                     help="A preset is a ready model for one fusion pattern; an op chain is built from parts; "
-                         "a layer stack is a small Keras model (ResNet, MobileNet and Transformer blocks ready).")
+                         "a layer stack is a small Keras model (ResNet, MobileNet and Transformer blocks ready); "
+                         "an imported model is your own file.")
     problems: list[str] = []
     if mode == "stack":
         spec, problems = stack_editor.editor()
         return spec, None, problems
+    if mode == "import":
+        from . import upload
+
+        spec, problems = upload.model_input()
+        return spec or {"import": None}, None, problems
     if mode == "preset":
         preset_id = st.selectbox("Preset", list(PRESETS), key=state.PRESET, format_func=lambda p: PRESETS[p].title)
         preset = PRESETS[preset_id]

@@ -21,7 +21,11 @@ DEFAULT_PRESET = "matmul_bias_gelu_approx"  # shows a fusion on load: MatMul+Bia
 UNSET = "default"  # the choice of an env flag or Grappler switch that leaves TensorFlow's default
 
 # The model (sidebar).
-MODE = "model.mode"  # "preset", "chain" or "stack"
+MODE = "model.mode"  # "preset", "chain", "stack" or "import"
+UPLOAD = "model.upload"  # the file uploader of an imported model
+UPLOAD_DIR = "model.upload_dir"  # this session's own temporary directory for uploads
+SIGNATURE = "model.import.signature"  # a SavedModel's signature
+UNKNOWN_DIM = "model.import.unknown_dim"  # the value of the model's unknown dimensions
 PRESET = "model.preset"
 STACK_EXAMPLE = "model.stack.example"  # the ready stack "Start from it" loads
 STACK_TEXT = "model.stack.text"  # the stack's JSON as the user typed it (kept as typed, even when invalid)
@@ -96,6 +100,8 @@ DEFAULTS: dict[str, object] = {
     STACK_EXAMPLE: DEFAULT_STACK,
     STACK_SAVED: to_text(example(DEFAULT_STACK)),
     STACK_UNDO: None,
+    SIGNATURE: "serving_default",
+    UNKNOWN_DIM: 1,
     DEVICE: "cpu",
     GPU_PROFILE: None,
     **{env_key(name): UNSET for name in ENV_FLAGS},

@@ -2,17 +2,21 @@
 
 One module per model source: ``chain`` builds the op chains and the special kinds of the presets
 (it imports only numpy and takes the ``tf`` module as an argument, so that ``present.repro`` can embed
-its source in a standalone script); ``stack`` builds layer stacks as Keras 3 models.
+its source in a standalone script); ``stack`` builds layer stacks as Keras 3 models; ``imported`` a
+user's GraphDef, SavedModel or .keras file.
 """
 
 from __future__ import annotations
 
+from ...model.imported import ImportSpec
 from ...model.stack import StackSpec
-from . import chain, stack
+from . import chain, imported, stack
 
 
 def _source(spec):
-    return stack if isinstance(spec, StackSpec) else chain
+    if isinstance(spec, StackSpec):
+        return stack
+    return imported if isinstance(spec, ImportSpec) else chain
 
 
 def build(spec, tf):

@@ -1,0 +1,251 @@
+"""Builder of an imported model: a user's GraphDef, SavedModel or .keras file as a tf.function body.
+
+Nothing of the model executes before ``worker.safety`` has checked it. Each load works in a
+temporary directory of its own (a copy of the model, or the SavedModel zip extracted with the
+parent's checks), removed as soon as the model is in memory. The body keeps the model's ops in the
+traced graph itself (not behind a call node), so the three stages, the fusion mapping and the
+fused-vs-unfused benchmark see the same graph a preset gives them:
+
+- GraphDef: imported inline with ``import_graph_def``, its Placeholders fed by the arguments;
+- SavedModel: the chosen signature's nested calls inlined, imported inline like a GraphDef with
+  its variables read live (not frozen: freezing changes what Grappler and oneDNN fuse);
+- .keras: loaded with ``safe_mode=True`` and called like the user's own Keras code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...engine.uploads import EXPECTED, extract_zip
+from ...errors import SpecError
+from ...model.imported import DEFAULT_SIGNATURE
+from ...model.spec import MAX_MODEL_BYTES, MAX_TENSOR_BYTES
+from .. import safety
+
+SEED = 20261122
+KEEP = 2  # loaded models kept warm per worker (an inspect and then a benchmark of the same file)
+
+
+@dataclass
+class Loaded:
+    body: object  # callable(*tensors) -> list of tensors
+    inputs: list  # [(name, shape with None for unknown dims, tf dtype)]
+    info: dict = field(default_factory=dict)
+    keepalive: object = None  # the Keras model: its variables live as long as it does
+
+
+_LOADED: OrderedDict[str, Loaded] = OrderedDict()
+
+
+def load(spec, tf) -> Loaded:
+    key = json.dumps({k: v for k, v in spec.identity()["import"].items() if k != "unknown_dim"}, sort_keys=True)
+    if key in _LOADED:
+        _LOADED.move_to_end(key)
+        return _LOADED[key]
+    if not spec.path or not os.path.exists(spec.path):
+        raise SpecError("import.path", f"the model file {spec.name or spec.path!r} is no longer there; give it again")
+    with tempfile.TemporaryDirectory(prefix="explorer-model-") as work:
+        loaded = {"graphdef": _graphdef, "savedmodel": _savedmodel, "keras": _keras}[spec.format](spec, tf, work)
+    _LOADED[key] = loaded
+    while len(_LOADED) > KEEP:
+        _LOADED.popitem(last=False)
+    return loaded
+
+
+def make_inputs(spec, tf) -> dict:
+    """Seeded inputs from the model's input specs, unknown dimensions set to ``spec.unknown_dim``."""
+    loaded = load(spec, tf)
+    rng = np.random.default_rng(SEED)
+    out, total = {}, 0
+    for name, shape, dtype in loaded.inputs:
+        if shape is None:
+            raise SpecError("model", f"input {name!r} has an unknown rank; the explorer needs its number of dimensions")
+        dims = [spec.unknown_dim if d is None else d for d in shape]
+        nbytes = int(np.prod(dims, dtype=np.float64)) * dtype.size
+        total += nbytes
+        if nbytes > MAX_TENSOR_BYTES or total > MAX_MODEL_BYTES:
+            raise SpecError("import.unknown_dim", f"input {name!r} would be {' × '.join(map(str, dims))} {dtype.name}; "
+                                                  f"the limit is {MAX_TENSOR_BYTES >> 20} MiB per tensor")
+        if dtype.is_floating:
+            data = rng.standard_normal(dims)
+        elif dtype.is_integer:
+            data = rng.integers(0, 10, size=dims)
+        elif dtype == tf.bool:
+            data = rng.integers(0, 2, size=dims).astype(bool)
+        else:
+            raise SpecError("model", f"input {name!r} is {dtype.name}; the explorer feeds numbers and booleans only")
+        out[name] = tf.constant(data, dtype=dtype)
+    return out
+
+
+def build(spec, tf):
+    loaded = load(spec, tf)
+    return loaded.body, [name for name, _, _ in loaded.inputs]
+
+
+# ---- GraphDef ---------------------------------------------------------------------------------
+
+def _parse_graphdef(name: str, data: bytes, tf):
+    from google.protobuf import message, text_format
+
+    graph_def = tf.compat.v1.GraphDef()
+    text = data[:1].isascii() and data.lstrip()[:4] in (b"node", b"libr", b"vers") or data.lstrip()[:1] == b"#"
+    try:
+        if text:
+            text_format.Parse(data.decode("utf-8", errors="strict"), graph_def)
+        else:
+            graph_def.ParseFromString(data)
+    except (message.DecodeError, RuntimeWarning) as exc:
+        raise SpecError(name, f"not a GraphDef: the file is truncated or not a binary protobuf ({exc}); {EXPECTED}") from None
+    except (text_format.ParseError, UnicodeDecodeError) as exc:
+        raise SpecError(name, f"not a GraphDef in text format ({str(exc)[:200]}); {EXPECTED}") from None
+    if not graph_def.node:
+        raise SpecError(name, f"a GraphDef with no nodes (an empty or truncated file); {EXPECTED}")
+    return graph_def
+
+
+def _outputs_of(graph_def, tf) -> list[str]:
+    """First output of every node nothing consumes (Const, Placeholder and no-output ops aside)."""
+    from tensorflow.python.framework import op_def_registry
+
+    used = {i.lstrip("^").split(":")[0] for n in graph_def.node for i in n.input}
+    functions = {f.signature.name: f.signature for f in graph_def.library.function}
+    outs = []
+    for node in graph_def.node:
+        if node.name in used or node.op in ("NoOp", "Placeholder", "Const", "Assert"):
+            continue
+        op_def = op_def_registry.get(node.op) or functions.get(node.op)
+        if op_def is None or not op_def.output_arg:
+            continue
+        outs.append(node.name + ":0")
+    return outs
+
+
+def _inline(graph_def, inputs: list[str], outputs: list[str], tf):
+    """A body that imports the graph into the traced function, its inputs fed by the arguments."""
+    feeds = [name if ":" in name else name + ":0" for name in inputs]
+
+    def body(*args):
+        return tf.graph_util.import_graph_def(graph_def, input_map=dict(zip(feeds, args)),
+                                              return_elements=outputs, name="")
+    return body
+
+
+def _graphdef_loaded(graph_def, outputs, tf, info) -> Loaded:
+    by_name = {n.name: n for n in graph_def.node}
+    if outputs:
+        missing = [o for o in outputs if o.split(":")[0] not in by_name]
+        if missing:
+            raise SpecError("import.outputs", f"no node {missing[0]!r} in the graph")
+        outputs = [o if ":" in o else o + ":0" for o in outputs]
+    else:
+        outputs = _outputs_of(graph_def, tf)
+    if not outputs:
+        raise SpecError("import.outputs", "the graph has no node whose output nothing consumes; name the outputs")
+    inputs = []
+    for node in graph_def.node:
+        if node.op != "Placeholder":
+            continue
+        dtype = tf.dtypes.as_dtype(node.attr["dtype"].type)
+        shape_attr = node.attr["shape"].shape if "shape" in node.attr else None
+        shape = None if shape_attr is None or shape_attr.unknown_rank else [d.size if d.size >= 0 else None
+                                                                             for d in shape_attr.dim]
+        inputs.append((node.name, shape, dtype))
+    info.update(outputs=outputs, nodes=len(graph_def.node), functions=len(graph_def.library.function))
+    return Loaded(_inline(graph_def, [n for n, _, _ in inputs], outputs, tf), inputs, info)
+
+
+def _graphdef(spec, tf, work: str) -> Loaded:
+    name = spec.name or os.path.basename(spec.path)
+    with open(spec.path, "rb") as handle:
+        data = handle.read()
+    graph_def = _parse_graphdef(name, data, tf)
+    safety.check_graphdef(graph_def).refuse_if_unsafe(f"{name} (GraphDef)")
+    return _graphdef_loaded(graph_def, list(spec.outputs), tf, {"format": "graphdef"})
+
+
+# ---- SavedModel -------------------------------------------------------------------------------
+
+def _savedmodel(spec, tf, work: str) -> Loaded:
+    from google.protobuf import message
+    from tensorflow.core.protobuf import saved_model_pb2
+    name = spec.name or os.path.basename(os.path.normpath(spec.path))
+    if os.path.isdir(spec.path):
+        root = os.path.join(work, "model")
+        shutil.copytree(spec.path, root, symlinks=True)  # links copied as links, never followed: refused below
+        if any(os.path.islink(os.path.join(r, f)) for r, ds, fs in os.walk(root) for f in fs + ds):
+            raise SpecError(name, "the SavedModel directory holds a symbolic link; it is refused")
+    else:
+        root = extract_zip(spec.path, work)
+    proto = saved_model_pb2.SavedModel()
+    try:
+        with open(os.path.join(root, "saved_model.pb"), "rb") as handle:
+            proto.ParseFromString(handle.read())
+    except message.DecodeError as exc:
+        raise SpecError(name, f"saved_model.pb is truncated or not a SavedModel ({exc})") from None
+    signature = spec.signature or DEFAULT_SIGNATURE
+    report = safety.check_saved_model(proto, signature)
+    report.refuse_if_unsafe(f"{name} (SavedModel)")
+    loaded = tf.saved_model.load(root)
+    function = loaded.signatures[signature]
+    _, kwargs = function.structured_input_signature
+    # The signature's calls inlined (Grappler's function pass, what freezing does first), its
+    # variables kept: freezing would let constant folding and oneDNN fold the weights, which a
+    # live SavedModel never sees (MobileNetV2's Conv2D+BN+Relu6 fuse when frozen, not when live).
+    graph_def = _inline_functions(function)
+    safety.check_graphdef(graph_def).refuse_if_unsafe(f"{name} (signature {signature}, inlined)")
+    names = sorted(kwargs)
+    captures = function.graph.captures
+    feeds = [t.name for t in function.inputs[:len(function.inputs) - len(captures)]]
+    outputs = [t.name for t in function.outputs]
+    handles = [(internal.name, external) for external, internal in captures]
+
+    def body(*args):
+        graph = tf.compat.v1.get_default_graph()
+        input_map = dict(zip(feeds, args))
+        input_map.update({inner: graph.capture(handle) for inner, handle in handles})
+        return tf.graph_util.import_graph_def(graph_def, input_map=input_map, return_elements=outputs, name="")
+
+    inputs = [(kw, None if kwargs[kw].shape.rank is None else kwargs[kw].shape.as_list(), kwargs[kw].dtype)
+              for kw in names]
+    info = {"format": "savedmodel", "signature": signature, "outputs": outputs, "nodes": len(graph_def.node),
+            "signatures": sorted(s for s in loaded.signatures.keys()),
+            "saver_functions_not_run": report.saver_functions}
+    return Loaded(body, inputs, info, keepalive=(loaded, function))
+
+
+def _inline_functions(function):
+    from tensorflow.python.framework import convert_to_constants
+
+    return convert_to_constants._run_inline_graph_optimization(function, False, False)
+
+
+# ---- .keras -----------------------------------------------------------------------------------
+
+def _keras(spec, tf, work: str) -> Loaded:
+    import keras
+
+    name = spec.name or os.path.basename(spec.path)
+    path = os.path.join(work, "model.keras")
+    shutil.copyfile(spec.path, path)
+    safety.check_keras_config(path).refuse_if_unsafe(f"{name} (.keras)")
+    try:
+        model = keras.saving.load_model(path, safe_mode=True, compile=False)
+    except Exception as exc:  # noqa: BLE001 - Keras' own words for what it refused
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SpecError(name, f"Keras refused the file in safe mode: {first[:400]}") from None
+    inputs = [(t.name, list(t.shape), tf.as_dtype(t.dtype)) for t in model.inputs]
+
+    def body(*args):
+        out = model(args[0] if len(args) == 1 else list(args), training=False)
+        return list(out) if isinstance(out, (list, tuple)) else (
+            [out[k] for k in sorted(out)] if isinstance(out, dict) else [out])
+
+    return Loaded(body, inputs, {"format": "keras", "layers": len(model.layers)}, keepalive=model)

@@ -1,0 +1,251 @@
+"""The allow-list check of a user's model, before anything of it executes.
+
+Every node of a graph, every function of its library (called or not), and every function an
+attribute names (``f``, ``then_branch``, ``body`` ...) is checked against ``model.op_allowlist``;
+a refusal names the op, the node and where it sits. For a SavedModel, ``saved_model.pb`` is parsed
+and checked before ``tf.saved_model.load`` runs anything; for a ``.keras`` file, its config.json is
+read before Keras deserialises a layer.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from dataclasses import dataclass, field
+
+from ..errors import SpecError
+from ..model.imported import MAX_NODES
+from ..model.op_allowlist import ALLOWED_OPS, DENY_REASONS, SAVER_OPS
+
+
+@dataclass
+class Problem:
+    op: str
+    node: str
+    where: str  # "graph", "function NAME", "config.json" ...
+    reason: str
+    kind: str = "op"  # "layer" for a Keras class in config.json
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.op} ({'node' if self.kind == 'op' else 'named'} '{self.node}' in {self.where}): {self.reason}"
+
+
+@dataclass
+class Report:
+    problems: list[Problem] = field(default_factory=list)
+    nodes: int = 0
+    functions_checked: list[str] = field(default_factory=list)
+    saver_functions: list[str] = field(default_factory=list)  # the saver's own: never run by the TF2 loader
+
+    def refuse_if_unsafe(self, what: str) -> None:
+        if self.nodes > MAX_NODES:
+            raise SpecError("model", f"{what} has {self.nodes:,} nodes with its functions; the limit is {MAX_NODES:,}")
+        if self.problems:
+            shown = "; ".join(str(p) for p in self.problems[:5])
+            more = f"; and {len(self.problems) - 5} more" if len(self.problems) > 5 else ""
+            raise SpecError("model", f"{what} refused before anything ran: {shown}{more}. Only pure-compute ops and "
+                                     "Keras' own layers are taken (models are programs: no file, process, network or "
+                                     "Python access)")
+
+
+_REGISTERED: set[str] | None = None
+
+
+def _registered() -> set[str]:
+    global _REGISTERED
+    if _REGISTERED is None:
+        from tensorflow.core.framework import op_def_pb2
+        from tensorflow.python.client import pywrap_tf_session as c_api
+
+        ops = op_def_pb2.OpList()
+        ops.ParseFromString(c_api.TF_GetBuffer(c_api.TF_GetAllOpList()))
+        _REGISTERED = {o.name for o in ops.op}
+    return _REGISTERED
+
+
+def reason(op: str) -> str:
+    if op in DENY_REASONS:
+        return DENY_REASONS[op]
+    if op not in _registered():
+        return "an unknown op (not registered in this TensorFlow: a custom kernel?)"
+    return "not on the explorer's allow-list of pure-compute ops"
+
+
+def function_refs(node) -> list[str]:
+    """Functions a NodeDef names in its attributes (func or list(func))."""
+    refs = []
+    for value in node.attr.values():
+        kind = value.WhichOneof("value")
+        if kind == "func":
+            refs.append(value.func.name)
+        elif kind == "list":
+            refs.extend(f.name for f in value.list.func)
+    return refs
+
+
+def _check_nodes(nodes, where: str, functions: dict, report: Report, pending: list) -> None:
+    for node in nodes:
+        report.nodes += 1
+        if node.op in functions:  # a library function called by name
+            pending.append(node.op)
+        elif node.op not in ALLOWED_OPS:
+            report.problems.append(Problem(node.op, node.name, where, reason(node.op)))
+        for ref in function_refs(node):
+            if ref in functions:
+                pending.append(ref)
+            elif ref:
+                report.problems.append(Problem(node.op, node.name, where, f"names function '{ref}', which is not "
+                                                                          "in the library"))
+
+
+def _check_functions(names, functions: dict, report: Report, seen: set) -> None:
+    pending = list(names)
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        report.functions_checked.append(name)
+        _check_nodes(functions[name].node_def, f"function {name}", functions, report, pending)
+
+
+def check_graphdef(graph_def) -> Report:
+    """Every node of the graph and every function of its library, reachable or not."""
+    report = Report()
+    functions = {f.signature.name: f for f in graph_def.library.function}
+    pending: list[str] = []
+    _check_nodes(graph_def.node, "graph", functions, report, pending)
+    _check_functions(pending + sorted(functions), functions, report, set())
+    return report
+
+
+def _strip(tensor: str) -> str:
+    return tensor.lstrip("^").split(":")[0]
+
+
+def _reachable(graph_def, tensors) -> dict:
+    by_name = {n.name: n for n in graph_def.node}
+    found, stack = {}, [_strip(t) for t in tensors]
+    while stack:
+        name = stack.pop()
+        if name in found or name not in by_name:
+            continue
+        found[name] = by_name[name]
+        stack.extend(_strip(i) for i in by_name[name].input)
+    return found
+
+
+def _closure(functions: dict, roots) -> set[str]:
+    seen, stack = set(), list(roots)
+    while stack:
+        name = stack.pop()
+        if name in seen or name not in functions:
+            continue
+        seen.add(name)
+        for node in functions[name].node_def:
+            if node.op in functions:
+                stack.append(node.op)
+            stack.extend(function_refs(node))
+    return seen
+
+
+def check_saved_model(saved_model, signature: str) -> Report:
+    """What ``tf.saved_model.load`` and the signature would run, from the parsed proto (nothing loaded).
+
+    Checked strictly: graph nodes the signatures reach, every function the object graph names (methods,
+    resource create/initialise functions, saveable save/restore functions, which the loader runs),
+    and every library function nothing references. Tolerated: the saver's nodes and functions
+    (SaveV2/RestoreV2), which the TF2 loader never runs: it restores from the model's ``variables/``
+    with ops of its own, and that directory is the worker's own temporary copy.
+    """
+    report = Report()
+    where = "saved_model.pb"
+    if len(saved_model.meta_graphs) != 1:
+        report.problems.append(Problem("-", "-", where, f"{len(saved_model.meta_graphs)} meta graphs; expected 1"))
+        return report
+    meta = saved_model.meta_graphs[0]
+    graph = meta.graph_def
+    functions = {f.signature.name: f for f in graph.library.function}
+    if not meta.HasField("object_graph_def") or not meta.object_graph_def.nodes:
+        report.problems.append(Problem("-", "-", where, "a TF1 SavedModel (no object graph): loading it would run "
+                                                        "its own restore and init ops; freeze it to a GraphDef"))
+        return report
+    signatures = dict(meta.signature_def)
+    if signature not in signatures:
+        names = sorted(s for s in signatures if not s.startswith("__"))
+        raise SpecError("import.signature", f"the SavedModel has no signature {signature!r}; it has: "
+                                            f"{', '.join(names) or 'none'}")
+    tensors = [t.name for s in signatures.values() for t in list(s.inputs.values()) + list(s.outputs.values())]
+    signature_nodes = _reachable(graph, tensors)
+    named = set()
+    for node in meta.object_graph_def.nodes:
+        kind = node.WhichOneof("kind")
+        if kind == "function":
+            named.update(node.function.concrete_functions)
+        elif kind == "bare_concrete_function":
+            named.add(node.bare_concrete_function.concrete_function_name)
+        elif kind == "asset":
+            report.problems.append(Problem("Asset", "-", "object graph", "asset files are not taken"))
+        for saveable in node.saveable_objects.values():
+            named.update(x for x in (saveable.save_function, saveable.restore_function) if x)
+    strict_roots = set(named)
+    for node in signature_nodes.values():
+        strict_roots.update(function_refs(node))
+        if node.op in functions:
+            strict_roots.add(node.op)
+    strict = _closure(functions, strict_roots)
+    rest = [n for n in graph.node if n.name not in signature_nodes]
+    saver = _closure(functions, {r for n in rest for r in function_refs(n)}) - strict
+    pending: list[str] = []
+    _check_nodes(signature_nodes.values(), "graph (signature)", functions, report, pending)
+    seen: set[str] = set()
+    _check_functions(sorted(strict | (set(functions) - saver)) + pending, functions, report, seen)
+    for node in rest:
+        report.nodes += 1
+        if node.op not in SAVER_OPS and node.op not in ALLOWED_OPS:
+            report.problems.append(Problem(node.op, node.name, "graph (not run by the loader)", reason(node.op)))
+    for name in sorted(saver - seen):
+        report.saver_functions.append(name)
+        for node in functions[name].node_def:
+            report.nodes += 1
+            if node.op not in SAVER_OPS and node.op not in ALLOWED_OPS:
+                report.problems.append(Problem(node.op, node.name, f"function {name} (saver)", reason(node.op)))
+    return report
+
+
+KERAS_REFUSED = {"Lambda": "runs Python code it carries", "TFSMLayer": "loads another SavedModel from a path"}
+
+
+def check_keras_config(path: str) -> Report:
+    """A .keras file's config.json, read statically: only Keras' own classes, no Lambda, no custom objects."""
+    report = Report()
+    with zipfile.ZipFile(path) as archive:
+        try:
+            config = json.loads(archive.read("config.json"))
+        except (KeyError, ValueError) as exc:
+            raise SpecError("model", f"the .keras file's config.json is missing or not JSON ({exc})") from None
+
+    def walk(obj) -> None:
+        if isinstance(obj, dict):
+            if "class_name" in obj and "config" in obj:
+                cls, module = str(obj.get("class_name")), str(obj.get("module") or "")
+                registered = str(obj.get("registered_name") or "")
+                inner = obj.get("config")
+                name = str(inner.get("name", "?")) if isinstance(inner, dict) else "?"
+                report.nodes += 1
+                if cls in KERAS_REFUSED:
+                    report.problems.append(Problem(cls, name, "config.json", f"a {cls} layer {KERAS_REFUSED[cls]}", "layer"))
+                elif module and not (module == "builtins" or module == "keras" or module.startswith("keras.")):
+                    report.problems.append(Problem(cls, name, "config.json", f"a custom object from module {module!r}", "layer"))
+                elif ">" in registered:
+                    report.problems.append(Problem(cls, name, "config.json", f"a registered custom object {registered!r}", "layer"))
+                elif cls == "__lambda__":
+                    report.problems.append(Problem(cls, name, "config.json", "a Python lambda", "object"))
+            for value in obj.values():
+                walk(value)
+        elif isinstance(obj, list):
+            for value in obj:
+                walk(value)
+
+    walk(config)
+    return report

@@ -1,0 +1,50 @@
+"""Real user models for the import tests: made once per session by TensorFlow in a process of its own.
+
+``models`` exports MobileNetV2 (weights=None, 64×64, alpha 0.35) and a small Keras model with
+non-zero weights as SavedModel, .keras and frozen GraphDef, plus the malicious models;
+``direct_counts`` is the oracle: TensorFlow alone (no explorer code) counting the fused ops and
+the unfused contractions of each model's optimized graph, with oneDNN off and on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from explorer.engine import Engine
+
+HERE = Path(__file__).resolve().parent
+SCRIPT = HERE / "make_models.py"
+
+
+def _tf(*args, env=None) -> str:
+    proc = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+@pytest.fixture(scope="session")
+def models(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("models")
+    _tf("export", str(directory))
+    return directory
+
+
+@pytest.fixture(scope="session")
+def direct_counts(models):
+    """{onednn "0"|"1": {model: {format: {fused op or contraction: count}}}} from TensorFlow alone."""
+    return {flag: json.loads(_tf("count-all", str(models), env={"TF_ENABLE_ONEDNN_OPTS": flag}).splitlines()[-1])
+            for flag in ("0", "1")}
+
+
+@pytest.fixture(scope="session")
+def engine():
+    engine = Engine(cache_dir=None)
+    yield engine
+    engine.close()

@@ -1,0 +1,188 @@
+"""Real user models for the import tests, made with TensorFlow in a process of their own.
+
+    python make_models.py export DIR      # MobileNetV2 and a small Keras model, each as SavedModel,
+                                          # .keras and frozen GraphDef, plus the malicious models
+    python make_models.py count FORMAT PATH   # a direct TensorFlow run: fused ops in the optimized graph
+    python make_models.py count-all DIR       # the same for every model and format of ``export``
+
+``count`` is the tests' oracle: TensorFlow on its own (no explorer code), under whatever
+TF_ENABLE_ONEDNN_OPTS the caller sets, prints {op[fused_ops]: count} of the optimized graph.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+CONTRACTIONS = ("Conv2D", "MatMul", "DepthwiseConv2dNative", "BatchMatMulV2", "Conv3D")
+
+
+def small_model(keras):
+    """Conv2D+BN+ReLU, Conv2D+relu, DepthwiseConv2D+relu6, Dense+relu, Dense: several fusion patterns."""
+    inp = keras.Input((16, 16, 3), name="image")
+    x = keras.layers.Conv2D(8, 3, padding="same")(inp)
+    x = keras.layers.BatchNormalization()(x)
+    x = keras.layers.ReLU()(x)
+    x = keras.layers.Conv2D(8, 3, padding="same", activation="relu")(x)
+    x = keras.layers.DepthwiseConv2D(3, padding="same", activation="relu6")(x)
+    x = keras.layers.GlobalAveragePooling2D()(x)
+    x = keras.layers.Dense(16, activation="relu")(x)
+    out = keras.layers.Dense(4)(x)
+    return keras.Model(inp, out, name="small")
+
+
+def nonzero(model, np):
+    """Non-zero weights everywhere: frozen zero biases are folded away and then nothing fuses."""
+    rng = np.random.default_rng(1)
+    for weight in model.weights:
+        value = weight.numpy()
+        if "variance" in weight.path:
+            weight.assign(rng.uniform(0.5, 1.5, value.shape).astype(value.dtype))
+        elif not np.any(value):
+            weight.assign(rng.uniform(0.1, 0.5, value.shape).astype(value.dtype))
+    return model
+
+
+def export(directory: str) -> None:
+    import keras
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+    def frozen(model, path):
+        shape = [None] + list(model.inputs[0].shape[1:])
+        function = tf.function(lambda x: model(x, training=False)).get_concrete_function(
+            tf.TensorSpec(shape, tf.float32, name="image"))
+        with open(path, "wb") as handle:
+            handle.write(convert_variables_to_constants_v2(function).graph.as_graph_def().SerializeToString())
+
+    models = {"small": small_model(keras),
+              "mobilenetv2": keras.applications.MobileNetV2(weights=None, input_shape=(64, 64, 3), alpha=0.35)}
+    for name, model in models.items():
+        nonzero(model, np)
+        model.export(os.path.join(directory, f"{name}_savedmodel"), verbose=False)
+        model.save(os.path.join(directory, f"{name}.keras"))
+        frozen(model, os.path.join(directory, f"{name}.pb"))
+
+    # Malicious models. Every file they would touch is under DIR/victim, which the tests watch.
+    victim = os.path.join(directory, "victim")
+    os.makedirs(victim, exist_ok=True)
+    target = os.path.join(victim, "written.txt")
+    secret = os.path.join(victim, "secret.txt")
+    with open(secret, "w") as handle:
+        handle.write("1.5")
+
+    @tf.function(input_signature=[tf.TensorSpec([2], tf.float32, name="x")])
+    def writes(x):
+        tf.io.write_file(target, tf.strings.as_string(x[0]))
+        return x * 2.0
+
+    with open(os.path.join(directory, "writefile.pb"), "wb") as handle:
+        handle.write(writes.get_concrete_function().graph.as_graph_def().SerializeToString())
+
+    @tf.function
+    def inner(x):
+        return x + tf.strings.to_number(tf.io.read_file(secret))
+
+    @tf.function(input_signature=[tf.TensorSpec([2], tf.float32, name="x")])
+    def hides(x):
+        return inner(x) * 2.0  # ReadFile sits in a library function, reached through a call node
+
+    graph_def = hides.get_concrete_function().graph.as_graph_def()
+    assert any(n.op == "ReadFile" for f in graph_def.library.function for n in f.node_def)
+    assert not any(n.op == "ReadFile" for n in graph_def.node)
+    with open(os.path.join(directory, "readfile_in_function.pb"), "wb") as handle:
+        handle.write(graph_def.SerializeToString())
+
+    module = tf.Module()
+    module.w = tf.Variable([1.0, 2.0])
+
+    @tf.function(input_signature=[tf.TensorSpec([2], tf.float32, name="x")])
+    def serve(x):
+        tf.io.write_file(target, tf.strings.as_string(x[0]))
+        return {"y": x * module.w}
+
+    module.serve = serve
+    tf.saved_model.save(module, os.path.join(directory, "writefile_savedmodel"), signatures={"serving_default": serve})
+
+    hidden = tf.Module()
+    hidden.w = tf.Variable([1.0, 2.0])
+
+    @tf.function(input_signature=[tf.TensorSpec([2], tf.float32, name="x")])
+    def serve_hidden(x):
+        return {"y": inner(x) * hidden.w}
+
+    hidden.serve = serve_hidden
+    tf.saved_model.save(hidden, os.path.join(directory, "readfile_savedmodel"),
+                        signatures={"serving_default": serve_hidden})
+
+    inp = keras.Input((4,), name="x")
+    out = keras.layers.Lambda(lambda t: t * 2.0, name="doubler")(keras.layers.Dense(4)(inp))
+    keras.Model(inp, out).save(os.path.join(directory, "lambda.keras"))
+
+
+def all_nodes(graph_def):
+    yield from graph_def.node
+    for function in graph_def.library.function:
+        yield from function.node_def
+
+
+def count(fmt: str, path: str) -> dict:
+    """Fused ops and unfused contractions of the optimized graph, from TensorFlow alone."""
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow.python.eager import context
+
+    if fmt == "keras":
+        import keras
+
+        model = keras.saving.load_model(path, compile=False)
+        shape = [1 if d is None else d for d in model.inputs[0].shape]
+        function = tf.function(lambda x: model(x, training=False))
+    elif fmt == "savedmodel":
+        loaded = tf.saved_model.load(path)
+        signature = loaded.signatures["serving_default"]
+        (key, spec), = signature.structured_input_signature[1].items()
+        shape = [1 if d is None else d for d in spec.shape]
+        function = tf.function(lambda x: signature(**{key: x}))
+    else:
+        graph_def = tf.compat.v1.GraphDef()
+        with open(path, "rb") as handle:
+            graph_def.ParseFromString(handle.read())
+        placeholder = next(n for n in graph_def.node if n.op == "Placeholder")
+        shape = [1 if d.size < 0 else d.size for d in placeholder.attr["shape"].shape.dim]
+        wrapped = tf.compat.v1.wrap_function(lambda: tf.compat.v1.import_graph_def(graph_def, name=""), [])
+        output = next(n.name for n in reversed(graph_def.node) if n.op == "Identity")
+        pruned = wrapped.prune(wrapped.graph.get_tensor_by_name(placeholder.name + ":0"),
+                               wrapped.graph.get_tensor_by_name(output + ":0"))
+        function = tf.function(lambda x: pruned(x))
+    x = tf.constant(np.random.default_rng(0).standard_normal(shape), tf.float32)
+    ctx = context.context()
+    ctx.enable_run_metadata()
+    ctx.export_run_metadata()
+    function(x)
+    optimized = ctx.export_run_metadata().function_graphs[-1].post_optimization_graph
+    ctx.disable_run_metadata()
+    counts = collections.Counter()
+    for node in all_nodes(optimized):
+        if node.op.startswith("_Fused") or node.op in CONTRACTIONS:
+            fused = ",".join(s.decode() for s in node.attr["fused_ops"].list.s) if "fused_ops" in node.attr else ""
+            counts[f"{node.op}[{fused}]" if fused else node.op] += 1
+    return dict(counts)
+
+
+FILES = {"graphdef": "{}.pb", "savedmodel": "{}_savedmodel", "keras": "{}.keras"}
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "export":
+        export(sys.argv[2])
+    elif sys.argv[1] == "count-all":  # count-all DIR: every model in every format, one process
+        print(json.dumps({name: {fmt: count(fmt, os.path.join(sys.argv[2], pattern.format(name)))
+                                 for fmt, pattern in FILES.items()} for name in ("small", "mobilenetv2")}))
+    else:
+        print(json.dumps(count(sys.argv[2], sys.argv[3])))

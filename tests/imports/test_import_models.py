@@ -1,0 +1,85 @@
+"""Imported models through the engine and the command line: what fuses matches TensorFlow run directly.
+
+Real models, no downloads: MobileNetV2 and a small Keras model exported as SavedModel, .keras and
+frozen GraphDef (conftest), imported each way with oneDNN off and on; the fused ops and the
+contractions left unfused in the explorer's optimized graph are compared with a direct TensorFlow
+run of the same file (``make_models.py count-all``), never with numbers written here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from explorer.engine.uploads import spec_for_path
+from explorer.model.flags import Config
+
+pytestmark = [pytest.mark.tf, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parents[2]
+CONTRACTIONS = ("Conv2D", "MatMul", "DepthwiseConv2dNative", "BatchMatMulV2", "Conv3D")
+
+
+def optimized_counts(result: dict) -> dict:
+    """The same count as the oracle's, from an explorer result's optimized stage."""
+    counts: dict[str, int] = {}
+    for node in result["stages"]["optimized"]["nodes"]:
+        if node["op"].startswith("_Fused") or node["op"] in CONTRACTIONS:
+            key = f"{node['op']}[{','.join(node['fused_ops'])}]" if node["fused_ops"] else node["op"]
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+FILES = {"graphdef": "{}.pb", "savedmodel": "{}_savedmodel", "keras": "{}.keras"}
+
+
+@pytest.mark.parametrize("onednn", ["0", "1"])
+@pytest.mark.parametrize("model", ["small", "mobilenetv2"])
+@pytest.mark.parametrize("fmt", list(FILES))
+def test_fusions_of_an_imported_model_match_tensorflow_run_directly(engine, models, direct_counts, fmt, model, onednn):
+    spec = spec_for_path(str(models / FILES[fmt].format(model)))
+    assert spec["import"]["format"] == fmt
+    config = Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": onednn})
+    result = engine.inspect(spec, config)
+    assert bool(result["fingerprint"]["onednn"]) == (onednn == "1")
+    expected = direct_counts[onednn][model][fmt]
+    assert any(op.startswith("_Fused") for op in expected)  # non-zero weights: something does fuse
+    assert optimized_counts(result) == expected
+    # The model's ops are in the traced graph itself, so the fusions are mapped to what they absorbed.
+    fused = sum(n for op, n in expected.items() if op.startswith("_Fused"))
+    assert len(result["fusions"]) == fused
+    assert "path" not in result["spec"]["import"]  # the result names the content, not where it lies
+
+
+def run_cli(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "explorer", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_cli_inspect_and_bench_take_a_model(models, direct_counts):
+    out = run_cli("inspect", "--model", str(models / "small_savedmodel"), "--signature", "serving_default",
+                  "--dim", "2", "--env", "TF_ENABLE_ONEDNN_OPTS=0", "--no-cache", "--json")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert optimized_counts(result) == direct_counts["0"]["small"]["savedmodel"]
+    assert result["output_shapes"] == [[2, 4]]  # the unknown batch took --dim
+    out = run_cli("bench", "--model", str(models / "small.keras"), "--reps", "3", "--warmup", "1",
+                  "--env", "TF_ENABLE_ONEDNN_OPTS=0")
+    assert out.returncode == 0, out.stderr
+    assert "_FusedConv2D" in out.stdout.split("fused ran:")[1].split("\n")[0]
+    assert "_Fused" not in out.stdout.split("unfused ran:")[1].split("\n")[0]
+
+
+def test_cli_refusals_exit_2_with_one_line(models, tmp_path):
+    out = run_cli("inspect", "--model", str(models / "small_savedmodel"), "--signature", "nope")
+    assert out.returncode == 2 and "serving_default" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    out = run_cli("inspect", "--model", str(models / "writefile.pb"))
+    assert out.returncode == 2 and "op WriteFile (node 'WriteFile' in graph)" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    out = run_cli("inspect", "matmul_bias_relu", "--model", str(models / "small.pb"))
+    assert out.returncode == 2 and "not both" in out.stderr
+    out = run_cli("inspect", "--model", str(tmp_path / "missing.pb"))
+    assert out.returncode == 2 and "no such file" in out.stderr
