@@ -17,7 +17,7 @@ from explorer.present import hlo_dot
 from explorer.present.dot import html_id, to_svg
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:pydot")
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "xla"
 CASES = sorted(p.stem.removeprefix("xla__") for p in FIXTURES.glob("xla__*.json"))
 NASTY = 'we"ird <name> & {brace} \\back\\N ]'
 

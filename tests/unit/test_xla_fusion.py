@@ -1,4 +1,4 @@
-"""analysis.xla_fusion on XLA results captured from the real worker (tests/fixtures/xla__*.json).
+"""analysis.xla_fusion on XLA results captured from the real worker (tests/fixtures/xla/xla__*.json).
 
 The expected groups are read off each fixture's HLO module here, by a walk of its own, and compared
 with what the analysis says; no TensorFlow is imported.
@@ -13,7 +13,7 @@ import pytest
 
 from explorer.analysis import xla_fusion
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "xla"
 CASES = sorted(p.stem.removeprefix("xla__") for p in FIXTURES.glob("xla__*.json"))
 
 

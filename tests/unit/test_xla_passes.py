@@ -1,4 +1,4 @@
-"""analysis.xla_passes on one real XLA compile's log and per-pass dumps (tests/fixtures/xla_passes__*.json)."""
+"""analysis.xla_passes on one real XLA compile's log and per-pass dumps (tests/fixtures/xla/xla_passes__*.json)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from explorer.analysis import xla_passes
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "xla_passes__matmul_bias_gelu_approx.json"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "xla" / "xla_passes__matmul_bias_gelu_approx.json"
 
 
 @pytest.fixture(scope="module")
