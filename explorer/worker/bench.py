@@ -83,7 +83,7 @@ def run(rt: Runtime, request: dict) -> dict:
     rt.reset_grappler()
     reinstantiated = model_instantiations(metadata.function_graphs, stages["traced"])
     fused_out, unfused_out = outputs["fused"], outputs["unfused"]
-    agreement = agreement(fused_out, unfused_out, spec.p.get("dtype", "int64"), tf32=rt.tf32_active())
+    agreed = agreement(fused_out, unfused_out, spec.p.get("dtype", "int64"), tf32=rt.tf32_active())
     rt.log.read()  # drop the (long) log of the benchmark's instantiations
     return {
         "spec": spec.to_dict(),
@@ -94,7 +94,7 @@ def run(rt: Runtime, request: dict) -> dict:
         "samples_ns": samples,
         "proof": proof,
         "reinstantiated_during_timing": reinstantiated,
-        "agreement": agreement,
+        "agreement": agreed,
         "fingerprint": rt.fingerprint,
         "elapsed_s": round(time.perf_counter() - started, 3),
     }
