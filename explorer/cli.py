@@ -3,7 +3,7 @@
     python -m explorer presets [--json]
     python -m explorer inspect PRESET [--device cpu|gpu] [--env NAME=VALUE ...] [--set PARAM=VALUE ...]
                                       [--grappler SWITCH=on|off ...] [--json]
-    python -m explorer bench PRESET [same options] [--reps N] [--warmup N] [--max-seconds S] [--json]
+    python -m explorer bench PRESET [same options] [--reps N] [--warmup N] [--max-seconds S] [--processes N] [--json]
 
 PRESET is a preset id, or ``chain`` with ``--chain FIELD=VALUE`` options for a custom op chain.
 Scripts rely on these names and options: keep them stable.
@@ -16,6 +16,7 @@ import json
 import sys
 
 from .analysis.annotate import graphs_of
+from .analysis import replicated
 from .analysis.grappler_log import main_run
 from .errors import ExplorerError, SpecError
 from .model.catalog import PRESETS
@@ -56,6 +57,9 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--reps", type=int, default=60, help="timed repetitions of each variant (default 60)")
             p.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5)")
             p.add_argument("--max-seconds", type=float, default=60.0, help="time budget of the timed loop")
+            p.add_argument("--processes", type=int, default=1, metavar="N",
+                           help="run the benchmark in N fresh worker processes, one after another, for a speedup "
+                                "whose interval includes process-to-process variation (default 1: the quick run)")
     return parser
 
 
@@ -177,6 +181,7 @@ def _print_bench(result: dict) -> None:
     sp = s["speedup"]
     ci = "" if sp.get("ci_low") is None else f" (95% CI {sp['ci_low']:.2f}–{sp['ci_high']:.2f})"
     print(f"  speedup  {sp['estimate']:.2f}x{ci}: {sp['verdict']}")
+    print(f"  {replicated.run_words(sp)}")
     a = result["agreement"]
     print(f"  outputs  max abs diff {a['max_abs']:.3g}, max rel diff {a['max_rel']:.3g} "
           f"({'within' if a['within_tolerance'] else 'OUTSIDE'} tolerance {a['tolerance']:g}"
@@ -226,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.export:
                 _export(result, args.export)
         else:
-            result = engine.bench(spec, config, reps=args.reps, warmup=args.warmup, max_seconds=args.max_seconds)
+            result = engine.bench(spec, config, reps=args.reps, warmup=args.warmup, max_seconds=args.max_seconds,
+                                  processes=args.processes)
             print(json.dumps(result, indent=1)) if args.json else _print_bench(result)
         return 0
     except ExplorerError as exc:

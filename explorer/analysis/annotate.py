@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..model.graph import Graph
 from .fusion import find_fusions, find_renames
+from .replicated import QUICK_MODE, pooled_interval, replicated_speedup
 from .stats import bench_summary
 from .verdict import explain
 
@@ -88,4 +89,40 @@ def annotate_bench(result: dict) -> dict:
         "verified": not result.get("reinstantiated_during_timing"),
         "problems": problems,
     }
+    return result
+
+
+def annotate_replicated(runs: list[dict]) -> dict:
+    """The bench results of several fresh worker processes as one result: per-process samples kept,
+    summaries of the pooled samples (for the charts), and the replicated speedup as the speedup."""
+    first = runs[0]
+    per_process = {v: [list(r["samples_ns"][v]) for r in runs] for v in ("fused", "unfused")}
+    pooled = {v: [ns for one in per_process[v] for ns in one] for v in ("fused", "unfused")}
+    agreements = [r["agreement"] for r in runs]
+    worst = max(agreements, key=lambda a: (not a["within_tolerance"], a["max_abs"]))
+    result = annotate_bench(dict(
+        first, samples_ns=pooled, reps_done=sum(r["reps_done"] for r in runs),
+        reps_requested=sum(r["reps_requested"] for r in runs),
+        reinstantiated_during_timing=sum(r.get("reinstantiated_during_timing") or 0 for r in runs),
+        agreement=worst, elapsed_s=round(sum(r.get("elapsed_s", 0) for r in runs), 3)))
+    replicated = replicated_speedup(per_process)
+    summary = result["summary"]
+    summary["pooled_ci"] = list(pooled_interval(per_process))  # what one big process would have claimed
+    summary["speedup"] = replicated
+    summary["reps"] = replicated["n_pairs_total"]
+    result["mode"] = replicated["mode"]
+    result["processes"] = len(runs)
+    result["per_process"] = [{
+        "pid": (r.get("worker") or {}).get("pid"), "startup_s": (r.get("worker") or {}).get("startup_s"),
+        "reps_done": r["reps_done"], "elapsed_s": r.get("elapsed_s"), "samples_ns": r["samples_ns"],
+        "fingerprint": r.get("fingerprint"),
+    } for r in runs]
+    executed = {(tuple(r["proof"]["fused"]["executed_ops"]), tuple(r["proof"]["unfused"]["executed_ops"]))
+                for r in runs}
+    if len(executed) > 1:
+        result["proof_summary"]["problems"].append(
+            "The processes did not all execute the same graphs, so their timings compare different things.")
+    if replicated["mode"] == QUICK_MODE:
+        result["proof_summary"]["problems"].append(
+            "Fewer than 2 processes gave enough pairs, so this is the quick single-process figure.")
     return result

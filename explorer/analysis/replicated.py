@@ -192,3 +192,14 @@ def format_replicated(sp: dict) -> str:
     share = sp.get("between_share")
     tail = f", {share * 100:.0f}% of the spread between processes" if share is not None else ""
     return f"{est:.2f}× ({ci}; {pairs_words(sp)}{tail})"
+
+
+def run_words(sp: dict) -> str:
+    """How the speedup was obtained, for a person: the mode, processes × values, the between share."""
+    if sp.get("mode", QUICK_MODE) == QUICK_MODE:
+        return (f"{QUICK_MODE} ({sp.get('n_pairs_total', sp.get('n_pairs'))} pairs): the interval covers the "
+                "noise inside one worker process, not from one run to the next; --processes N for that")
+    share = sp.get("between_share")
+    share_words = "" if share is None else f"; {share * 100:.0f}% of the spread is between processes"
+    return (f"replicated: {pairs_words(sp)} (fresh worker processes, each warmed up); geometric mean of the "
+            f"per-process speedups {', '.join(f'{x:.2f}' for x in sp['per_process_speedup'])}{share_words}")

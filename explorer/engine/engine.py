@@ -13,7 +13,8 @@ import threading
 import time
 from pathlib import Path
 
-from ..analysis.annotate import annotate, annotate_bench
+from ..analysis.annotate import annotate, annotate_bench, annotate_replicated
+from ..analysis.replicated import QUICK_MODE
 from ..errors import SpecError, WorkerError
 from ..model.devices import is_simulated
 from ..model.flags import Config
@@ -27,6 +28,7 @@ MAX_REPS = 2000
 MAX_WARMUP = 200
 MAX_BENCH_SECONDS = 300.0
 MAX_SWEEP_POINTS = 12
+MAX_PROCESSES = 20  # fresh worker processes of one replicated benchmark (pyperf's default for CPython)
 
 
 
@@ -146,8 +148,13 @@ class Engine:
         return result
 
     def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
-              on_progress=None) -> dict:
-        """Fused against unfused, interleaved, with proof of which graph each variant ran."""
+              processes: int = 1, on_progress=None) -> dict:
+        """Fused against unfused, interleaved, with proof of which graph each variant ran.
+
+        ``processes`` > 1 repeats the benchmark in that many fresh worker processes, one after
+        another, each with its own warm-up (``max_seconds`` is per process): the speedup's interval
+        then includes the process-to-process variation. 1 is the quick single-process run.
+        """
         spec, config = resolve(spec), _config(config)
         if is_simulated(config.device):
             raise SpecError("device", "a simulated GPU runs nothing, so there is nothing to time; "
@@ -155,20 +162,53 @@ class Engine:
         _check_range("reps", reps, 3, MAX_REPS)
         _check_range("warmup", warmup, 0, MAX_WARMUP)
         _check_range("max_seconds", max_seconds, 1, MAX_BENCH_SECONDS)
+        if isinstance(processes, float) and processes.is_integer():
+            processes = int(processes)
+        _check_range("processes", processes, 1, MAX_PROCESSES)
+        if isinstance(processes, float):
+            raise SpecError("processes", f"{processes!r} is not a whole number of processes")
         payload = {"spec": spec.to_dict(), "grappler": config.grappler_dict, "reps": int(reps),
                    "warmup": int(warmup), "max_seconds": float(max_seconds)}
         timeout = float(max_seconds) + self.pool.limits.bench_extra_s
         admission = self.queue(config.device)
         load_before = os.getloadavg()[0]
         with admission.slot("bench", on_progress) as slot:
-            result, info = self._run(config, "bench", payload, timeout, on_progress)
+            if processes == 1:
+                result, info = self._run(config, "bench", payload, timeout, on_progress)
+            else:
+                runs = self._replicates(config, payload, timeout, processes, on_progress)
             overlaps = admission.overlaps
-        return annotate_bench(dict(
-            result, config=config.to_dict(), worker=info,
-            isolation={"others_running_at_start": slot["others_running_at_start"], "overlaps_seen": overlaps,
-                       "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)},
-            measured_at=time.strftime("%Y-%m-%d %H:%M:%S"),
-        ))
+        extra = dict(config=config.to_dict(),
+                     isolation={"others_running_at_start": slot["others_running_at_start"], "overlaps_seen": overlaps,
+                                "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)},
+                     measured_at=time.strftime("%Y-%m-%d %H:%M:%S"))
+        if processes > 1:
+            return dict(annotate_replicated(runs), **extra, worker=runs[0]["worker"])
+        result = annotate_bench(dict(result, worker=info, **extra))
+        result["summary"]["speedup"]["mode"] = QUICK_MODE
+        return dict(result, mode=QUICK_MODE, processes=1)
+
+    def _replicates(self, config: Config, payload: dict, timeout: float, processes: int, on_progress) -> list[dict]:
+        """The benchmark in ``processes`` fresh workers in turn (never the pool's warm one, whose
+        state one run would share with the next); the caller holds the bench slot throughout."""
+        runs = []
+        for i in range(processes):
+            def progress(p, i=i):
+                if on_progress:
+                    on_progress({"fraction": (i + float(p.get("fraction") or 0)) / processes,
+                                 "message": f"process {i + 1}/{processes}: {p.get('message', '')}"})
+
+            progress({"fraction": 0.0, "message": "starting TensorFlow in a new worker process"})
+            started = time.perf_counter()
+            worker = WorkerProcess(Config.make(config.device, config.env_dict), self.pool.limits)
+            try:
+                result = worker.request("bench", payload, timeout, progress)
+            finally:
+                worker.close()
+            runs.append(dict(result, worker={"pid": worker.pid, "new_process": True,
+                                             "startup_s": round(worker.startup_s, 3),
+                                             "wall_s": round(time.perf_counter() - started, 3)}))
+        return runs
 
     def sweep(self, spec, config=None, *, param: str, values: list, reps: int = 30, warmup: int = 3,
               max_seconds: float = 30.0, on_progress=None) -> list[dict]:
