@@ -81,3 +81,18 @@ def test_cli_processes_prints_the_replicated_speedup():
     bad = subprocess.run([sys.executable, "-m", "explorer", "bench", "matmul_bias_relu", "--processes", "0"],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "processes" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_repeatability_script_prints_pairs_and_counts():
+    """The script the lead runs on a quiet machine, here with tiny sizes: its lines and counts."""
+    out = subprocess.run([sys.executable, "benchmarks/repeatability.py", "matmul_bias_relu", "--set", "m=32",
+                          "--set", "k=16", "--set", "n=16", "--pairs", "1", "--processes", "2", "--reps", "5",
+                          "--warmup", "1"], cwd=ROOT, capture_output=True, text=True, timeout=400)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    pair = next(i for i, ln in enumerate(lines) if ln.startswith("pair  1:"))
+    assert "2 processes × 5 pairs" in lines[pair] and "2 processes × 5 pairs" in lines[pair + 1]
+    assert "within ±5%:" in lines[pair + 2] and "inside the first's interval:" in lines[pair + 2]
+    counts = next(ln for ln in lines if ln.startswith("within ±5% of each other:"))
+    assert "/1;" in counts and counts.endswith("at least 1 of 1 each)")
+    assert any(ln.startswith("machine: TensorFlow") for ln in lines)
