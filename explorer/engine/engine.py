@@ -159,14 +159,7 @@ class Engine:
         if is_simulated(config.device):
             raise SpecError("device", "a simulated GPU runs nothing, so there is nothing to time; "
                             "benchmark on the CPU, or on a real GPU")
-        _check_range("reps", reps, 3, MAX_REPS)
-        _check_range("warmup", warmup, 0, MAX_WARMUP)
-        _check_range("max_seconds", max_seconds, 1, MAX_BENCH_SECONDS)
-        if isinstance(processes, float) and processes.is_integer():
-            processes = int(processes)
-        _check_range("processes", processes, 1, MAX_PROCESSES)
-        if isinstance(processes, float):
-            raise SpecError("processes", f"{processes!r} is not a whole number of processes")
+        processes = self.check_bench_options(reps, warmup, max_seconds, processes)
         payload = {"spec": spec.to_dict(), "grappler": config.grappler_dict, "reps": int(reps),
                    "warmup": int(warmup), "max_seconds": float(max_seconds)}
         timeout = float(max_seconds) + self.pool.limits.bench_extra_s
@@ -187,6 +180,19 @@ class Engine:
         result = annotate_bench(dict(result, worker=info, **extra))
         result["summary"]["speedup"]["mode"] = QUICK_MODE
         return dict(result, mode=QUICK_MODE, processes=1)
+
+    @staticmethod
+    def check_bench_options(reps, warmup, max_seconds, processes=1) -> int:
+        """The bounds of a benchmark request, checked before anything runs; the process count as an int."""
+        _check_range("reps", reps, 3, MAX_REPS)
+        _check_range("warmup", warmup, 0, MAX_WARMUP)
+        _check_range("max_seconds", max_seconds, 1, MAX_BENCH_SECONDS)
+        if isinstance(processes, float) and processes.is_integer():
+            processes = int(processes)
+        _check_range("processes", processes, 1, MAX_PROCESSES)
+        if isinstance(processes, float):
+            raise SpecError("processes", f"{processes!r} is not a whole number of processes")
+        return processes
 
     def _replicates(self, config: Config, payload: dict, timeout: float, processes: int, on_progress) -> list[dict]:
         """The benchmark in ``processes`` fresh workers in turn (never the pool's warm one, whose
