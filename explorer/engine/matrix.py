@@ -116,7 +116,7 @@ def plan(presets: list[str], axes: list[Axis], *, device: str = "cpu", env: dict
                 elif axis.kind == "device":
                     cell_device = value
                 elif axis.name in takes:
-                    cell_params[axis.name] = value
+                    cell_params[axis.name] = PARAMS[axis.name].check(value)
                 else:
                     skip = f"{axis.name} does not apply to {preset}"
             spec = {"preset": preset, "params": cell_params}

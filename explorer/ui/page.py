@@ -8,7 +8,7 @@ from ..engine.cache import ResultCache
 from ..errors import ExplorerError
 from ..model.graph import STAGES
 from ..present.machine import gpu_words
-from . import bench, cached, frame, passes, sidebar, stages, state, whatif, why
+from . import bench, cached, frame, matrix, passes, sidebar, stages, state, whatif, why
 
 
 def render() -> None:
@@ -34,9 +34,9 @@ def render() -> None:
         frame.reproduce(choice)
         export(choice, result)
     whatif.panel(choice, result)
-    tab_graphs, tab_why, tab_passes, tab_bench, tab_sweep, tab_log = st.tabs(
+    tab_graphs, tab_why, tab_passes, tab_bench, tab_sweep, tab_log, tab_matrix = st.tabs(
         ["Graphs before → after", "Why it fused (or not)", "Pass pipeline", "Fused vs unfused", "Size sweep",
-         "Grappler's log"])
+         "Grappler's log", "What-if matrix"])
     with tab_graphs:
         stages.panel(result)
     with tab_why:
@@ -49,6 +49,8 @@ def render() -> None:
         bench.sweep_panel(choice) if not result.get("simulated") else bench.simulated_note()
     with tab_log:
         _grappler_log(result)
+    with tab_matrix:
+        matrix.panel(choice)
 
 
 def _fingerprint() -> dict | None:

@@ -20,6 +20,7 @@ def test_vary_names_are_classified_and_values_checked():
     assert matrix.parse_vary("dtype=float32,bfloat16") == matrix.Axis("dtype", "param", ("float32", "bfloat16"))
     assert matrix.parse_vary("device=cpu,gpu-sim:ampere").kind == "device"
     assert matrix.parse_vary("m=64,64,128").values == ("64", "128")
+    assert matrix.plan(["matmul_bias_relu"], [matrix.parse_vary("m=64")])[0].spec["params"] == {"m": 64}
 
 
 @pytest.mark.parametrize("text, words", [
