@@ -137,15 +137,17 @@ def node_cpus() -> int:
 
 def run(engine, cells: list[matrix.Cell], address: str, *, bench: matrix.BenchOptions | None = None,
         use_cache: bool = True, on_progress=None, stop: threading.Event | None = None,
-        deadline_s: float | None = None) -> list[dict]:
-    """Every runnable cell of the matrix on Ray; each comes back with a result or a reason."""
+        deadline_s: float | None = None, keep_connected: bool = False) -> list[dict]:
+    """Every runnable cell of the matrix on Ray; each comes back with a result or a reason.
+
+    ``keep_connected``: leave a Ray this call started running (the page's server reuses it)."""
     import ray
 
     started_here = connect(address)
     try:
         return _run(ray, engine, cells, bench, use_cache, on_progress, stop, deadline_s)
     finally:
-        if started_here:
+        if started_here and not keep_connected:
             ray.shutdown()
 
 
@@ -192,6 +194,17 @@ def _run(ray, engine, cells, bench, use_cache, on_progress, stop, deadline_s) ->
         ref = remote.options(**options).remote(config.device, config.env_dict, requests, limits.__dict__)
         budget = deadline_s or (limits.startup_s * 2 + sum(r["timeout"] * 2 for r in requests))
         pending[ref] = (work, time.monotonic() + budget)
+    try:
+        _wait(ray, engine, pending, bench, stop, on_progress, done, total)
+    except BaseException:
+        # The caller went away (a page rerun, Ctrl-C): nobody will read these cells, so free the cluster.
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        raise
+    return matrix.rows(cells)
+
+
+def _wait(ray, engine, pending: dict, bench, stop, on_progress, done: int, total: int) -> None:
     while pending:
         if stop is not None and stop.is_set():
             for ref, (work, _) in pending.items():
@@ -216,7 +229,6 @@ def _run(ray, engine, cells, bench, use_cache, on_progress, stop, deadline_s) ->
             done += len(work)
             if on_progress:
                 on_progress({"fraction": done / total, "message": f"{done}/{total} cells"})
-    return matrix.rows(cells)
 
 
 def _no_timing(cell, bench) -> str:

@@ -7,6 +7,8 @@ interrupts the run between cells) leaves what was done, the rest marked stopped.
 
 from __future__ import annotations
 
+import os
+
 import streamlit as st
 
 from ..engine import matrix
@@ -24,6 +26,8 @@ BENCH_KEY = "matrix.bench"
 RESULT_KEY = "matrix.result"  # {"rows": [...], "running": bool}
 OPEN_KEY = "matrix.open"
 DEFAULT_VARY = "TF_ENABLE_ONEDNN_OPTS=0,1\nremapping=on,off"
+RAY_KEY = "matrix.ray"
+RAY_ADDRESS = "EXPLORER_RAY_ADDRESS"  # set when the server starts: the page may send matrices to this Ray
 
 
 def parse(text: str) -> list[matrix.Axis]:
@@ -78,6 +82,11 @@ def panel(choice: Choice) -> None:
     bench = c3.checkbox("Also time fused against unfused (20 calls per cell)", key=BENCH_KEY)
     run = c4.button("Run matrix", type="primary", key="matrix.run", width="stretch")
     stop = c5.button("Stop", key="matrix.stop", width="stretch")
+    address = os.environ.get(RAY_ADDRESS)
+    on_ray = bool(address) and st.checkbox(
+        f"Run on Ray ({address})", key=RAY_KEY,
+        help="Each configuration runs as a Ray task on the cluster this server was started with; "
+             "every cell names the node that ran it.")
     try:
         cells = matrix.plan(presets, parse(text), device=choice.config.device if choice.config else "cpu",
                             params={k: v for k, v in choice.model.p.items()
@@ -90,7 +99,7 @@ def panel(choice: Choice) -> None:
                                    if r["status"] == "planned" else r for r in ss[RESULT_KEY]["rows"]],
                           "running": False}
     if run:
-        _run(cells, bench)
+        _run(cells, bench, address if on_ray else None)
     result = ss.get(RESULT_KEY)
     if not result:
         st.info(f"{len(cells)} cells planned: press **Run matrix**.")
@@ -98,7 +107,7 @@ def panel(choice: Choice) -> None:
     show(result["rows"])
 
 
-def _run(cells: list, bench: bool) -> None:
+def _run(cells: list, bench: bool, ray_address: str | None = None) -> None:
     bar = st.progress(0.0, text="starting")
     options = matrix.BenchOptions(reps=20, warmup=3, max_seconds=20) if bench else None
 
@@ -107,7 +116,13 @@ def _run(cells: list, bench: bool) -> None:
         st.session_state[RESULT_KEY] = {"rows": matrix.rows(cells), "running": True}
         bar.progress(min(max(p["fraction"], 0.0), 1.0), text=p.get("message", ""))
 
-    rows = matrix.run_local(cached.engine(), cells, bench=options, on_progress=on_progress)
+    if ray_address:
+        from ..engine import ray_backend  # imports Ray only when a matrix goes there
+
+        rows = ray_backend.run(cached.engine(), cells, ray_address, bench=options, on_progress=on_progress,
+                               keep_connected=True)
+    else:
+        rows = matrix.run_local(cached.engine(), cells, bench=options, on_progress=on_progress)
     st.session_state[RESULT_KEY] = {"rows": rows, "running": False}
     bar.empty()
 

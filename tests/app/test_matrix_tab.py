@@ -30,3 +30,21 @@ def test_matrix_runs_shows_heatmap_and_opens_a_cell(make_app):
     assert not at.exception
     assert at.session_state[state.switch_key("remapping")] == "off"
     assert at.session_state[state.PRESET] == "matmul_bias_relu"
+
+
+def test_matrix_on_the_servers_ray(make_app, monkeypatch):
+    """A server started with EXPLORER_RAY_ADDRESS offers Ray; the cells say which node ran them."""
+    ray = __import__("pytest").importorskip("ray")
+    monkeypatch.setenv(tab.RAY_ADDRESS, "local")
+    at = make_app(**{state.PRESET: "matmul_bias_relu", tab.PRESETS_KEY: ["matmul_bias_relu"],
+                     tab.VARY_KEY: "remapping=on,off", tab.RAY_KEY: True}).run()
+    assert not at.exception
+    try:
+        assert at.checkbox(key=tab.RAY_KEY).label == "Run on Ray (local)"
+        at.button(key="matrix.run").click().run()
+        assert not at.exception
+        rows = at.session_state[tab.RESULT_KEY]["rows"]
+        assert [(r["status"], r["verdict"]) for r in rows] == [("ok", "fused"), ("ok", "not fused")]
+        assert all(r["node"]["node_id"] == ray.get_runtime_context().get_node_id() for r in rows)
+    finally:
+        ray.shutdown()
