@@ -70,8 +70,8 @@ def test_gpu_cells_are_unrunnable_not_pending(local_ray):
     assert time.monotonic() - started < 300
 
 
-def _ray_children() -> list[int]:
-    """pids of explorer worker subprocesses whose parent is a Ray worker."""
+def _ray_children() -> list[tuple[int, int]]:
+    """(pid, parent pid) of explorer worker subprocesses whose parent is a Ray worker."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -83,7 +83,7 @@ def _ray_children() -> list[int]:
         except OSError:
             continue
         if parent.startswith("ray::"):
-            found.append(int(pid))
+            found.append((int(pid), int(ppid)))
     return found
 
 
@@ -97,7 +97,7 @@ def test_a_killed_worker_leaves_the_matrix_complete(local_ray):
     victim, deadline = None, time.monotonic() + 120
     while victim is None and time.monotonic() < deadline:
         children = _ray_children()
-        victim = children[0] if children else None
+        victim = children[0][0] if children else None
         time.sleep(0.05)
     assert victim is not None, "no worker subprocess of a Ray task appeared"
     environ = dict(item.split("=", 1) for item in
@@ -116,3 +116,27 @@ def test_a_killed_worker_leaves_the_matrix_complete(local_ray):
         assert "SIGKILL" in row["retried_because"][0]
         assert row["status"] == "ok" and row["attempts"] == 2 or row["status"] == "failed" and "SIGKILL" in row["reason"]
     assert all(r["status"] == "ok" and r["verdict"] and r["speedup"] > 0 for r in rows if r["status"] == "ok")
+
+
+def test_a_lost_ray_worker_is_retried_and_the_matrix_completes(local_ray):
+    """The Ray worker running a configuration dies (as on a lost node): Ray retries the task once."""
+    cells = small(["matmul_bias_relu"], "remapping=on,off")
+    eng = Engine(cache_dir=None)
+    out: dict = {}
+    thread = threading.Thread(target=lambda: out.update(rows=ray_backend.run(eng, cells, "local", use_cache=False)))
+    thread.start()
+    deadline, killed = time.monotonic() + 120, None
+    while killed is None and time.monotonic() < deadline:
+        children = _ray_children()
+        if children:
+            killed = children[0][1]
+            os.kill(killed, signal.SIGKILL)  # the ray:: worker process itself
+        time.sleep(0.05)
+    assert killed is not None, "no Ray worker with an explorer worker subprocess appeared"
+    thread.join(timeout=600)
+    eng.close()
+    rows = out["rows"]
+    assert len(rows) == 2
+    for row in rows:
+        assert row["status"] == "ok" and row["node"]["task_pid"] != killed or \
+            row["status"] == "failed" and "WorkerCrashedError" in row["reason"]
