@@ -7,6 +7,8 @@
     python -m explorer inspect --spec FILE.json [...]   (bench too: a layer stack instead of PRESET)
     python -m explorer stacks [NAME] [--layers]          (the ready layer stacks; NAME prints one as JSON)
     python -m explorer inspect|bench --model PATH [--signature NAME] [--dim N] [--output NODE ...] [same options]
+    python -m explorer matrix --presets P1,P2,... --vary NAME=V1,V2 [--vary ...] [--device ...] [--bench]
+                              [--ray ADDRESS|local] [--json|--csv]
 
 PRESET is a preset id, or ``chain`` with ``--chain FIELD=VALUE`` options for a custom op chain.
 Scripts rely on these names and options: keep them stable.
@@ -20,6 +22,7 @@ import sys
 
 from .analysis import xla_fusion
 from .analysis.annotate import graphs_of
+from .analysis import replicated
 from .analysis.grappler_log import main_run
 from .errors import ExplorerError, SpecError, WorkerError
 from .model.catalog import PRESETS
@@ -83,7 +86,67 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--reps", type=int, default=60, help="timed repetitions of each variant (default 60)")
             p.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5)")
             p.add_argument("--max-seconds", type=float, default=60.0, help="time budget of the timed loop")
+            p.add_argument("--processes", type=int, default=1, metavar="N",
+                           help="run the benchmark in N fresh worker processes, one after another, for a speedup "
+                                "whose interval includes process-to-process variation (default 1: the quick run)")
+    p = sub.add_parser("matrix", help="what-if matrix: presets × every combination of varied settings")
+    p.add_argument("--presets", required=True, metavar="P1,P2,...", help="preset ids, comma-separated")
+    p.add_argument("--vary", action="append", default=[], metavar="NAME=V1,V2",
+                   help="an env flag, Grappler switch, model parameter or 'device' and its values (repeatable)")
+    p.add_argument("--device", default="cpu", metavar="cpu|gpu|gpu-sim[:PROFILE]")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="a flag for every cell")
+    p.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",
+                   help="a parameter for every cell whose model takes it")
+    p.add_argument("--grappler", action="append", default=[], metavar="SWITCH=on|off", help="a switch for every cell")
+    p.add_argument("--bench", action="store_true", help="also time fused against unfused in each cell")
+    p.add_argument("--reps", type=int, default=30, help="with --bench: timed repetitions per cell (default 30)")
+    p.add_argument("--warmup", type=int, default=3, help="with --bench: untimed calls first (default 3)")
+    p.add_argument("--max-seconds", type=float, default=30.0, help="with --bench: time budget per cell")
+    p.add_argument("--processes", type=int, default=1, metavar="N", help="with --bench: fresh processes per cell")
+    p.add_argument("--ray", metavar="ADDRESS|local", help="run the cells on a Ray cluster ('local' starts one here)")
+    p.add_argument("--no-cache", action="store_true", help="run every cell even if it was run before")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="machine-readable output")
+    out.add_argument("--csv", action="store_true", help="one CSV row per cell")
     return parser
+
+
+def _matrix(args) -> int:
+    from .engine import matrix
+    from .engine.cache import DEFAULT_CACHE_DIR
+    from .engine.engine import Engine
+    from .present import matrix as table
+
+    axes = [matrix.parse_vary(v) for v in args.vary]
+    cells = matrix.plan([p.strip() for p in args.presets.split(",") if p.strip()], axes, device=args.device,
+                        env=dict(parse_assignment(a, "--env") for a in args.env),
+                        grappler=dict(parse_assignment(a, "--grappler") for a in args.grappler),
+                        params=dict(parse_assignment(a, "--set") for a in args.set))
+    bench = matrix.BenchOptions(args.reps, args.warmup, args.max_seconds, args.processes) if args.bench else None
+    if bench is not None:  # the engine's own bounds, checked before anything runs
+        Engine.check_bench_options(bench.reps, bench.warmup, bench.max_seconds, bench.processes)
+    engine = Engine(cache_dir=None if args.no_cache else DEFAULT_CACHE_DIR)
+    try:
+        if args.ray:
+            from .engine import ray_backend
+
+            rows = ray_backend.run(engine, cells, args.ray, bench=bench, use_cache=not args.no_cache)
+        else:
+            rows = matrix.run_local(engine, cells, bench=bench, use_cache=not args.no_cache)
+    finally:
+        engine.close()
+    result = {"axes": [{"name": a.name, "kind": a.kind, "values": list(a.values)} for a in axes],
+              "presets": list(dict.fromkeys(c.preset for c in cells)), "summary": matrix.summary(cells),
+              "cells": rows}
+    if args.json:
+        print(table.to_json(result))
+    elif args.csv:
+        print(table.to_csv(rows), end="")
+    else:
+        print(table.table(rows))
+        print("\n" + "; ".join(f"{n} {status}" for status, n in result["summary"]["status"].items())
+              + " | ran on: " + (" / ".join(table.machines(rows)) or "nothing"))
+    return 0 if all(r["status"] in ("ok", "n/a", "invalid") for r in rows) else 1
 
 
 def spec_from_args(args) -> dict:
@@ -279,6 +342,7 @@ def _print_bench(result: BenchResult) -> None:
     sp = s["speedup"]
     ci = "" if sp.get("ci_low") is None else f" (95% CI {sp['ci_low']:.2f}–{sp['ci_high']:.2f})"
     print(f"  speedup  {sp['estimate']:.2f}x{ci}: {sp['verdict']}")
+    print(f"  {replicated.run_words(sp)}")
     a = result["agreement"]
     print(f"  outputs  max abs diff {a['max_abs']:.3g}, max rel diff {a['max_rel']:.3g} "
           f"({'within' if a['within_tolerance'] else 'OUTSIDE'} tolerance {a['tolerance']:g}"
@@ -393,6 +457,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "stacks":
         return _print_stacks(args.name, args.layers)
+    if args.command == "matrix":
+        try:
+            return _matrix(args)
+        except ExplorerError as exc:
+            print(f"explorer: error: {exc}", file=sys.stderr)
+            return 2 if isinstance(exc, SpecError) else 1
     from .engine.cache import DEFAULT_CACHE_DIR
     from .engine.engine import Engine
 
@@ -411,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
                 _export(result, args.export)
         else:
             result = engine.bench(spec, config, reps=args.reps, warmup=args.warmup, max_seconds=args.max_seconds,
-                                  compiler=args.compiler)
+                                  compiler=args.compiler, processes=args.processes)
             printer = _print_bench if args.compiler == "grappler" else _print_three_way
             print(json.dumps(result, indent=1)) if args.json else printer(result)
         return 0

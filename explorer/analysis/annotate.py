@@ -11,6 +11,7 @@ from ..model.results import BenchResult, InspectResult, SweepResult
 from .fusion import find_fusions, find_renames
 from .model_report import report
 from .stats import bench_summary, fusion_pays_from, sweep_table
+from .replicated import QUICK_MODE, pooled_interval, replicated_speedup
 from .verdict import explain
 
 STAGE_PAIRS = (("traced", "optimized"), ("optimized", "executed"), ("traced", "executed"))
@@ -106,3 +107,39 @@ def annotate_sweep(param: str, points: list[dict]) -> SweepResult:
     """A size sweep: its benchmark per value, the table of medians and speedups, and where fusion pays."""
     rows = sweep_table([(point["value"], point["result"]) for point in points])
     return {"param": param, "points": points, "rows": rows, "pays_from": fusion_pays_from(rows)}
+
+
+def annotate_replicated(runs: list[dict]) -> dict:
+    """The bench results of several fresh worker processes as one result: per-process samples kept,
+    summaries of the pooled samples (for the charts), and the replicated speedup as the speedup."""
+    first = runs[0]
+    per_process = {v: [list(r["samples_ns"][v]) for r in runs] for v in ("fused", "unfused")}
+    pooled = {v: [ns for one in per_process[v] for ns in one] for v in ("fused", "unfused")}
+    agreements = [r["agreement"] for r in runs]
+    worst = max(agreements, key=lambda a: (not a["within_tolerance"], a["max_abs"]))
+    result = annotate_bench(dict(
+        first, samples_ns=pooled, reps_done=sum(r["reps_done"] for r in runs),
+        reps_requested=sum(r["reps_requested"] for r in runs),
+        reinstantiated_during_timing=sum(r.get("reinstantiated_during_timing") or 0 for r in runs),
+        agreement=worst, elapsed_s=round(sum(r.get("elapsed_s", 0) for r in runs), 3)))
+    replicated = replicated_speedup(per_process)
+    summary = result["summary"]
+    summary["pooled_ci"] = list(pooled_interval(per_process))  # what one big process would have claimed
+    summary["speedup"] = replicated
+    summary["reps"] = replicated["n_pairs_total"]
+    result["mode"] = replicated["mode"]
+    result["processes"] = len(runs)
+    result["per_process"] = [{
+        "pid": (r.get("worker") or {}).get("pid"), "startup_s": (r.get("worker") or {}).get("startup_s"),
+        "reps_done": r["reps_done"], "elapsed_s": r.get("elapsed_s"), "samples_ns": r["samples_ns"],
+        "fingerprint": r.get("fingerprint"),
+    } for r in runs]
+    executed = {(tuple(r["proof"]["fused"]["executed_ops"]), tuple(r["proof"]["unfused"]["executed_ops"]))
+                for r in runs}
+    if len(executed) > 1:
+        result["proof_summary"]["problems"].append(
+            "The processes did not all execute the same graphs, so their timings compare different things.")
+    if replicated["mode"] == QUICK_MODE:
+        result["proof_summary"]["problems"].append(
+            "Fewer than 2 processes gave enough pairs, so this is the quick single-process figure.")
+    return result

@@ -13,7 +13,8 @@ import threading
 import time
 from pathlib import Path
 
-from ..analysis.annotate import annotate, annotate_bench, annotate_sweep
+from ..analysis.annotate import annotate, annotate_bench, annotate_replicated, annotate_sweep
+from ..analysis.replicated import QUICK_MODE
 from ..analysis.xla_bench import annotate_three_way
 from ..analysis.xla_fusion import annotate_xla
 from ..errors import SpecError, WorkerError
@@ -31,6 +32,7 @@ MAX_REPS = 2000
 MAX_WARMUP = 200
 MAX_BENCH_SECONDS = 300.0
 MAX_SWEEP_POINTS = 12
+MAX_PROCESSES = 20  # fresh worker processes of one replicated benchmark (pyperf's default for CPython)
 
 
 
@@ -170,10 +172,13 @@ class Engine:
         return result
 
     def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
-              on_progress=None, compiler: str = "grappler") -> BenchResult:
+              processes: int = 1, on_progress=None, compiler: str = "grappler") -> BenchResult:
         """Fused against unfused, interleaved, with proof of which graph each variant ran.
 
         ``compiler`` "xla" or "both": the three-way benchmark (unfused, Grappler-fused, XLA).
+        ``processes`` > 1 repeats the (two-way) benchmark in that many fresh worker processes, one after
+        another, each with its own warm-up (``max_seconds`` is per process): the speedup's interval
+        then includes the process-to-process variation. 1 is the quick single-process run.
         """
         spec, config = resolve(spec), _config(config)
         if compiler not in ("grappler", "xla", "both"):
@@ -181,24 +186,67 @@ class Engine:
         if is_simulated(config.device):
             raise SpecError("device", "a simulated GPU runs nothing, so there is nothing to time; "
                             "benchmark on the CPU, or on a real GPU")
-        _check_range("reps", reps, 3, MAX_REPS)
-        _check_range("warmup", warmup, 0, MAX_WARMUP)
-        _check_range("max_seconds", max_seconds, 1, MAX_BENCH_SECONDS)
+        processes = self.check_bench_options(reps, warmup, max_seconds, processes)
+        if processes > 1 and compiler != "grappler":
+            raise SpecError("processes", "the three-way benchmark with XLA runs in one process: use 1 process "
+                            "with compiler xla or both")
         payload = {"spec": spec.to_dict(), "grappler": config.grappler_dict, "reps": int(reps),
                    "warmup": int(warmup), "max_seconds": float(max_seconds)}
         timeout = float(max_seconds) + self.pool.limits.bench_extra_s
         admission = self.queue(config.device)
         load_before = os.getloadavg()[0]
         with admission.slot("bench", on_progress) as slot:
-            result, info = self._run(config, "bench" if compiler == "grappler" else "bench_xla", payload, timeout,
-                                     on_progress)
+            if processes == 1:
+                result, info = self._run(config, "bench" if compiler == "grappler" else "bench_xla", payload, timeout,
+                                         on_progress)
+            else:
+                runs = self._replicates(config, payload, timeout, processes, on_progress)
             overlaps = admission.overlaps
-        return (annotate_bench if compiler == "grappler" else annotate_three_way)(dict(
-            result, config=config.to_dict(), worker=info, spec=_public(spec),
-            isolation={"others_running_at_start": slot["others_running_at_start"], "overlaps_seen": overlaps,
-                       "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)},
-            measured_at=time.strftime("%Y-%m-%d %H:%M:%S"),
-        ))
+        extra = dict(config=config.to_dict(), spec=_public(spec),
+                     isolation={"others_running_at_start": slot["others_running_at_start"], "overlaps_seen": overlaps,
+                                "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)},
+                     measured_at=time.strftime("%Y-%m-%d %H:%M:%S"))
+        if processes > 1:
+            return dict(annotate_replicated(runs), **extra, worker=runs[0]["worker"])
+        if compiler != "grappler":
+            return annotate_three_way(dict(result, worker=info, **extra))
+        result = annotate_bench(dict(result, worker=info, **extra))
+        result["summary"]["speedup"]["mode"] = QUICK_MODE
+        return dict(result, mode=QUICK_MODE, processes=1)
+    @staticmethod
+    def check_bench_options(reps, warmup, max_seconds, processes=1) -> int:
+        """The bounds of a benchmark request, checked before anything runs; the process count as an int."""
+        _check_range("reps", reps, 3, MAX_REPS)
+        _check_range("warmup", warmup, 0, MAX_WARMUP)
+        _check_range("max_seconds", max_seconds, 1, MAX_BENCH_SECONDS)
+        if isinstance(processes, float) and processes.is_integer():
+            processes = int(processes)
+        _check_range("processes", processes, 1, MAX_PROCESSES)
+        if isinstance(processes, float):
+            raise SpecError("processes", f"{processes!r} is not a whole number of processes")
+        return processes
+
+    def _replicates(self, config: Config, payload: dict, timeout: float, processes: int, on_progress) -> list[dict]:
+        """The benchmark in ``processes`` fresh workers in turn (never the pool's warm one, whose
+        state one run would share with the next); the caller holds the bench slot throughout."""
+        runs = []
+        for i in range(processes):
+            def progress(p, i=i):
+                if on_progress:
+                    on_progress({"fraction": (i + float(p.get("fraction") or 0)) / processes,
+                                 "message": f"process {i + 1}/{processes}: {p.get('message', '')}"})
+
+            progress({"fraction": 0.0, "message": "starting TensorFlow in a new worker process"})
+            started = time.perf_counter()
+            worker = WorkerProcess(Config.make(config.device, config.env_dict), self.pool.limits)
+            try:
+                result = worker.request("bench", payload, timeout, progress)
+            finally:
+                worker.close()
+            runs.append(dict(result, worker={"pid": worker.pid, "new_process": True,
+                                             "startup_s": round(worker.startup_s, 3),
+                                             "wall_s": round(time.perf_counter() - started, 3)}))
+        return runs
 
     def sweep(self, spec, config=None, *, param: str, values: list, reps: int = 30, warmup: int = 3,
               max_seconds: float = 30.0, on_progress=None) -> SweepResult:

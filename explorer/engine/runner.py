@@ -57,8 +57,11 @@ def _signal_name(code: int) -> str:
 class WorkerProcess:
     """One live ``python -m explorer.worker`` and the pipe protocol to it."""
 
-    def __init__(self, config: Config, limits: Limits):
+    def __init__(self, config: Config, limits: Limits, base_env: dict | None = None):
+        """``base_env``: the environment to start from (default: this process's); a Ray task passes
+        its own with Ray's additions removed."""
         self.config = config
+        self._base_env = os.environ if base_env is None else base_env
         self.limits = limits
         self.lock = threading.Lock()
         self.last_used = time.monotonic()
@@ -88,7 +91,7 @@ class WorkerProcess:
         self.startup_s = time.perf_counter() - started
 
     def _environment(self) -> dict:
-        env = {k: v for k, v in os.environ.items() if k not in _OWNED_ENV}
+        env = {k: v for k, v in self._base_env.items() if k not in _OWNED_ENV}
         env.update(self.config.env_dict)
         env["TF_CPP_VMODULE"] = VMODULE
         env["TF_CPP_MIN_LOG_LEVEL"] = "0"

@@ -256,3 +256,40 @@ def samples_csv(raw: dict) -> str:
                 writer.writerow([iteration, pair, order, name, f"{by_name[name][pair] / 1e6:.6f}"])
                 iteration += 1
     return out.getvalue()
+
+
+# ---- the what-if matrix --------------------------------------------------------------------------
+
+VERDICT_LEVEL = {"fused": 2, "decomposed": 2, "partly fused": 1, "not fused": 0, "not decomposed": 0}
+
+
+def matrix_heatmap(rows: list[dict], *, by: str = "verdict", title: str | None = None) -> go.Figure:
+    """Presets down, combinations across; colour = verdict (or measured speedup); a cell's text says
+    what fused. ``customdata`` holds each cell's index in ``rows``, so a click finds its run."""
+    presets = list(dict.fromkeys(r["preset"] for r in rows))
+    labels = list(dict.fromkeys(r["label"] for r in rows))
+    z = [[None] * len(labels) for _ in presets]
+    text = [[""] * len(labels) for _ in presets]
+    index = [[-1] * len(labels) for _ in presets]
+    for i, row in enumerate(rows):
+        y, x = presets.index(row["preset"]), labels.index(row["label"])
+        index[y][x] = i
+        if row.get("status") != "ok":
+            text[y][x] = row.get("status", "")
+            continue
+        if by == "speedup":
+            z[y][x] = row.get("speedup")
+            text[y][x] = f"{row['speedup']:.2f}×" if row.get("speedup") is not None else "no timing"
+        else:
+            z[y][x] = VERDICT_LEVEL.get(row.get("verdict"), 0)
+            text[y][x] = (row.get("verdict") or "") + (f"<br>{row['fused_op']}" if row.get("fused_op") else "")
+    if by == "speedup":
+        colors = dict(colorscale="RdBu", zmid=1.0, colorbar=dict(title="speedup ×"))
+    else:
+        colors = dict(colorscale=[[0, "#E69F00"], [0.5, "#F0E442"], [1, "#0072B2"]], zmin=0, zmax=2,
+                      colorbar=dict(tickvals=[0, 1, 2], ticktext=["not fused", "partly", "fused"]))
+    fig = go.Figure(go.Heatmap(z=z, x=labels, y=presets, text=text, texttemplate="%{text}", customdata=index,
+                               hovertemplate="%{y}<br>%{x}<br>%{text}<extra></extra>", xgap=2, ygap=2, **colors))
+    fig.update_yaxes(autorange="reversed")
+    return _style(fig, title or ("Measured speedup per cell" if by == "speedup" else "What fused, per cell"),
+                  max(260, 90 + 70 * len(presets)))

@@ -6,9 +6,9 @@ import re
 
 import streamlit as st
 
-from ..analysis import stats
+from ..analysis import replicated, stats
 from ..engine.cache import ResultCache
-from ..engine.engine import MAX_BENCH_SECONDS, MAX_REPS, MAX_SWEEP_POINTS, MAX_WARMUP
+from ..engine.engine import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_SWEEP_POINTS, MAX_WARMUP
 from ..errors import ExplorerError
 from ..model.spec import PARAMS
 from ..model.stack import StackSpec
@@ -19,9 +19,17 @@ from .sidebar import PARAM_LABELS, Choice
 MAX_SWEEP_REPS = 200  # per point; a sweep of 12 points at 200 reps is already minutes
 
 
-def run_key(choice: Choice) -> str:
-    """Which model and configuration a benchmark belongs to (the engine's own cache key)."""
-    return ResultCache.key("bench", choice.model, choice.config)
+def run_key(choice: Choice, processes: int = 1) -> str:
+    """Which model, configuration and number of processes a benchmark belongs to (the engine's own key)."""
+    extra = {"processes": processes} if processes > 1 else None
+    return ResultCache.key("bench", choice.model, choice.config, extra)
+
+
+def chosen_processes() -> int:
+    """1 for the quick run, else the number of fresh worker processes of a repeatable one."""
+    if st.session_state.get(state.BENCH_MODE) != "repeatable":
+        return 1
+    return int(st.session_state.get(state.BENCH_PROCESSES) or 1)
 
 
 def _progress_runner(label: str):
@@ -39,20 +47,24 @@ def _progress_runner(label: str):
     return status, bar, on_progress
 
 
-def run(choice: Choice, reps: int, warmup: int, max_seconds: float) -> dict | None:
+def run(choice: Choice, reps: int, warmup: int, max_seconds: float, processes: int = 1) -> dict | None:
     """Benchmark the current choice with progress shown; keeps the result in the session."""
-    cold = not cached.current().is_warm(choice.config)
-    label = "Timing fused against unfused" + (" (starting TensorFlow in a new worker process first)" if cold else "")
-    return measure(choice.model, choice.config, run_key(choice), label, reps=reps, warmup=warmup,
-                   max_seconds=max_seconds)
+    if processes > 1:
+        label = f"Timing fused against unfused in {processes} fresh worker processes, one after another"
+    else:
+        cold = not cached.current().is_warm(choice.config)
+        label = "Timing fused against unfused" + (" (starting TensorFlow in a new worker process first)" if cold else "")
+    return measure(choice.model, choice.config, run_key(choice, processes), label, reps=reps, warmup=warmup,
+                   max_seconds=max_seconds, processes=processes)
 
 
-def measure(model, config, key: str, label: str, *, reps: int, warmup: int, max_seconds: float) -> dict | None:
+def measure(model, config, key: str, label: str, *, reps: int, warmup: int, max_seconds: float,
+            processes: int = 1) -> dict | None:
     """One benchmark under a progress status, kept in the session under ``key``; None (error shown) on failure."""
     status, bar, on_progress = _progress_runner(label)
     try:
         result = cached.current().bench(model, config, reps=reps, warmup=warmup, max_seconds=max_seconds,
-                                       on_progress=on_progress)
+                                       processes=processes, on_progress=on_progress)
     except ExplorerError as exc:
         status.update(label="The benchmark failed", state="error", expanded=False)
         frame.show_error(exc, "The benchmark failed")
@@ -85,10 +97,22 @@ def panel(choice: Choice) -> None:
                                   key=state.BENCH_SECONDS,
                                   help=f"The timed loop stops early when it runs out; 1..{MAX_BENCH_SECONDS:g} s")
         submitted = c4.form_submit_button("Run fused vs unfused", type="primary", width="stretch", key="bench.run")
+        m1, m2 = st.columns([3, 1], vertical_alignment="bottom")
+        m1.radio("Run", ["quick", "repeatable"], key=state.BENCH_MODE, horizontal=True,
+                 format_func=lambda m: {"quick": "quick (1 process)",
+                                        "repeatable": "repeatable (several fresh processes)"}[m],
+                 help="Quick: one warm worker process; its interval covers the noise inside that process only, "
+                      "and the next run may land outside it. Repeatable: the benchmark runs in several fresh "
+                      "worker processes one after another, each warmed up, and the interval includes the "
+                      "process-to-process variation (costs a TensorFlow start per process).")
+        m2.number_input("Processes", min_value=2, max_value=MAX_PROCESSES, step=1, key=state.BENCH_PROCESSES,
+                        help=f"For a repeatable run; 2..{MAX_PROCESSES}. 4 or more: with fewer the interval "
+                             "is wide (2 processes give it 1 degree of freedom)")
+    processes = chosen_processes()
     if submitted:
-        result = run(choice, int(reps), int(warmup), float(seconds))
+        result = run(choice, int(reps), int(warmup), float(seconds), processes)
     else:
-        result = state.recall(state.BENCH_RESULTS, run_key(choice))
+        result = state.recall(state.BENCH_RESULTS, run_key(choice, processes))
     if result is None:
         st.info("Not measured yet for this model and configuration: press **Run fused vs unfused**.")
         return
@@ -115,6 +139,7 @@ def show(result: dict, choice: Choice) -> None:
               delta_arrow="off",
               help=f"Largest difference between the fused and unfused outputs; tolerance {agreement.get('tolerance', 0):g}"
                    + (" (float32 ran as TF32 on this GPU, which keeps 10 mantissa bits)" if agreement.get("tf32") else ""))
+    replication(result)
     if summary.get("noisy"):
         st.warning(f"Timings of {', '.join(summary['noisy_variants'])} vary a lot (coefficient of variation over "
                    f"{summary['noise_threshold_cv']:.0%}); more calls or a quieter machine give a tighter interval.")
@@ -144,10 +169,31 @@ def show(result: dict, choice: Choice) -> None:
                    f"calls; {result.get('order', '')}; {alone}. Measured {result.get('measured_at', '')}, machine "
                    f"load average {iso.get('load_before', '?')} → {iso.get('load_after', '?')}.")
     # Full width and unwrapped: in a narrow column the command broke inside '--warmup'.
-    st.code(frame.bench_command(choice, summary["reps_requested"], result.get("warmup", 0),
-                                float(st.session_state.get(state.BENCH_SECONDS, 60))), language="bash")
+    processes = result.get("processes", 1)
+    st.code(frame.bench_command(choice, summary["reps_requested"] // processes, result.get("warmup", 0),
+                                float(st.session_state.get(state.BENCH_SECONDS, 60)), processes), language="bash")
     st.download_button("Samples (CSV)", data=lambda r=result: charts.samples_csv(r), file_name="samples.csv",
                        mime="text/csv", on_click="ignore", key="bench.csv", icon=":material/download:")
+
+
+def replication(result: dict) -> None:
+    """How the speedup was obtained: quick (one process) or processes × values with the between share."""
+    sp = result["summary"]["speedup"]
+    if result.get("processes", 1) <= 1:
+        st.caption(f"**{replicated.QUICK_MODE}**, {sp['n_pairs']} pairs: the interval covers the noise inside "
+                   "this worker process only; a second run may land outside it. Choose **repeatable** for an "
+                   "interval that includes the variation from one process to the next.")
+        return
+    share = sp.get("between_share")
+    per = ", ".join(f"{x:.2f}×" for x in sp["per_process_speedup"])
+    pooled = result["summary"].get("pooled_ci") or [None, None]
+    naive = (f" Pooled as if from one process, the interval would have been {pooled[0]:.2f}–{pooled[1]:.2f}×."
+             if None not in pooled else "")
+    st.markdown(f"**Repeatable: {replicated.pairs_words(sp)}**"
+                + (f" · **{share:.0%}** of the spread is between processes" if share is not None else ""))
+    st.caption(f"Each process was a fresh worker with its own warm-up. Speedup per process: {per}; the estimate "
+               f"is their geometric mean, with a Student-t interval over processes.{naive}"
+               + "".join(f" {n}" for n in sp.get("notes", [])))
 
 
 # ---- size sweep ---------------------------------------------------------------------------------

@@ -53,6 +53,7 @@ def reproduce(choice: Choice) -> None:
     st.code(f"{head}\n{command_line(choice.spec, config, 'inspect')}", language="bash")
 
 
-def bench_command(choice: Choice, reps: int, warmup: int, max_seconds: float) -> str:
+def bench_command(choice: Choice, reps: int, warmup: int, max_seconds: float, processes: int = 1) -> str:
     return (command_line(choice.spec, choice.config, "bench")
-            + f" --reps {reps} --warmup {warmup} --max-seconds {max_seconds:g}")
+            + f" --reps {reps} --warmup {warmup} --max-seconds {max_seconds:g}"
+            + (f" --processes {processes}" if processes > 1 else ""))

@@ -9,7 +9,7 @@ from ..errors import ExplorerError
 from ..model.graph import STAGES
 from ..model.stack import StackSpec, to_text
 from ..present.machine import gpu_words
-from . import bench, cached, frame, passes, sidebar, stages, state, whatif, why, xla
+from . import bench, cached, frame, matrix, passes, sidebar, stages, state, whatif, why, xla
 
 
 def render(engine) -> None:
@@ -43,9 +43,9 @@ def render(engine) -> None:
         frame.reproduce(choice)
         export(choice, result)
     whatif.panel(choice, result)
-    tab_graphs, tab_why, tab_passes, tab_bench, tab_sweep, tab_log, tab_xla = st.tabs(
+    tab_graphs, tab_why, tab_passes, tab_bench, tab_sweep, tab_log, tab_xla, tab_matrix = st.tabs(
         ["Graphs before → after", "Why it fused (or not)", "Pass pipeline", "Fused vs unfused", "Size sweep",
-         "Grappler's log", "XLA"])
+         "Grappler's log", "XLA", "What-if matrix"])
     with tab_graphs:
         stages.panel(result)
     with tab_why:
@@ -61,6 +61,8 @@ def render(engine) -> None:
         _grappler_log(result)
     with tab_xla:
         xla.panel(choice, result)
+    with tab_matrix:
+        matrix.panel(choice)
 
 
 def _imported_tabs(choice: sidebar.Choice, result: dict) -> None:

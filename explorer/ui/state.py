@@ -72,6 +72,8 @@ BENCH_REPS = "bench.reps"
 BENCH_WARMUP = "bench.warmup"
 BENCH_SECONDS = "bench.max_seconds"
 BENCH_RESULTS = "bench.results"  # run key -> bench result, the last few of this session
+BENCH_MODE = "bench.mode"  # "quick" (one worker process) or "repeatable" (BENCH_PROCESSES fresh ones)
+BENCH_PROCESSES = "bench.processes"
 SWEEP_PARAM = "sweep.param"
 SWEEP_VALUES = "sweep.values"  # text: "512, 1024, 2048"
 SWEEP_REPS = "sweep.reps"
@@ -114,6 +116,8 @@ DEFAULTS: dict[str, object] = {
     BENCH_WARMUP: 5,
     BENCH_SECONDS: 60,
     BENCH_RESULTS: {},
+    BENCH_MODE: "quick",
+    BENCH_PROCESSES: 4,
     SWEEP_PARAM: None,
     SWEEP_VALUES: "",
     SWEEP_REPS: 20,

@@ -44,7 +44,7 @@ def panel(choice: sidebar.Choice, grappler: dict) -> None:
         st.caption("Off: nothing is compiled until you switch it on.")
         _gpu_note(grappler)
         return
-    engine = cached.engine()
+    engine = cached.current()
     try:
         with st.spinner("Compiling the model with XLA…"):
             result = engine.xla(choice.model, choice.config)
@@ -133,7 +133,7 @@ def _three_way(choice: sidebar.Choice) -> None:
     if submitted:
         with st.spinner("Timing unfused, Grappler-fused and XLA…"):
             try:
-                result = cached.engine().bench(choice.model, choice.config, reps=int(reps), warmup=3,
+                result = cached.current().bench(choice.model, choice.config, reps=int(reps), warmup=3,
                                                max_seconds=60.0, compiler="both")
             except ExplorerError as exc:
                 frame.show_error(exc, "The three-way benchmark failed")

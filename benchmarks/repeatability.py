@@ -1,0 +1,90 @@
+"""Is a replicated speedup repeatable? The same configuration twice in a row, N times over.
+
+    .venv/bin/python benchmarks/repeatability.py [PRESET] [--processes 4] [--reps 50] [--warmup 5]
+        [--pairs 10] [--set PARAM=VALUE ...] [--env NAME=VALUE ...] [--device cpu|gpu]
+
+For each pair it prints both estimates with their intervals, whether they are within ±5% of each
+other, and whether the second lies inside the first one's interval; then the counts (the issue's
+target on a quiet machine: at least 9 of 10 for both). Figures, not assertions: run it on a quiet
+machine, and quote the machine line and the date with the counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from explorer.analysis.replicated import format_replicated
+from explorer.engine import Engine
+from explorer.errors import ExplorerError
+from explorer.model.flags import Config, parse_assignment
+from explorer.present.machine import describe
+
+TOLERANCE = 0.05
+
+
+def compare(first: dict, second: dict) -> dict:
+    """Whether two speedups agree: within ±5% of the first, and the second inside the first's interval."""
+    a, b = first["estimate"], second["estimate"]
+    lo, hi = first.get("ci_low"), first.get("ci_high")
+    return {"within_5pct": abs(b - a) <= TOLERANCE * a,
+            "inside_ci": lo is not None and hi is not None and lo <= b <= hi}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("preset", nargs="?", default="matmul_bias_gelu_approx")
+    parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument("--reps", type=int, default=50)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--pairs", type=int, default=10)
+    parser.add_argument("--max-seconds", type=float, default=60.0)
+    parser.add_argument("--set", action="append", default=[])
+    parser.add_argument("--env", action="append", default=[])
+    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    args = parser.parse_args()
+    try:
+        spec = {"preset": args.preset, "params": dict(parse_assignment(a, "--set") for a in args.set)}
+        config = Config.make(args.device, dict(parse_assignment(a, "--env") for a in args.env))
+    except ExplorerError as exc:
+        print(f"repeatability: error: {exc}", file=sys.stderr)
+        return 2
+    engine = Engine(cache_dir=None)
+    counts = {"within_5pct": 0, "inside_ci": 0}
+    fingerprint, load = None, [os.getloadavg()[0]]
+    started = time.perf_counter()
+    print(f"{args.preset} {spec['params'] or ''} | {config.shell_env() or 'default flags'} | {args.pairs} pairs of "
+          f"runs, each {args.processes} processes × {args.reps} reps after {args.warmup} warm-up", flush=True)
+    try:
+        for i in range(1, args.pairs + 1):
+            runs = [engine.bench(spec, config, reps=args.reps, warmup=args.warmup, max_seconds=args.max_seconds,
+                                 processes=args.processes) for _ in range(2)]
+            fingerprint = runs[0]["fingerprint"]
+            load.append(os.getloadavg()[0])
+            first, second = (r["summary"]["speedup"] for r in runs)
+            verdict = compare(first, second)
+            for key, ok in verdict.items():
+                counts[key] += ok
+            print(f"pair {i:>2}: {format_replicated(first)}\n         {format_replicated(second)}\n"
+                  f"         within ±5%: {'yes' if verdict['within_5pct'] else 'NO'}; second inside the first's "
+                  f"interval: {'yes' if verdict['inside_ci'] else 'NO'}", flush=True)
+    except ExplorerError as exc:
+        print(f"repeatability: error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        engine.close()
+    n = args.pairs
+    print(f"\nwithin ±5% of each other: {counts['within_5pct']}/{n}; second inside the first's interval: "
+          f"{counts['inside_ci']}/{n} (target on a quiet machine: at least {n - n // 10} of {n} each)")
+    print(f"machine: {describe(fingerprint) if fingerprint else '?'}; {time.strftime('%Y-%m-%d %H:%M')}; "
+          f"load average {min(load):.2f}–{max(load):.2f}; {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

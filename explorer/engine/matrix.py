@@ -1,0 +1,278 @@
+"""The what-if matrix: presets × every combination of varied flags, Grappler switches and parameters.
+
+A cell is one (preset, settings) pair; it says whether the model fused (the explanation's verdict,
+read from the graph after Grappler) and with what op, and, when asked, the measured speedup. The
+cells are grouped by worker process (device + environment flags): one warm worker runs all of a
+configuration's cells, so TensorFlow is imported once per configuration, never per cell. Cells run
+through the engine's queue and cache (locally) or in Ray tasks (``ray_backend``). Every planned
+cell comes back: a result, or a status with the reason it has none.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ..analysis.annotate import annotate_bench, annotate_replicated
+from ..analysis.replicated import QUICK_MODE
+from ..errors import ExplorerError, SpecError
+from ..model.catalog import PRESETS
+from ..model.devices import is_simulated
+from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config, parse_assignment
+from ..model.spec import PARAMS, resolve
+from .cache import ResultCache
+
+MAX_CELLS = 256
+UNSET = ("default", "unset")
+NOT_RUNNABLE = ("invalid", "n/a")  # statuses the plan gives; every other cell runs (again, when run again)  # an env flag or switch left at TensorFlow's default
+
+
+@dataclass(frozen=True)
+class Axis:
+    name: str
+    kind: str  # "env", "grappler", "param" or "device"
+    values: tuple[str, ...]
+
+
+def parse_vary(text: str) -> Axis:
+    """'NAME=V1,V2' -> an Axis; NAME is an env flag, a Grappler switch, a model parameter or 'device'."""
+    name, raw = parse_assignment(text, "--vary")
+    values = tuple(dict.fromkeys(v.strip() for v in raw.split(",") if v.strip()))
+    if not values:
+        raise SpecError("--vary", f"no values for {name}; give NAME=V1,V2")
+    if name in ENV_FLAGS:
+        kind = "env"
+    elif name in GRAPPLER_SWITCHES:
+        kind = "grappler"
+    elif name in PARAMS:
+        kind = "param"
+    elif name == "device":
+        kind = "device"
+    else:
+        raise SpecError("--vary", f"{name!r} is neither an env flag ({', '.join(ENV_FLAGS)}), a Grappler switch "
+                        f"({', '.join(GRAPPLER_SWITCHES)}), a model parameter ({', '.join(PARAMS)}) nor 'device'")
+    for value in values:  # each value checked on its own, before anything runs
+        if kind == "env" and value not in UNSET:
+            Config.make("cpu", {name: value})
+        elif kind == "grappler" and value not in UNSET:
+            Config.make("cpu", None, {name: value})
+        elif kind == "param":
+            PARAMS[name].check(value)
+        elif kind == "device":
+            Config.make(value)
+    return Axis(name, kind, values)
+
+
+@dataclass
+class Cell:
+    preset: str
+    settings: tuple[tuple[str, str], ...]  # the varied names and this cell's values, in axis order
+    spec: dict
+    config: Config | None  # None: the cell cannot run (status says why)
+    status: str = "planned"
+    reason: str = ""
+    row: dict = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.settings) or "as given"
+
+
+def plan(presets: list[str], axes: list[Axis], *, device: str = "cpu", env: dict | None = None,
+         grappler: dict | None = None, params: dict | None = None) -> list[Cell]:
+    """Every cell, checked: a bad name stops the whole matrix; a combination one model cannot take
+    (a parameter it does not have, a dtype its ops refuse) is a cell with status 'invalid' and why."""
+    if not presets:
+        raise SpecError("--presets", "give at least one preset id")
+    for preset in presets:
+        if preset not in PRESETS:
+            raise SpecError("--presets", f"unknown preset {preset!r}; `python -m explorer presets` lists them")
+    names = [a.name for a in axes]
+    if len(set(names)) != len(names):
+        raise SpecError("--vary", "the same NAME is varied twice")
+    total = len(presets) * _product(len(a.values) for a in axes)
+    if total > MAX_CELLS:
+        raise SpecError("--vary", f"{total} cells; at most {MAX_CELLS}")
+    params = dict(params or {})
+    unused = [p for p in params if not any(p in PRESETS[x].chain.param_names() for x in presets)]
+    if unused:
+        raise SpecError("--set", f"{', '.join(unused)} applies to none of the presets")
+    cells = []
+    for preset in presets:
+        takes = PRESETS[preset].chain.param_names()
+        for combo in itertools.product(*(a.values for a in axes)):
+            settings = tuple(zip(names, combo))
+            cell_env, cell_sw = dict(env or {}), dict(grappler or {})
+            cell_params = {k: v for k, v in params.items() if k in takes}
+            cell_device = device
+            skip = ""
+            for axis, value in zip(axes, combo):
+                if axis.kind == "env":
+                    cell_env[axis.name] = "" if value in UNSET else value
+                elif axis.kind == "grappler":
+                    cell_sw[axis.name] = "default" if value in UNSET else value
+                elif axis.kind == "device":
+                    cell_device = value
+                elif axis.name in takes:
+                    cell_params[axis.name] = PARAMS[axis.name].check(value)
+                else:
+                    skip = f"{axis.name} does not apply to {preset}"
+            spec = {"preset": preset, "params": cell_params}
+            cell = Cell(preset, settings, spec, None)
+            try:
+                cell.config = Config.make(cell_device, cell_env, cell_sw)
+                resolve(spec)
+            except SpecError as exc:
+                cell.status, cell.reason = "invalid", str(exc)
+            if skip:
+                cell.status, cell.reason = "n/a", skip
+            cells.append(cell)
+    return cells
+
+
+def _product(sizes) -> int:
+    out = 1
+    for s in sizes:
+        out *= s
+    return out
+
+
+def groups(cells: list[Cell]) -> list[list[Cell]]:
+    """Runnable cells by worker process (device + env flags), in first-appearance order."""
+    by_key: dict[tuple, list[Cell]] = {}
+    for cell in cells:
+        if cell.status not in NOT_RUNNABLE:
+            by_key.setdefault(cell.config.process_key(), []).append(cell)
+    return list(by_key.values())
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    reps: int = 30
+    warmup: int = 3
+    max_seconds: float = 30.0
+    processes: int = 1
+
+    def extra(self) -> dict:
+        return {"reps": self.reps, "warmup": self.warmup, "max_seconds": self.max_seconds, "processes": self.processes}
+
+
+def fill(cell: Cell, inspect_result: dict | None, bench_result: dict | None = None, *, node: dict | None = None,
+         bench_error: str = "") -> None:
+    """The cell's row from its results: verdict, fused op, speedup, what ran it."""
+    explanation = (inspect_result or {}).get("explanation") or {}
+    observed = explanation.get("observed") or [
+        {"op": f["fused_op"] if "fused_op" in f else f.get("op", "?"), "fused_ops": f.get("fused_ops", [])}
+        for f in (inspect_result or {}).get("fusions", [])]
+    fused_op = "; ".join(f"{o['op']}[{'+'.join(o['fused_ops'])}]" if o.get("fused_ops") else o["op"]
+                         for o in observed)
+    fp = (inspect_result or bench_result or {}).get("fingerprint") or {}
+    row = {
+        "preset": cell.preset, "settings": dict(cell.settings), "label": cell.label,
+        "device": cell.config.device if cell.config else None,
+        "env": cell.config.env_dict if cell.config else {}, "grappler": cell.config.grappler_dict if cell.config else {},
+        "params": dict(cell.spec["params"]), "status": cell.status, "reason": cell.reason,
+        "verdict": explanation.get("verdict"), "pattern": explanation.get("pattern"), "fused_op": fused_op,
+        "why": explanation.get("why"), "simulated": bool((inspect_result or {}).get("simulated")),
+        "cached": bool((inspect_result or {}).get("cached")), "key": (inspect_result or {}).get("key"),
+        "fingerprint": fp, "node": node or {}, "pid": ((inspect_result or {}).get("worker") or {}).get("pid"),
+    }
+    if bench_result is not None:
+        sp = bench_result["summary"]["speedup"]
+        row.update(speedup=sp["estimate"], ci_low=sp.get("ci_low"), ci_high=sp.get("ci_high"),
+                   speedup_verdict=sp.get("verdict"), processes=bench_result.get("processes", 1),
+                   pairs=sp.get("n_pairs_total", sp.get("n_pairs")), between_share=sp.get("between_share"),
+                   bench_cached=bool(bench_result.get("cached")))
+    elif bench_error:
+        row.update(speedup=None, bench_error=bench_error)
+    cell.row = row
+
+
+def rows(cells: list[Cell]) -> list[dict]:
+    """Every cell's row, ran or not (a cell never drops out of the matrix)."""
+    for cell in cells:
+        if not cell.row or cell.row.get("status") != cell.status:
+            if cell.row:
+                cell.row.update(status=cell.status, reason=cell.reason)
+            else:
+                fill(cell, None)
+    return [c.row for c in cells]
+
+
+def bench_key(cell: Cell, options: BenchOptions) -> str:
+    return ResultCache.key("bench", resolve(cell.spec), cell.config, options.extra())
+
+
+def run_local(engine, cells: list[Cell], *, bench: BenchOptions | None = None, use_cache: bool = True,
+              on_progress=None, stop: threading.Event | None = None) -> list[dict]:
+    """Every runnable cell through the engine (its queue, warm workers and cache), a configuration at a time."""
+    todo = groups(cells)
+    for cell in (c for g in todo for c in g):
+        cell.status, cell.reason, cell.row = "planned", "", {}
+    total = sum(len(g) for g in todo) or 1
+    done = 0
+    for group in todo:
+        for cell in group:
+            if stop is not None and stop.is_set():
+                cell.status, cell.reason = "stopped", "the matrix was stopped before this cell ran"
+                continue
+            if on_progress:
+                on_progress({"fraction": done / total, "message": f"{cell.preset} · {cell.label}"})
+            try:
+                result = engine.inspect(cell.spec, cell.config, use_cache=use_cache)
+            except ExplorerError as exc:
+                cell.status, cell.reason = "failed", str(exc)
+                done += 1
+                continue
+            cell.status = "ok"
+            bench_result, bench_error = None, ""
+            if bench is not None:
+                bench_result, bench_error = _bench_local(engine, cell, bench, use_cache)
+            fill(cell, result, bench_result, bench_error=bench_error)
+            done += 1
+    if on_progress:
+        on_progress({"fraction": 1.0, "message": f"{done} cells"})
+    return rows(cells)
+
+
+def _bench_local(engine, cell: Cell, options: BenchOptions, use_cache: bool) -> tuple[dict | None, str]:
+    if is_simulated(cell.config.device):
+        return None, "a simulated GPU runs nothing, so there is nothing to time"
+    key = bench_key(cell, options)
+    cached = engine.cache.get(key) if use_cache else None
+    if cached is not None:
+        return dict(cached, cached=True), ""
+    try:
+        result = engine.bench(cell.spec, cell.config, reps=options.reps, warmup=options.warmup,
+                              max_seconds=options.max_seconds, processes=options.processes)
+    except ExplorerError as exc:
+        return None, str(exc)
+    engine.cache.put(key, result)
+    return result, ""
+
+
+def store_bench(engine, cell: Cell, options: BenchOptions, raw_runs: list[dict]) -> dict:
+    """A bench run elsewhere (a Ray task) annotated as the engine would, and cached like a local one."""
+    if len(raw_runs) > 1:
+        result = annotate_replicated(raw_runs)
+    else:
+        result = annotate_bench(dict(raw_runs[0], config=cell.config.to_dict()))
+        result["summary"]["speedup"]["mode"] = QUICK_MODE
+        result.update(mode=QUICK_MODE, processes=1)
+    result = dict(result, config=cell.config.to_dict(), measured_at=time.strftime("%Y-%m-%d %H:%M:%S"))
+    engine.cache.put(bench_key(cell, options), result)
+    return result
+
+
+def summary(cells: list[Cell]) -> dict:
+    counts: dict[str, int] = {}
+    for cell in cells:
+        counts[cell.status] = counts.get(cell.status, 0) + 1
+    verdicts: dict[str, int] = {}
+    for cell in cells:
+        if cell.row.get("verdict"):
+            verdicts[cell.row["verdict"]] = verdicts.get(cell.row["verdict"], 0) + 1
+    return {"cells": len(cells), "status": counts, "verdicts": verdicts,
+            "configurations": len({c.config.process_key() for c in cells if c.config is not None})}

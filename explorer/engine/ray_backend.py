@@ -1,0 +1,284 @@
+"""The what-if matrix on a Ray cluster: one Ray task per configuration (device + environment flags).
+
+Ray reuses a worker process for tasks with the same runtime_env and keeps its module state, and
+TensorFlow reads several flags once per process, so the Ray worker never imports TensorFlow: each
+task starts the explorer's own worker subprocess (``runner.WorkerProcess``) with the configuration's
+environment built from the task's, minus what Ray adds (``RAY_*``; ``OMP_NUM_THREADS=1``, which would
+throttle TensorFlow's thread pools), with PYTHONPATH at the project. The task runs all of its
+configuration's cells in that one warm worker and returns plain data; the parent annotates and
+caches it like a local result. A worker subprocess that dies is restarted once in the task (the cell
+says so); a lost Ray task is retried once by Ray; after that, or past its deadline, its cells are
+marked failed with the reason. GPU cells ask Ray for a GPU, and are refused at once when the
+cluster has none (a GPU request Ray cannot place would wait forever).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+
+from ..analysis.annotate import annotate
+from ..errors import ExplorerError, SpecError, WorkerError
+from ..model.devices import is_simulated
+from ..model.flags import Config
+from ..model.spec import resolve
+from . import matrix
+from .cache import ResultCache
+from .runner import PROJECT_ROOT, Limits, WorkerProcess
+
+RAY_ADDED_ENV = ("OMP_NUM_THREADS", "PYTHONBREAKPOINT", "SPT_NOENV")
+# What a job on a remote cluster needs of the project: the package, not the venv, caches or tests.
+UPLOAD_EXCLUDES = [".venv", ".cache", ".git", "tests", "assets", "docs", "benchmarks", "*.png"]
+LOCAL_CPUS = 2
+
+
+def clean_environment(env: dict) -> dict:
+    """A Ray worker's environment without what Ray added, for the TensorFlow worker it starts."""
+    return {k: v for k, v in env.items() if not k.startswith("RAY_") and k not in RAY_ADDED_ENV}
+
+
+def node_identity() -> dict:
+    import ray
+
+    ctx = ray.get_runtime_context()
+    return {"hostname": socket.gethostname(), "node_id": ctx.get_node_id(),
+            "ip": ray.util.get_node_ip_address(), "task_pid": os.getpid()}
+
+
+def run_configuration(device: str, env: dict, requests: list[dict], limits: dict) -> dict:
+    """The body of a Ray task: every request of one configuration in one worker subprocess."""
+    config, lim = Config.make(device, env), Limits(**limits)
+    base = clean_environment(dict(os.environ))
+    worker: list[WorkerProcess | None] = [None]
+
+    def warm() -> WorkerProcess:
+        if worker[0] is None or not worker[0].alive():
+            worker[0] = WorkerProcess(config, lim, base_env=base)
+        return worker[0]
+
+    def fresh_runs(payload, timeout, processes) -> list[dict]:
+        runs = []
+        for _ in range(processes):
+            one = WorkerProcess(config, lim, base_env=base)
+            try:
+                result = one.request("bench", payload, timeout)
+            finally:
+                one.close()
+            runs.append(dict(result, worker={"pid": one.pid, "startup_s": round(one.startup_s, 3)}))
+        return runs
+
+    answers = []
+    for req in requests:
+        retried: list[str] = []
+        answer = None
+        for attempt in (1, 2):
+            try:
+                if req["op"] == "bench" and req.get("processes", 1) > 1:
+                    out = fresh_runs(req["payload"], req["timeout"], req["processes"])
+                else:
+                    w = warm()
+                    out = w.request(req["op"], req["payload"], req["timeout"])
+                    out = [dict(out, worker={"pid": w.pid})] if req["op"] == "bench" else dict(out, worker={"pid": w.pid})
+                answer = {"ok": True, "result": out}
+            except SpecError as exc:
+                answer = {"ok": False, "reason": str(exc)}
+            except WorkerError as exc:
+                if worker[0] is not None and not worker[0].alive():
+                    worker[0].close()
+                    worker[0] = None
+                if exc.kind == "crash" and attempt == 1:
+                    retried.append(str(exc))
+                    continue
+                answer = {"ok": False, "reason": str(exc)}
+            break
+        answers.append(dict(answer, attempts=len(retried) + 1, retried_because=retried))
+    if worker[0] is not None:
+        worker[0].close()
+    return {"node": node_identity(), "answers": answers}
+
+
+def _requests(cell: matrix.Cell, bench: matrix.BenchOptions | None, limits: Limits, need_inspect: bool) -> list[dict]:
+    spec = resolve(cell.spec).to_dict()
+    out = []
+    if need_inspect:
+        out.append({"op": "inspect", "payload": {"spec": spec, "grappler": cell.config.grappler_dict},
+                    "timeout": limits.inspect_s})
+    if bench is not None and not is_simulated(cell.config.device):
+        out.append({"op": "bench", "processes": bench.processes, "timeout": bench.max_seconds + limits.bench_extra_s,
+                    "payload": {"spec": spec, "grappler": cell.config.grappler_dict, "reps": bench.reps,
+                                "warmup": bench.warmup, "max_seconds": bench.max_seconds}})
+    return out
+
+
+def connect(address: str) -> bool:
+    """Connect to (or, with 'local', start) a Ray cluster; True when this call started it."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    if address == "local":
+        ray.init(num_cpus=LOCAL_CPUS, include_dashboard=False, logging_level="ERROR",
+                 runtime_env={"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}})
+    else:
+        ray.init(address=address, logging_level="ERROR",
+                 runtime_env={"working_dir": str(PROJECT_ROOT), "excludes": UPLOAD_EXCLUDES})
+    return True
+
+
+def node_cpus() -> int:
+    """The CPUs of the smallest live node: what a timed cell asks for, so it has a node to itself."""
+    import ray
+
+    cpus = [n["Resources"].get("CPU", 0) for n in ray.nodes() if n.get("Alive") and n["Resources"].get("CPU", 0) > 0]
+    return int(min(cpus)) if cpus else 1
+
+
+def run(engine, cells: list[matrix.Cell], address: str, *, bench: matrix.BenchOptions | None = None,
+        use_cache: bool = True, on_progress=None, stop: threading.Event | None = None,
+        deadline_s: float | None = None, keep_connected: bool = False) -> list[dict]:
+    """Every runnable cell of the matrix on Ray; each comes back with a result or a reason.
+
+    ``keep_connected``: leave a Ray this call started running (the page's server reuses it)."""
+    import ray
+
+    started_here = connect(address)
+    try:
+        return _run(ray, engine, cells, bench, use_cache, on_progress, stop, deadline_s)
+    finally:
+        if started_here and not keep_connected:
+            ray.shutdown()
+
+
+def _run(ray, engine, cells, bench, use_cache, on_progress, stop, deadline_s) -> list[dict]:
+    limits = engine.pool.limits
+    todo = matrix.groups(cells)
+    total = sum(len(g) for g in todo) or 1
+    done = 0
+    gpus = ray.cluster_resources().get("GPU", 0)
+    remote = ray.remote(run_configuration)
+    pending: dict = {}
+    for group in todo:
+        work = []
+        for cell in group:
+            cell.status, cell.reason, cell.row = "planned", "", {}
+            key = ResultCache.key("inspect", resolve(cell.spec), cell.config)
+            cached = engine.cache.get(key) if use_cache else None
+            cached_bench = None
+            if bench is not None and use_cache and not is_simulated(cell.config.device):
+                cached_bench = engine.cache.get(matrix.bench_key(cell, bench))
+            need_bench = bench is not None and not is_simulated(cell.config.device) and cached_bench is None
+            if cached is not None and not need_bench:
+                cell.status = "ok"
+                matrix.fill(cell, dict(cached, cached=True),
+                            dict(cached_bench, cached=True) if cached_bench else None,
+                            bench_error=_no_timing(cell, bench))
+                done += 1
+                continue
+            work.append((cell, key, cached, cached_bench,
+                         _requests(cell, bench if need_bench else None, limits, cached is None)))
+        if not work:
+            continue
+        config = work[0][0].config
+        if config.device == "gpu" and gpus < 1:
+            for cell, *_ in work:
+                cell.status = "unrunnable"
+                cell.reason = "the Ray cluster has no GPU, so this GPU cell cannot run (its request would wait forever)"
+            done += len(work)
+            continue
+        options = {"num_cpus": node_cpus() if bench is not None else 1, "max_retries": 1, "retry_exceptions": False}
+        if config.device == "gpu":
+            options["num_gpus"] = 1
+        requests = [r for *_, reqs in work for r in reqs]
+        ref = remote.options(**options).remote(config.device, config.env_dict, requests, limits.__dict__)
+        budget = deadline_s or (limits.startup_s * 2 + sum(r["timeout"] * 2 for r in requests))
+        pending[ref] = (work, time.monotonic() + budget)
+    try:
+        _wait(ray, engine, pending, bench, stop, on_progress, done, total)
+    except BaseException:
+        # The caller went away (a page rerun, Ctrl-C): nobody will read these cells, so free the cluster.
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        raise
+    return matrix.rows(cells)
+
+
+def _wait(ray, engine, pending: dict, bench, stop, on_progress, done: int, total: int) -> None:
+    while pending:
+        if stop is not None and stop.is_set():
+            for ref, (work, _) in pending.items():
+                ray.cancel(ref, force=True)
+                for cell, *_ in work:
+                    cell.status, cell.reason = "stopped", "the matrix was stopped before this cell ran"
+            break
+        ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+        now = time.monotonic()
+        for ref in list(pending):
+            work, deadline = pending[ref]
+            if ref in ready:
+                pending.pop(ref)
+                _collect(ray, engine, ref, work, bench)
+            elif now > deadline:
+                pending.pop(ref)
+                ray.cancel(ref, force=True)
+                for cell, *_ in work:
+                    cell.status, cell.reason = "failed", "timed out on Ray (node lost or resources unavailable)"
+            else:
+                continue
+            done += len(work)
+            if on_progress:
+                on_progress({"fraction": done / total, "message": f"{done}/{total} cells"})
+
+
+def _no_timing(cell, bench) -> str:
+    if bench is not None and is_simulated(cell.config.device):
+        return "a simulated GPU runs nothing, so there is nothing to time"
+    return ""
+
+
+def _collect(ray, engine, ref, work, bench) -> None:
+    """A finished task's answers into its cells; a lost task's cells failed with Ray's reason."""
+    try:
+        out = ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        reason = f"the Ray task failed: {exc.cause}"
+        out = None
+    except ray.exceptions.RayError as exc:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        reason = f"the Ray task was lost ({type(exc).__name__}: {first}), after a retry"
+        out = None
+    if out is None:
+        for cell, *_ in work:
+            cell.status, cell.reason = "failed", reason
+        return
+    answers = iter(out["answers"])
+    for cell, key, cached, cached_bench, requests in work:
+        inspect_result, bench_result, bench_error, retried, attempts = cached and dict(cached, cached=True), \
+            cached_bench and dict(cached_bench, cached=True), _no_timing(cell, bench), [], 1
+        failure = ""
+        for req in requests:
+            answer = next(answers)
+            retried += answer["retried_because"]
+            attempts = max(attempts, answer["attempts"])
+            if not answer["ok"]:
+                if req["op"] == "inspect":
+                    failure = answer["reason"]
+                else:
+                    bench_error = answer["reason"]
+                continue
+            if req["op"] == "inspect":
+                inspect_result = annotate(dict(answer["result"], config=cell.config.to_dict(), cached=False, key=key))
+                engine.cache.put(key, inspect_result)
+            else:
+                try:
+                    bench_result = matrix.store_bench(engine, cell, bench, answer["result"])
+                except ExplorerError as exc:
+                    bench_error = str(exc)
+        if failure:
+            cell.status, cell.reason = "failed", failure + (f" (after a retry: {retried[0]})" if retried else "")
+            matrix.fill(cell, None, node=out["node"])
+        else:
+            cell.status = "ok"
+            matrix.fill(cell, inspect_result, bench_result, node=out["node"], bench_error=bench_error)
+        cell.row.update(attempts=attempts, retried_because=retried)

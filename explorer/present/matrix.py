@@ -1,0 +1,81 @@
+"""The what-if matrix's rows as a table for people, CSV and JSON for scripts (plain data in, text out)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from .machine import describe
+
+COLUMNS = ("preset", "label", "status", "verdict", "fused_op", "speedup", "ci_low", "ci_high", "processes",
+           "pairs", "between_share", "device", "env", "grappler", "params", "cached", "reason", "machine", "node")
+
+
+def cell_words(row: dict) -> str:
+    """'fused _FusedMatMul[BiasAdd+Relu]', 'not fused', 'failed: <reason>' ..."""
+    if row.get("status") != "ok":
+        return f"{row.get('status')}: {row.get('reason')}"
+    words = row.get("verdict") or "?"
+    if row.get("fused_op") and words != "not fused":
+        words += f" {row['fused_op']}"
+    return words
+
+
+def speedup_words(row: dict) -> str:
+    if row.get("speedup") is None:
+        return f"no timing: {row['bench_error']}" if row.get("bench_error") else ""
+    ci = "" if row.get("ci_low") is None else f" ({row['ci_low']:.2f}–{row['ci_high']:.2f})"
+    procs = f", {row['processes']} processes" if (row.get("processes") or 1) > 1 else ""
+    return f"{row['speedup']:.2f}×{ci}{procs}"
+
+
+def _flat(row: dict) -> dict:
+    out = {}
+    for column in COLUMNS:
+        if column == "machine":
+            out[column] = describe(row["fingerprint"]) if row.get("fingerprint") else ""
+        elif column == "node":
+            node = row.get("node") or {}
+            out[column] = node.get("hostname", "") + (f" ({node['node_id'][:12]})" if node.get("node_id") else "")
+        elif column in ("env", "grappler", "params"):
+            out[column] = " ".join(f"{k}={v}" for k, v in (row.get(column) or {}).items())
+        else:
+            value = row.get(column)
+            out[column] = "" if value is None else value
+    return out
+
+
+def to_csv(rows: list[dict]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(_flat(row))
+    return buffer.getvalue()
+
+
+def to_json(matrix: dict) -> str:
+    return json.dumps(matrix, indent=1)
+
+
+def table(rows: list[dict]) -> str:
+    """One line per cell, presets grouped, columns aligned: what a person reads in a terminal."""
+    lines = []
+    width = max((len(r["label"]) for r in rows), default=0)
+    for preset in dict.fromkeys(r["preset"] for r in rows):
+        lines.append(preset)
+        for row in (r for r in rows if r["preset"] == preset):
+            timing = speedup_words(row)
+            lines.append(f"  {row['label']:<{width}}  {cell_words(row)}" + (f"  |  {timing}" if timing else ""))
+    return "\n".join(lines)
+
+
+def machines(rows: list[dict]) -> list[str]:
+    """Each distinct machine (and Ray node) that ran a cell, in words."""
+    seen = {}
+    for row in rows:
+        if row.get("fingerprint"):
+            node = (row.get("node") or {}).get("hostname")
+            seen.setdefault((describe(row["fingerprint"]), node), None)
+    return [words + (f" on node {node}" if node else "") for words, node in seen]

@@ -1,0 +1,148 @@
+"""The what-if matrix tab: presets × combinations of flags, switches and parameters, as a heatmap.
+
+A click on a cell (or the "open" picker below it) loads that cell's run into the explorer. The run
+keeps its rows in the session as it goes, so the stop button (which reruns the page and so
+interrupts the run between cells) leaves what was done, the rest marked stopped.
+"""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+from ..engine import matrix
+from ..errors import ExplorerError
+from ..model.catalog import PRESETS
+from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES
+from ..present import charts
+from ..present import matrix as table
+from . import cached, state
+from .sidebar import Choice
+
+PRESETS_KEY = "matrix.presets"
+VARY_KEY = "matrix.vary"  # text, one NAME=V1,V2 per line
+BENCH_KEY = "matrix.bench"
+RESULT_KEY = "matrix.result"  # {"rows": [...], "running": bool}
+OPEN_KEY = "matrix.open"
+DEFAULT_VARY = "TF_ENABLE_ONEDNN_OPTS=0,1\nremapping=on,off"
+RAY_KEY = "matrix.ray"
+RAY_ADDRESS = "EXPLORER_RAY_ADDRESS"  # set when the server starts: the page may send matrices to this Ray
+
+
+def parse(text: str) -> list[matrix.Axis]:
+    return [matrix.parse_vary(line) for line in text.splitlines() if line.strip()]
+
+
+def open_cell(row: dict) -> None:
+    """Set the sidebar to a cell's model and configuration (runs as a callback, before the widgets)."""
+    ss = st.session_state
+    ss[state.MODE], ss[state.PRESET] = "preset", row["preset"]
+    for name, value in row["params"].items():
+        ss[state.param_key(row["preset"], name)] = value
+    for name in ENV_FLAGS:
+        ss[state.env_key(name)] = row["env"].get(name, state.UNSET)
+    for name in GRAPPLER_SWITCHES:
+        ss[state.switch_key(name)] = row["grappler"].get(name, state.UNSET)
+    device, _, profile = (row.get("device") or "cpu").partition(":")
+    ss[state.DEVICE] = device
+    if profile:
+        ss[state.GPU_PROFILE] = profile
+
+
+def _on_select() -> None:
+    points = (st.session_state.get("matrix.heatmap") or {}).get("selection", {}).get("points", [])
+    rows = (st.session_state.get(RESULT_KEY) or {}).get("rows", [])
+    for point in points:
+        i = point.get("customdata")
+        if isinstance(i, int) and 0 <= i < len(rows) and rows[i]["status"] == "ok":
+            open_cell(rows[i])
+            return
+
+
+def _open_picked() -> None:
+    rows = (st.session_state.get(RESULT_KEY) or {}).get("rows", [])
+    i = st.session_state.get(OPEN_KEY)
+    if i is not None and 0 <= i < len(rows):
+        open_cell(rows[i])
+
+
+def panel(choice: Choice) -> None:
+    st.caption("Presets × every combination of the values you vary (env flags, Grappler switches, model "
+               "parameters or `device`): which fuse, into what, and with timing how much faster. One warm worker "
+               "per configuration runs all of its cells; cells already run come from the cache.")
+    ss = st.session_state
+    if PRESETS_KEY not in ss:
+        ss[PRESETS_KEY] = [choice.preset.id] if choice.preset else ["matmul_bias_relu"]
+    ss.setdefault(VARY_KEY, DEFAULT_VARY)
+    c1, c2 = st.columns([1, 1])
+    presets = c1.multiselect("Presets", list(PRESETS), key=PRESETS_KEY)
+    text = c2.text_area("Vary (one NAME=V1,V2 per line)", key=VARY_KEY, height=90)
+    c3, c4, c5 = st.columns([2, 1, 1], vertical_alignment="bottom")
+    bench = c3.checkbox("Also time fused against unfused (20 calls per cell)", key=BENCH_KEY)
+    run = c4.button("Run matrix", type="primary", key="matrix.run", width="stretch")
+    stop = c5.button("Stop", key="matrix.stop", width="stretch")
+    address = os.environ.get(RAY_ADDRESS)
+    on_ray = bool(address) and st.checkbox(
+        f"Run on Ray ({address})", key=RAY_KEY,
+        help="Each configuration runs as a Ray task on the cluster this server was started with; "
+             "every cell names the node that ran it.")
+    try:
+        cells = matrix.plan(presets, parse(text), device=choice.config.device if choice.config else "cpu",
+                            params={k: v for k, v in choice.model.p.items()
+                                    if any(k in PRESETS[p].chain.param_names() for p in presets)} if presets else {})
+    except ExplorerError as exc:
+        st.error(f"matrix: {exc}")
+        return
+    if stop and (ss.get(RESULT_KEY) or {}).get("running"):
+        ss[RESULT_KEY] = {"rows": [dict(r, status="stopped", reason="stopped before this cell ran")
+                                   if r["status"] == "planned" else r for r in ss[RESULT_KEY]["rows"]],
+                          "running": False}
+    if run:
+        _run(cells, bench, address if on_ray else None)
+    result = ss.get(RESULT_KEY)
+    if not result:
+        st.info(f"{len(cells)} cells planned: press **Run matrix**.")
+        return
+    show(result["rows"])
+
+
+def _run(cells: list, bench: bool, ray_address: str | None = None) -> None:
+    bar = st.progress(0.0, text="starting")
+    options = matrix.BenchOptions(reps=20, warmup=3, max_seconds=20) if bench else None
+
+    def on_progress(p: dict) -> None:
+        # Kept as it goes: a stop (a rerun) between cells leaves what was done.
+        st.session_state[RESULT_KEY] = {"rows": matrix.rows(cells), "running": True}
+        bar.progress(min(max(p["fraction"], 0.0), 1.0), text=p.get("message", ""))
+
+    if ray_address:
+        from ..engine import ray_backend  # imports Ray only when a matrix goes there
+
+        rows = ray_backend.run(cached.current(), cells, ray_address, bench=options, on_progress=on_progress,
+                               keep_connected=True)
+    else:
+        rows = matrix.run_local(cached.current(), cells, bench=options, on_progress=on_progress)
+    st.session_state[RESULT_KEY] = {"rows": rows, "running": False}
+    bar.empty()
+
+
+def show(rows: list[dict]) -> None:
+    timed = any(r.get("speedup") is not None for r in rows)
+    by = st.radio("Colour by", ["verdict", "speedup"], horizontal=True, key="matrix.by") if timed else "verdict"
+    st.plotly_chart(charts.matrix_heatmap(rows, by=by), width="stretch", key="matrix.heatmap",
+                    on_select=_on_select, selection_mode="points")
+    st.caption("Click a cell to open its run in the explorer (the sidebar takes its model and configuration).")
+    runnable = [i for i, r in enumerate(rows) if r["status"] == "ok"]
+    if runnable:
+        c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+        c1.selectbox("Open a cell", runnable, key=OPEN_KEY, format_func=lambda i: f"{rows[i]['preset']} · {rows[i]['label']}")
+        c2.button("Open in the explorer", key="matrix.open_button", on_click=_open_picked, width="stretch")
+    st.dataframe([{"preset": r["preset"], "settings": r["label"], "result": table.cell_words(r),
+                   "speedup": table.speedup_words(r), "cached": r.get("cached")} for r in rows],
+                 hide_index=True, width="stretch")
+    d1, d2 = st.columns(2)
+    d1.download_button("Matrix (CSV)", data=table.to_csv(rows), file_name="matrix.csv", mime="text/csv",
+                       on_click="ignore", key="matrix.csv", icon=":material/download:")
+    d2.download_button("Matrix (JSON)", data=table.to_json({"cells": rows}), file_name="matrix.json",
+                       mime="application/json", on_click="ignore", key="matrix.json", icon=":material/download:")

@@ -1,0 +1,23 @@
+"""The benchmark tab's repeatable run: the real page, the real engine, fresh worker processes."""
+
+from __future__ import annotations
+
+from explorer.ui import state
+
+
+def test_repeatable_run_shows_processes_values_and_between_share(make_app):
+    at = make_app(**{state.BENCH_REPS: 6, state.BENCH_WARMUP: 1, state.BENCH_SECONDS: 30}).run()
+    assert not at.exception
+    radio = at.radio(key=state.BENCH_MODE)
+    assert radio.value == "quick" and radio.options == ["quick (1 process)", "repeatable (several fresh processes)"]
+    radio.set_value("repeatable")
+    at.number_input(key=state.BENCH_PROCESSES).set_value(2)
+    at.button(key="bench.run").click().run()
+    assert not at.exception
+    assert not at.error, [e.value for e in at.error]
+    shown = " ".join(m.value for m in at.markdown)
+    assert "Repeatable: 2 processes × 6 pairs" in shown and "of the spread is between processes" in shown
+    assert any("Speedup per process:" in c.value and "geometric mean" in c.value for c in at.caption)
+    command = next(c for c in at.code if c.value.startswith("python -m explorer bench"))
+    assert "--reps 6 --warmup 1" in command.value and command.value.endswith("--processes 2")
+    assert "Speedup of fusion" in [m.label for m in at.metric]
