@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from explorer.ui import state
 
-from conftest import APP, SMALL
-
 pytestmark = pytest.mark.tf
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
 ONEDNN = state.env_key("TF_ENABLE_ONEDNN_OPTS")
+SMALL = {"m": 64, "k": 32, "n": 16}
 
 
 def fresh_app() -> AppTest:
     """The page as a new visitor gets it (no flag set by the test), at small sizes."""
     at = AppTest.from_file(APP, default_timeout=180)
-    for name, value in SMALL[state.DEFAULT_PRESET].items():
+    for name, value in SMALL.items():
         at.session_state[state.param_key(state.DEFAULT_PRESET, name)] = value
     return at
 
