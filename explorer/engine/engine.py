@@ -195,7 +195,7 @@ class Engine:
         ))
 
     def sweep(self, spec, config=None, *, param: str, values: list, reps: int = 30, warmup: int = 3,
-              max_seconds: float = 30.0, on_progress=None) -> list[dict]:
+              max_seconds: float = 30.0, on_progress=None, compiler: str = "grappler") -> list[dict]:
         """bench() at each value of one size parameter: where fusion starts to pay."""
         spec = resolve(spec)
         if param not in spec.p or not isinstance(spec.p[param], int) or isinstance(spec.p[param], bool):
@@ -212,7 +212,7 @@ class Engine:
                                  "message": f"{param}={values[i]}: {p.get('message', '')}"})
 
             result = self.bench(point_spec, config, reps=reps, warmup=warmup, max_seconds=max_seconds,
-                                on_progress=progress)
+                                on_progress=progress, compiler=compiler)
             points.append({"value": point_spec.p[param], "result": result})
         return points
 
