@@ -203,10 +203,11 @@ def _inspect_xla(engine, spec: dict, config: Config, args) -> None:
     grappler = engine.inspect(spec, config, use_cache=not args.no_cache) if args.compiler == "both" else None
     try:
         xla = engine.xla(spec, config, use_cache=not args.no_cache)
-    except WorkerError as exc:
-        if grappler is None or exc.kind != "tensorflow":
+    except (WorkerError, SpecError) as exc:  # XLA refused the model, or has no view on this device
+        if grappler is None or getattr(exc, "kind", "tensorflow") != "tensorflow":
             raise
-        xla = {"compiler": "xla", "error": exc.to_dict()}
+        xla = {"compiler": "xla", "error": exc.to_dict() if isinstance(exc, WorkerError) else
+               {"kind": "spec", "message": str(exc), "detail": ""}}
     if args.json:
         print(json.dumps(xla if grappler is None else dict(grappler, xla=xla), indent=1))
         return
