@@ -230,6 +230,10 @@ def _print_xla(result: dict) -> None:
           "(trace + compile of the module a call runs)")
     if ran["xla_executable_ran"]:
         print(f"  a profiled call ran XLA module {', '.join(ran['modules'])}: {' '.join(ran['hlo_instructions'])}")
+        same = result.get("executed_vs_shown") or {}
+        print("  its instructions are the shown module's" if same.get("same") else
+              f"  its instructions differ from the shown module's: ran only {same.get('only_ran')}, "
+              f"shown only {same.get('only_shown')}")
     else:
         print("  WARNING: the profiled call shows no XLA executable: " + " ".join(ran["tf_kernels"][:12]))
     print(f"\nXLA made: {result['summary']}")

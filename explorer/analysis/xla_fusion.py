@@ -194,6 +194,7 @@ def annotate_xla(result: dict) -> dict:
     result["fusions"] = groups
     result["accounting"] = account(groups, nodes, (result.get("hlo") or {}).get("hlo"), result["module"])
     result["summary"] = summary(groups)
+    result["executed_vs_shown"] = executed_vs_shown(result)
     passes = result.get("passes")
     if passes and "log" in passes:  # the log is read once, into the table; the dumps stay for the diffs
         from . import xla_passes
@@ -233,3 +234,15 @@ def cluster_lines(clusters: list[dict]) -> list[str]:
         lines.append(f"{c['cluster']}: {len(ops)} op{'s' if len(ops) != 1 else ''} compiled by XLA{extra}: "
                      + (", ".join(ops) or "(its members were not dumped)"))
     return lines
+
+
+def executed_vs_shown(result: dict) -> dict:
+    """Does the module a call ran (its profiled HLO instructions) look like the module shown?
+
+    The two are separate compiles with different module names; the same instruction names on the
+    same model say they came out of XLA's passes alike.
+    """
+    ran = set((result.get("executed") or {}).get("hlo_instructions") or [])
+    entry = next((c for c in result["module"]["computations"] if c["is_entry"]), {"instructions": []})
+    shown = {i["name"] for i in entry["instructions"] if i["opcode"] not in PLUMBING}
+    return {"same": bool(ran) and ran == shown, "only_ran": sorted(ran - shown), "only_shown": sorted(shown - ran)}

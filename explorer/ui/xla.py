@@ -70,6 +70,11 @@ def _summary(grappler: dict, result: dict) -> None:
     proof = (f"A profiled call ran the compiled XLA module `{', '.join(ran['modules'])}` "
              f"({', '.join(ran['hlo_instructions'])})." if ran["xla_executable_ran"]
              else "A profiled call showed no XLA executable running.")
+    same = result.get("executed_vs_shown") or {}
+    if ran["xla_executable_ran"]:
+        proof += (" It ran the same instructions as the module shown." if same.get("same") else
+                  f" Its instructions differ from the module shown (ran only: {', '.join(same.get('only_ran', []))}; "
+                  f"shown only: {', '.join(same.get('only_shown', []))}).")
     st.caption(f"Shown: module `{result['module']['name']}`, from {result['source']}. XLA compile "
                f"{times['compile_s'] * 1e3:.0f} ms; first call {times['first_call_s'] * 1e3:.0f} ms (trace and "
                f"compile of the module a call runs). {proof}")

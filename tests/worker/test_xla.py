@@ -248,3 +248,14 @@ def test_cli_both_on_a_simulated_gpu_keeps_grappler_and_says_why_no_xla():
                   "--no-cache")
     assert out.returncode == 0, out.stderr
     assert "SIMULATED" in out.stdout and "XLA: device: a simulated GPU has no XLA compiler" in out.stdout
+
+
+@pytest.mark.parametrize("preset", list(MODELS))
+def test_the_call_ran_the_instructions_of_the_module_shown(results, preset):
+    result = results[preset]
+    compared = result["executed_vs_shown"]
+    assert compared["same"], compared
+    walk = walk_hlo_text(result["hlo"]["optimized_hlo"])
+    shown = {name for name, rest in walk["computations"][walk["entry"]]
+             if not re.match(r"\S+ (parameter|constant|bitcast|tuple|get-tuple-element|copy)\(", rest)}
+    assert set(result["executed"]["hlo_instructions"]) == shown
