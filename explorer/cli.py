@@ -360,10 +360,11 @@ def _inspect_xla(engine, spec: dict, config: Config, args) -> None:
     grappler = engine.inspect(spec, config, use_cache=not args.no_cache) if args.compiler == "both" else None
     try:
         xla = engine.xla(spec, config, use_cache=not args.no_cache)
-    except WorkerError as exc:
-        if grappler is None or exc.kind != "tensorflow":
+    except (WorkerError, SpecError) as exc:  # XLA refused the model, or has no view on this device
+        if grappler is None or getattr(exc, "kind", "tensorflow") != "tensorflow":
             raise
-        xla = {"compiler": "xla", "error": exc.to_dict()}
+        xla = {"compiler": "xla", "error": exc.to_dict() if isinstance(exc, WorkerError) else
+               {"kind": "spec", "message": str(exc), "detail": ""}}
     if args.json:
         print(json.dumps(xla if grappler is None else dict(grappler, xla=xla), indent=1))
         return
@@ -386,6 +387,10 @@ def _print_xla(result: dict) -> None:
           "(trace + compile of the module a call runs)")
     if ran["xla_executable_ran"]:
         print(f"  a profiled call ran XLA module {', '.join(ran['modules'])}: {' '.join(ran['hlo_instructions'])}")
+        same = result.get("executed_vs_shown") or {}
+        print("  its instructions are the shown module's" if same.get("same") else
+              f"  its instructions differ from the shown module's: ran only {same.get('only_ran')}, "
+              f"shown only {same.get('only_shown')}")
     else:
         print("  WARNING: the profiled call shows no XLA executable: " + " ".join(ran["tf_kernels"][:12]))
     print(f"\nXLA made: {result['summary']}")

@@ -144,10 +144,14 @@ def describe(words: str, category: str, tf_ops: list[str]) -> str:
 _OP_NAME = re.compile(r'op_name="([^"]*)"')
 
 
-def account(groups: list[dict], nodes: list[dict], unoptimized_hlo: str | None = None) -> dict[str, dict]:
+def account(groups: list[dict], nodes: list[dict], unoptimized_hlo: str | None = None,
+            module: dict | None = None) -> dict[str, dict]:
     """Where every traced TF op went: {name: {"op", "status", "where", "note"}} (see STATUS_WORDS)."""
     resolve = resolver(nodes)
     before = {resolve(n) for n in _OP_NAME.findall(unoptimized_hlo)} if unoptimized_hlo is not None else None
+    # a name carried only by an instruction that moves or reinterprets data (a Squeeze as a bitcast)
+    moved = {resolve(ins.get("op_name")): ins["opcode"] for comp in (module or {}).get("computations", [])
+             for ins in comp["instructions"] if ins["opcode"] in PLUMBING - {"parameter", "constant"}}
     out = {}
     for node in nodes:
         name, op = node["name"], node["op"]
@@ -163,6 +167,8 @@ def account(groups: list[dict], nodes: list[dict], unoptimized_hlo: str | None =
                 note = "a constant: XLA emits it inside its consumer (an HLO constant under the consumer's name)"
             elif op in NO_HLO_OPS:
                 note = f"{op} computes nothing: it lowers to no HLO"
+            elif name in moved:
+                note = f"only a {moved[name]} carries its name: it moves or reinterprets data, computing nothing"
             elif before is not None and name in before:
                 note = "in the HLO before optimisation; XLA's passes folded or removed it"
             else:
@@ -186,8 +192,9 @@ def annotate_xla(result: dict) -> dict:
     nodes = result["traced"]["nodes"]
     groups = xla_fusions(result["module"], nodes)
     result["fusions"] = groups
-    result["accounting"] = account(groups, nodes, (result.get("hlo") or {}).get("hlo"))
+    result["accounting"] = account(groups, nodes, (result.get("hlo") or {}).get("hlo"), result["module"])
     result["summary"] = summary(groups)
+    result["executed_vs_shown"] = executed_vs_shown(result)
     passes = result.get("passes")
     if passes and "log" in passes:  # the log is read once, into the table; the dumps stay for the diffs
         from . import xla_passes
@@ -227,3 +234,15 @@ def cluster_lines(clusters: list[dict]) -> list[str]:
         lines.append(f"{c['cluster']}: {len(ops)} op{'s' if len(ops) != 1 else ''} compiled by XLA{extra}: "
                      + (", ".join(ops) or "(its members were not dumped)"))
     return lines
+
+
+def executed_vs_shown(result: dict) -> dict:
+    """Does the module a call ran (its profiled HLO instructions) look like the module shown?
+
+    The two are separate compiles with different module names; the same instruction names on the
+    same model say they came out of XLA's passes alike.
+    """
+    ran = set((result.get("executed") or {}).get("hlo_instructions") or [])
+    entry = next((c for c in result["module"]["computations"] if c["is_entry"]), {"instructions": []})
+    shown = {i["name"] for i in entry["instructions"] if i["opcode"] not in PLUMBING}
+    return {"same": bool(ran) and ran == shown, "only_ran": sorted(ran - shown), "only_shown": sorted(shown - ran)}

@@ -249,7 +249,7 @@ class Engine:
         return runs
 
     def sweep(self, spec, config=None, *, param: str, values: list, reps: int = 30, warmup: int = 3,
-              max_seconds: float = 30.0, on_progress=None) -> SweepResult:
+              max_seconds: float = 30.0, on_progress=None, compiler: str = "grappler") -> SweepResult:
         """bench() at each value of one size parameter: the points, their table, and where fusion starts to pay."""
         spec = resolve(spec)
         if param not in spec.p or not isinstance(spec.p[param], int) or isinstance(spec.p[param], bool):
@@ -266,7 +266,7 @@ class Engine:
                                  "message": f"{param}={values[i]}: {p.get('message', '')}"})
 
             result = self.bench(point_spec, config, reps=reps, warmup=warmup, max_seconds=max_seconds,
-                                on_progress=progress)
+                                on_progress=progress, compiler=compiler)
             points.append({"value": point_spec.p[param], "result": result})
         return annotate_sweep(param, points)
 

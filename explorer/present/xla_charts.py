@@ -42,3 +42,21 @@ def three_way_speedups(summary: dict, *, height: int = 300) -> go.Figure:
     fig.update_xaxes(title_text="times faster (median ratio, 95% CI)")
     fig.update_yaxes(autorange="reversed")
     return _style(fig, "Speedups", height)
+
+
+def three_way_sweep(points: list[dict], param: str, *, height: int = HEIGHT) -> go.Figure:
+    """Median latency of the three variants against one size (whiskers: p25-p75), log axes when wide."""
+    fig = go.Figure()
+    xs = [pt["value"] for pt in points]
+    for name in VARIANTS:
+        stats = [pt["result"]["summary"]["variants"][name] for pt in points]
+        medians = [s["median_ms"] for s in stats]
+        fig.add_trace(go.Scatter(
+            x=xs, y=medians, name=WORDS[name], mode="lines+markers", line={"color": THREE_COLORS[name]},
+            error_y={"type": "data", "symmetric": False, "array": [s["p75_ms"] - s["median_ms"] for s in stats],
+                     "arrayminus": [s["median_ms"] - s["p25_ms"] for s in stats]},
+            hovertemplate=f"{WORDS[name]}<br>{param}=%{{x}}<br>%{{y:.4f}} ms<extra></extra>"))
+    wide = len(xs) > 1 and max(xs) / max(min(xs), 1) >= 8
+    fig.update_xaxes(title_text=param, type="log" if wide else "linear")
+    fig.update_yaxes(title_text="median latency per call (ms)", type="log" if wide else "linear")
+    return _style(fig, f"Unfused, Grappler-fused and XLA against {param}", height)

@@ -16,6 +16,7 @@ from ..errors import ExplorerError
 from ..model.devices import is_simulated
 from ..present import hlo_dot, xla_charts
 from . import cached, frame, linked, sidebar, state
+from .bench import parse_values
 
 INTRO = ("XLA is TensorFlow's other fusion engine: `tf.function(jit_compile=True)` lowers the whole model to "
          "HLO and XLA's own passes fuse it, instead of Grappler's remapper. This tab compiles the model shown "
@@ -58,6 +59,7 @@ def panel(choice: sidebar.Choice, grappler: dict) -> None:
     _downloads(result)
     _passes(result)
     _three_way(choice)
+    _sweep(choice)
     _gpu_note(grappler)
 
 
@@ -68,6 +70,11 @@ def _summary(grappler: dict, result: dict) -> None:
     proof = (f"A profiled call ran the compiled XLA module `{', '.join(ran['modules'])}` "
              f"({', '.join(ran['hlo_instructions'])})." if ran["xla_executable_ran"]
              else "A profiled call showed no XLA executable running.")
+    same = result.get("executed_vs_shown") or {}
+    if ran["xla_executable_ran"]:
+        proof += (" It ran the same instructions as the module shown." if same.get("same") else
+                  f" Its instructions differ from the module shown (ran only: {', '.join(same.get('only_ran', []))}; "
+                  f"shown only: {', '.join(same.get('only_shown', []))}).")
     st.caption(f"Shown: module `{result['module']['name']}`, from {result['source']}. XLA compile "
                f"{times['compile_s'] * 1e3:.0f} ms; first call {times['first_call_s'] * 1e3:.0f} ms (trace and "
                f"compile of the module a call runs). {proof}")
@@ -189,3 +196,36 @@ def _passes(result: dict) -> None:
         else:
             st.code(xla_passes.diff(before["text"], after["text"], (before["file"], after["file"])) or
                     "(no textual change: the pass changed only what the text does not show)", language="diff")
+
+
+def _sweep(choice: sidebar.Choice) -> None:
+    """The size sweep's sizes (chosen in its own tab) timed three ways, XLA's line beside Grappler's."""
+    param, text = st.session_state.get(state.SWEEP_PARAM), st.session_state.get(state.SWEEP_VALUES) or ""
+    if not param:
+        return
+    try:
+        values = parse_values(text)
+    except ValueError as exc:
+        st.caption(f"Size sweep with XLA: the sweep's values are not valid ({exc}); set them in 'Size sweep'.")
+        return
+    key = ResultCache.key("sweep_xla", choice.model, choice.config, {"param": param, "values": values})
+    st.markdown(f"**Size sweep with XLA**: {param} = {', '.join(map(str, values))} (chosen in 'Size sweep')")
+    if st.button("Sweep three ways", key="xla.sweep.run"):
+        with st.spinner(f"Timing three variants at {len(values)} values of {param}…"):
+            try:
+                points = cached.current().sweep(choice.model, choice.config, param=param, values=values,
+                                                reps=int(st.session_state.get(state.SWEEP_REPS) or 20), warmup=3,
+                                                max_seconds=30.0, compiler="both")["points"]
+            except ExplorerError as exc:
+                frame.show_error(exc, "The sweep failed")
+                return
+        state.remember(state.XLA_BENCH_RESULTS, key, points)
+    points = state.recall(state.XLA_BENCH_RESULTS, key)
+    if points is None:
+        return
+    st.plotly_chart(xla_charts.three_way_sweep(points, param), width="stretch", key="xla.sweep.figure")
+    st.dataframe([{param: pt["value"], **{f"{WORDS[n]} ms": round(pt["result"]["summary"]["variants"][n]["median_ms"], 4)
+                                         for n in VARIANTS},
+                   "XLA first call ms": round(pt["result"]["summary"]["xla_first_call_ms"], 1),
+                   "proof": "ok" if pt["result"]["proof_summary"]["verified"] else "see the three-way run"}
+                  for pt in points], hide_index=True, width="stretch")

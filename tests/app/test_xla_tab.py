@@ -78,3 +78,14 @@ def test_three_way_benchmark_from_the_tab(make_app):
     assert list(agreement["outputs"]) == ["fused-unfused", "xla-unfused", "xla-fused"]
     assert agreement["within tolerance"].all()
     assert "XLA ran module" in texts(at)
+
+
+def test_size_sweep_gains_the_xla_line(make_app):
+    at = make_app(**{state.XLA_ON: True, state.SWEEP_PARAM: "m", state.SWEEP_VALUES: "32, 64",
+                     state.SWEEP_REPS: 3}).run()
+    assert not at.exception
+    next(b for b in at.button if b.label == "Sweep three ways").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    table = next(df.value for df in at.dataframe if "XLA first call ms" in df.value.columns)
+    assert list(table["m"]) == [32, 64]
+    assert (table["XLA (jit_compile=True) ms"] > 0).all() and (table["Grappler-fused ms"] > 0).all()

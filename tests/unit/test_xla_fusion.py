@@ -130,3 +130,17 @@ def test_annotate_adds_fusions_accounting_and_summary():
     result = xla_fusion.annotate_xla(data)
     assert result["summary"] == f"dot, loop fusion ({len(result['fusions'][1]['tf_ops'])} ops)"
     assert set(result["accounting"]) == {n["name"] for n in data["traced"]["nodes"]}
+
+
+def test_an_op_carried_only_by_a_bitcast_is_said_to_compute_nothing():
+    data = load("matmul_bias_gelu_approx")
+    nodes = data["traced"]["nodes"] + [{"name": "Reshape", "op": "Reshape"}]
+    module = json.loads(json.dumps(data["module"]))
+    entry(module)["instructions"].append({
+        "name": "bitcast.9", "opcode": "bitcast", "shape": "f32[32]", "operands": ["MatMul.2"],
+        "called_computations": [], "fusion_kind": None, "custom_call_target": None, "op_type": "Reshape",
+        "op_name": "Reshape", "is_root": False, "parameter_number": None})
+    groups = xla_fusion.xla_fusions(module, nodes)
+    assert all("Reshape" not in g["tf_ops"] for g in groups)
+    a = xla_fusion.account(groups, nodes, module=module)["Reshape"]
+    assert a["status"] == "no_hlo" and a["note"].startswith("only a bitcast carries its name")

@@ -229,3 +229,33 @@ def test_cli_bench_compiler_both_prints_the_three_way():
     for words in ("unfused (remapper off)", "Grappler-fused", "XLA (jit_compile=True)",
                   "XLA's first call (trace + compile)", "outputs xla-fused", "XLA ran:     module", "proof: verified"):
         assert words in text, (words, text)
+
+
+@pytest.mark.parametrize("args,words", [
+    (["inspect", "matmul_bias_relu", "--compiler", "tpu"], "invalid choice"),
+    (["inspect", "matmul_bias_relu", "--compiler", "xla", "--device", "gpu-sim"], "no XLA compiler"),
+    (["bench", "matmul_bias_relu", "--compiler", "both", "--device", "gpu-sim"], "nothing to time"),
+])
+def test_cli_bad_compiler_arguments_exit_2_with_one_line(args, words):
+    out = run_cli(*args)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], out.stderr
+
+
+def test_cli_both_on_a_simulated_gpu_keeps_grappler_and_says_why_no_xla():
+    out = run_cli("inspect", "matmul_bias_relu", "--set", "m=64", "--compiler", "both", "--device", "gpu-sim",
+                  "--no-cache")
+    assert out.returncode == 0, out.stderr
+    assert "SIMULATED" in out.stdout and "XLA: device: a simulated GPU has no XLA compiler" in out.stdout
+
+
+@pytest.mark.parametrize("preset", list(MODELS))
+def test_the_call_ran_the_instructions_of_the_module_shown(results, preset):
+    result = results[preset]
+    compared = result["executed_vs_shown"]
+    assert compared["same"], compared
+    walk = walk_hlo_text(result["hlo"]["optimized_hlo"])
+    shown = {name for name, rest in walk["computations"][walk["entry"]]
+             if not re.match(r"\S+ (parameter|constant|bitcast|tuple|get-tuple-element|copy)\(", rest)}
+    assert set(result["executed"]["hlo_instructions"]) == shown
