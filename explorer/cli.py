@@ -20,15 +20,15 @@ import sys
 from .analysis.annotate import graphs_of
 from .analysis.grappler_log import main_run
 from .errors import ExplorerError, SpecError
+from .model import stack_examples
 from .model.catalog import PRESETS
 from .model.chain import Chain
 from .model.flags import Config, parse_assignment
 from .model.graph import STAGES
-from .model import stack_examples
+from .model.layers import field_help
 from .model.spec import DEFAULT_PARAMS, resolve
-from .model.stack import field_help, to_text
+from .model.stack import to_text
 from .present import machine
-
 
 MAX_SPEC_BYTES = 1 << 20
 
