@@ -29,9 +29,10 @@ from .model.catalog import PRESETS
 from .model.flags import Config, parse_assignment
 from .model.graph import STAGES
 from .model import stack_examples
+from .model.layers import field_help
 from .model.results import BenchResult, InspectResult
 from .model.spec import resolve
-from .model.stack import field_help, to_text
+from .model.stack import to_text
 from .present import machine
 
 COMPILERS = ("grappler", "xla", "both")

@@ -1,8 +1,9 @@
 """Model specs: plain data that says which small model to build, checked before TensorFlow runs.
 
 A spec is a preset id with parameter values, an op chain (``chain.Chain``) with parameter
-values, or a layer stack (``stack.StackSpec``, checked by ``stack.parse``). ``resolve`` turns either into a ``ModelSpec`` whose every parameter is filled and valid,
-or raises ``SpecError`` naming the field that is wrong.
+values, or a layer stack ({"stack": ...}, checked by ``stack.parse``). ``resolve`` turns the first two
+into a ``ModelSpec`` whose every parameter is filled and valid, a stack into a ``stack.StackSpec``, or
+raises ``SpecError`` naming the field that is wrong.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import SpecError
+from .layers import LAYER_TYPES, WINDOWED, whole
 from .limits import MAX_DIM, MAX_MODEL_BYTES, MAX_TENSOR_BYTES
 
 MAX_LAYERS = 256  # after repeats are expanded
@@ -40,10 +41,6 @@ ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
 SPECIAL_NAMES = ("prev", "input", "block_in")
 MERGE_TYPES = ("Add", "Multiply", "AddN")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-
-# The activations of the presets, by the names the page shows (worker/models/stack.py maps them to Keras).
-ACTIVATIONS = ("none", "relu", "relu6", "elu", "leaky_relu", "tanh", "sigmoid",
-               "gelu_approximate", "gelu_exact", "swish", "hard_swish", "mish")
 
 
 class StackSpecError(SpecError):
@@ -57,117 +54,6 @@ class StackSpecError(SpecError):
         Exception.__init__(self, f"{full}: {message}")
         self.field, self.message = full, message
         self.where, self.field_name = where, field
-
-
-@dataclass(frozen=True)
-class F:
-    """One field of a layer type: its kind, range or choices, default, and a line of help."""
-
-    name: str
-    kind: str  # int | float | bool | choice | int_or_tuple | names | shape
-    help: str
-    default: object = None
-    low: float = 1
-    high: float = 4096
-    choices: tuple = ()
-    required: bool = False
-
-    def check(self, value, spatial: int = 2):
-        k = self.kind
-        if k == "int":
-            return _whole(value, self.low, self.high)
-        if k == "float":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                    or not self.low <= value <= self.high:
-                raise ValueError(f"expected a number {self.low:g}..{self.high:g}, got {value!r}")
-            return float(value)
-        if k == "bool":
-            if not isinstance(value, bool):
-                raise ValueError(f"expected true or false, got {value!r}")
-            return value
-        if k == "choice":
-            if not isinstance(value, str) or value not in self.choices:
-                raise ValueError(f"expected one of {', '.join(self.choices)}; got {value!r}")
-            return value
-        if k == "int_or_tuple":  # kernel_size, strides, pool_size: n or [n, n(, n)]
-            if isinstance(value, list):
-                if len(value) != spatial:
-                    raise ValueError(f"expected a whole number or a list of {spatial}, got {value!r}")
-                return tuple(_whole(v, self.low, self.high) for v in value)
-            return (_whole(value, self.low, self.high),) * spatial
-        if k == "names":
-            if not isinstance(value, list) or not self.low <= len(value) <= self.high \
-                    or not all(isinstance(v, str) and v for v in value):
-                raise ValueError(f"expected a list of {int(self.low)}..{int(self.high)} layer names, got {value!r}")
-            return tuple(value)
-        if k == "shape":  # a Reshape target without the batch; one -1 allowed
-            if not isinstance(value, list) or not 1 <= len(value) <= 4:
-                raise ValueError(f"expected a list of 1..4 sizes (batch excluded), got {value!r}")
-            dims = tuple(-1 if v == -1 and not isinstance(v, bool) else _whole(v, 1, MAX_DIM) for v in value)
-            if dims.count(-1) > 1:
-                raise ValueError(f"at most one -1, got {value!r}")
-            return dims
-        raise AssertionError(k)
-
-
-def _whole(value, low, high) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-            isinstance(value, float) and not value.is_integer()) or not low <= value <= high:
-        raise ValueError(f"expected a whole number {int(low)}..{int(high)}, got {value!r}")
-    return int(value)
-
-
-def _act(default="none"):
-    return F("activation", "choice", "activation applied after the layer", default, choices=ACTIVATIONS)
-
-
-_BIAS = F("use_bias", "bool", "add a bias vector", True)
-_PAD = F("padding", "choice", "'same' keeps the spatial size at stride 1", "same", choices=("same", "valid"))
-_EPS = F("epsilon", "float", "added to the variance", 1e-3, low=1e-12, high=1.0)
-_CENTER = F("center", "bool", "learned offset (beta)", True)
-_SCALE = F("scale", "bool", "learned scale (gamma)", True)
-
-
-def _kernel(what):
-    return F("kernel_size", "int_or_tuple", f"filter {what}", 3, high=15)
-
-
-def _strides(what, default=1):
-    return F("strides", "int_or_tuple", f"step {what}", default, high=8)
-
-
-def _pool():
-    return (F("pool_size", "int_or_tuple", "window height, width", 2, high=15),
-            F("strides", "int_or_tuple", "step (default: the pool size)", None, high=15), _PAD)
-
-
-# The one table of layer types: type -> (input rank needed or None, spatial rank of tuples, fields).
-LAYER_TYPES: dict[str, tuple] = {
-    "Dense": (None, 0, (F("units", "int", "output features", required=True, high=65536), _act(), _BIAS)),
-    "Conv2D": (4, 2, (F("filters", "int", "output channels", required=True), _kernel("height, width"),
-                      _strides("height, width"), _PAD, _act(), _BIAS)),
-    "DepthwiseConv2D": (4, 2, (_kernel("height, width"), _strides("height, width"),
-                               F("depth_multiplier", "int", "outputs per input channel", 1, high=64),
-                               _PAD, _act(), _BIAS)),
-    "Conv3D": (5, 3, (F("filters", "int", "output channels", required=True), _kernel("depth, height, width"),
-                      _strides("depth, height, width"), _PAD, _act(), _BIAS)),
-    "BatchNormalization": (None, 0, (_EPS, _CENTER, _SCALE)),
-    "LayerNormalization": (None, 0, (_EPS, _CENTER, _SCALE)),
-    "Activation": (None, 0, (_act(None),)),
-    "Add": (None, 0, (F("inputs", "names", "two layers to add (names, 'prev', 'input', 'block_in')",
-                        ["block_in", "prev"], low=2, high=2),)),
-    "Multiply": (None, 0, (F("inputs", "names", "two layers to multiply", ["prev", "prev"], low=2, high=2),)),
-    "AddN": (None, 0, (F("inputs", "names", "2..8 layers summed by one Keras Add layer", required=True,
-                         low=2, high=8),)),
-    "Power": (None, 0, (F("exponent", "float", "x ** exponent", required=True, low=-16, high=16),)),
-    "Reshape": (None, 0, (F("target_shape", "shape", "new shape without the batch; one -1 allowed",
-                            required=True),)),
-    "Flatten": (None, 0, ()),
-    "MaxPooling2D": (4, 2, _pool()),
-    "AveragePooling2D": (4, 2, _pool()),
-    "GlobalAveragePooling2D": (4, 0, ()),
-}
-WINDOWED = ("Conv2D", "DepthwiseConv2D", "Conv3D", "MaxPooling2D", "AveragePooling2D")
 
 
 @dataclass(frozen=True)
@@ -260,7 +146,7 @@ def parse(data) -> StackSpec:
                              f"letter or digit), got {name!r}")
     if not isinstance(data.get("description", ""), str):
         raise StackSpecError("stack", "description", "expected text")
-    seed = _field("stack", "seed", lambda: _whole(data.get("seed", 0), 0, 2**31 - 1))
+    seed = _field("stack", "seed", whole, data.get("seed", 0), 0, 2**31 - 1)
     inp = data.get("input")
     if not isinstance(inp, dict):
         raise StackSpecError("input", "", 'expected {"shape": [batch, ...], "dtype": "float32"}')
@@ -268,7 +154,7 @@ def parse(data) -> StackSpec:
     shape = inp.get("shape")
     if not isinstance(shape, list) or not 2 <= len(shape) <= 5:
         raise StackSpecError("input", "shape", f"expected a list of 2..5 sizes (batch first), got {shape!r}")
-    shape = tuple(_field("input", f"shape[{i}]", lambda v=v: _whole(v, 1, MAX_DIM)) for i, v in enumerate(shape))
+    shape = tuple(_field("input", f"shape[{i}]", whole, v, 1, MAX_DIM) for i, v in enumerate(shape))
     dtype = inp.get("dtype", "float32")
     if dtype not in ITEMSIZE:
         raise StackSpecError("input", "dtype", f"expected one of {', '.join(ITEMSIZE)}; got {dtype!r}")
@@ -312,7 +198,7 @@ def _expand(items, path, st: _State, scope: dict, prefix: str, block_in: str, pr
         kind = item.get("type")
         if kind == "Block":
             _unknown(item, ("type", "name", "repeat", "layers"), where)
-            repeat = _field(where, "repeat", lambda: _whole(item.get("repeat", 1), 1, MAX_REPEAT))
+            repeat = _field(where, "repeat", whole, item.get("repeat", 1), 1, MAX_REPEAT)
             inner = item.get("layers")
             if not isinstance(inner, list) or not inner:
                 raise StackSpecError(where, "layers", "expected a non-empty list of layers")
@@ -330,7 +216,7 @@ def _expand(items, path, st: _State, scope: dict, prefix: str, block_in: str, pr
         params = {}
         for f in fields:
             if f.name in item:
-                params[f.name] = _field(where, f.name, lambda f=f: f.check(item[f.name], spatial))
+                params[f.name] = _field(where, f.name, f.check, item[f.name], spatial)
             elif f.required or (f.default is None and f.kind != "int_or_tuple"):
                 raise StackSpecError(where, f.name, f"required ({f.help})")
             else:
@@ -345,7 +231,7 @@ def _expand(items, path, st: _State, scope: dict, prefix: str, block_in: str, pr
                                  f"{list(in_shapes[0])}")
         field = {"Reshape": "target_shape", "MaxPooling2D": "pool_size", "AveragePooling2D": "pool_size"}.get(
             kind, "inputs" if kind in MERGE_TYPES else "kernel_size" if kind in WINDOWED else "type")
-        shape = _field(where, field, lambda: _infer(kind, params, in_shapes))
+        shape = _field(where, field, _infer, kind, params, in_shapes)
         st.total += _size(where, "output", shape, st.dtype) + _weights(where, kind, params, in_shapes[0], st.dtype)
         uname = prefix + (user_name or f"{kind.lower()}_{len(st.out)}")
         while uname in st.taken:
@@ -437,9 +323,10 @@ def _size(where, field, shape, dtype) -> int:
     return nbytes
 
 
-def _field(where, name, fn):
+def _field(where, name, fn, *args):
+    """fn(*args), its ValueError told as the layer's and field's error."""
     try:
-        return fn()
+        return fn(*args)
     except StackSpecError:
         raise
     except ValueError as exc:
@@ -450,13 +337,6 @@ def _unknown(obj: dict, allowed, where) -> None:
     for key in obj:
         if key not in allowed:
             raise StackSpecError(where, str(key), f"unknown field; expected one of {', '.join(allowed)}")
-
-
-def field_help() -> dict:
-    """The layer table as plain data: what the page and ``stacks --layers`` show."""
-    return {t: [{"name": f.name, "kind": f.kind, "default": f.default, "low": f.low, "high": f.high,
-                 "choices": list(f.choices), "required": f.required, "help": f.help} for f in fields]
-            for t, (_, _, fields) in LAYER_TYPES.items()}
 
 
 def to_text(data: dict) -> str:

@@ -13,8 +13,9 @@ import streamlit as st
 
 from ..errors import SpecError
 from ..model import stack_examples
+from ..model.layers import field_help
 from ..model.limits import MAX_TENSOR_BYTES
-from ..model.stack import MAX_LAYERS, StackSpec, field_help, parse, to_text
+from ..model.stack import MAX_LAYERS, StackSpec, parse, to_text
 from . import state
 
 

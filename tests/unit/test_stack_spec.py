@@ -11,9 +11,15 @@ from explorer.engine.cache import ResultCache
 from explorer.errors import SpecError
 from explorer.model import stack_examples
 from explorer.model.flags import Config
+from explorer.model.layers import LAYER_TYPES, field_help
 from explorer.model.limits import MAX_TENSOR_BYTES
 from explorer.model.spec import resolve
-from explorer.model.stack import LAYER_TYPES, MAX_LAYERS, StackSpec, StackSpecError, field_help, parse
+from explorer.model.stack import (
+    MAX_LAYERS,
+    StackSpec,
+    StackSpecError,
+    parse,
+)
 from explorer.present.command import command_line
 
 

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run(*args, timeout=300):
     return subprocess.run([sys.executable, "-m", "explorer", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+                          check=False, timeout=timeout)
 
 
 def test_stacks_lists_and_prints_the_ready_examples(tmp_path):
