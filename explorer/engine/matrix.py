@@ -175,7 +175,7 @@ def fill(cell: Cell, inspect_result: dict | None, bench_result: dict | None = No
         "env": cell.config.env_dict if cell.config else {}, "grappler": cell.config.grappler_dict if cell.config else {},
         "params": dict(cell.spec["params"]), "status": cell.status, "reason": cell.reason,
         "verdict": explanation.get("verdict"), "pattern": explanation.get("pattern"), "fused_op": fused_op,
-        "why": explanation.get("why"), "simulated": bool((inspect_result or {}).get("simulated")),
+        "why": explanation.get("why"), "because": (explanation.get("reasons") or [""])[0], "simulated": bool((inspect_result or {}).get("simulated")),
         "cached": bool((inspect_result or {}).get("cached")), "key": (inspect_result or {}).get("key"),
         "fingerprint": fp, "node": node or {}, "pid": ((inspect_result or {}).get("worker") or {}).get("pid"),
     }

@@ -112,18 +112,36 @@ def _requests(cell: matrix.Cell, bench: matrix.BenchOptions | None, limits: Limi
     return out
 
 
+def check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Refuse a HOST:PORT nobody answers on at once: ray.init would retry it for minutes."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or address.startswith("ray://"):
+        return  # 'auto', or a form Ray resolves itself
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ExplorerError(f"--ray: cannot reach a Ray cluster at {address} ({exc.strerror or exc}); "
+                            "give the head node's HOST:6379, 'auto' on a cluster machine, or 'local'") from None
+
+
 def connect(address: str) -> bool:
     """Connect to (or, with 'local', start) a Ray cluster; True when this call started it."""
-    import ray
-
+    try:
+        import ray
+    except ImportError:
+        raise ExplorerError("--ray needs the ray package: .venv/bin/pip install -r requirements.txt") from None
     if ray.is_initialized():
         return False
     if address == "local":
         ray.init(num_cpus=LOCAL_CPUS, include_dashboard=False, logging_level="ERROR",
                  runtime_env={"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}})
-    else:
+        return True
+    check_reachable(address)
+    try:
         ray.init(address=address, logging_level="ERROR",
                  runtime_env={"working_dir": str(PROJECT_ROOT), "excludes": UPLOAD_EXCLUDES})
+    except (ConnectionError, ValueError, RuntimeError) as exc:
+        raise ExplorerError(f"--ray: could not connect to {address}: {str(exc).splitlines()[0]}") from None
     return True
 
 

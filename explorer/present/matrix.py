@@ -8,7 +8,7 @@ import json
 
 from .machine import describe
 
-COLUMNS = ("preset", "label", "status", "verdict", "fused_op", "speedup", "ci_low", "ci_high", "processes",
+COLUMNS = ("preset", "label", "status", "verdict", "fused_op", "because", "speedup", "ci_low", "ci_high", "processes",
            "pairs", "between_share", "device", "env", "grappler", "params", "cached", "reason", "machine", "node")
 
 
@@ -19,6 +19,8 @@ def cell_words(row: dict) -> str:
     words = row.get("verdict") or "?"
     if row.get("fused_op") and words != "not fused":
         words += f" {row['fused_op']}"
+    if words.split()[0] in ("not", "partly") and row.get("because"):
+        words += f" ({row['because']})"  # the first failing condition, as the explanation words it
     return words
 
 

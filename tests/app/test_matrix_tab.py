@@ -23,7 +23,8 @@ def test_matrix_runs_shows_heatmap_and_opens_a_cell(make_app):
     downloads = [d.proto.label for d in at.get("download_button")]
     assert "Matrix (CSV)" in downloads and "Matrix (JSON)" in downloads
     frame = at.dataframe[-1].value
-    assert list(frame["result"]) == ["fused _FusedMatMul[BiasAdd+Relu]", "not fused"]
+    assert list(frame["result"]) == ["fused _FusedMatMul[BiasAdd+Relu]",
+                                     "not fused (the remapping pass (or all of Grappler) is switched off)"]
     # open the second cell: the sidebar takes its configuration, and the page shows that run
     at.selectbox(key=tab.OPEN_KEY).set_value(1)
     at.button(key="matrix.open_button").click().run()
@@ -36,15 +37,17 @@ def test_matrix_on_the_servers_ray(make_app, monkeypatch):
     """A server started with EXPLORER_RAY_ADDRESS offers Ray; the cells say which node ran them."""
     ray = __import__("pytest").importorskip("ray")
     monkeypatch.setenv(tab.RAY_ADDRESS, "local")
+    # cells no other test ran (a cached cell is answered from the cache, not sent to Ray)
     at = make_app(**{state.PRESET: "matmul_bias_relu", tab.PRESETS_KEY: ["matmul_bias_relu"],
-                     tab.VARY_KEY: "remapping=on,off", tab.RAY_KEY: True}).run()
+                     tab.VARY_KEY: "remapping=on,off\ndependency_optimization=off", tab.RAY_KEY: True}).run()
     assert not at.exception
     try:
         assert at.checkbox(key=tab.RAY_KEY).label == "Run on Ray (local)"
         at.button(key="matrix.run").click().run()
         assert not at.exception
         rows = at.session_state[tab.RESULT_KEY]["rows"]
-        assert [(r["status"], r["verdict"]) for r in rows] == [("ok", "fused"), ("ok", "not fused")]
+        assert [(r["status"], r["verdict"], r["cached"]) for r in rows] == [("ok", "fused", False),
+                                                                            ("ok", "not fused", False)]
         assert all(r["node"]["node_id"] == ray.get_runtime_context().get_node_id() for r in rows)
     finally:
         ray.shutdown()

@@ -95,3 +95,5 @@ def test_writers():
     assert lines[0] == "matmul_bias_relu"
     assert "fused _FusedMatMul[BiasAdd+Relu]  |  1.50× (1.25–1.75), 2 processes" in lines[1]
     assert "failed: worker died" in lines[2]
+    partly = dict(ROW, verdict="partly fused", fused_op="_FusedMatMul[BiasAdd]", because="oneDNN is off")
+    assert present.cell_words(partly) == "partly fused _FusedMatMul[BiasAdd] (oneDNN is off)"

@@ -140,3 +140,13 @@ def test_a_lost_ray_worker_is_retried_and_the_matrix_completes(local_ray):
     for row in rows:
         assert row["status"] == "ok" and row["node"]["task_pid"] != killed or \
             row["status"] == "failed" and "WorkerCrashedError" in row["reason"]
+
+
+def test_an_unreachable_cluster_is_a_clear_error_at_once():
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "explorer", "matrix", "--presets", "matmul_bias_relu",
+                          "--vary", "remapping=on,off", "--ray", "127.0.0.1:1"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "cannot reach a Ray cluster at 127.0.0.1:1" in out.stderr
+    assert time.monotonic() - started < 60  # not Ray's minutes of retries
