@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 
-from e2e_helpers import GRAPH_SVG, LINKED, full_page_screenshot, open_app, wait_idle
+from devkit.browser import GRAPH_SVG, LINKED, full_page_screenshot, open_app, wait_idle
 
 EXCEPTION = "[data-testid='stException']"
 
