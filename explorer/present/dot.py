@@ -142,7 +142,7 @@ NO_OP = "(no op)"
 
 
 def node_label(node: Node, folded_consts: int = 0) -> str:
-    """The HTML-like label: op (bold), fused ops, name, then dtype · device · shape."""
+    """The HTML-like label: op (bold), fused ops, name, then dtype · device (· shape for inputs and constants)."""
     # A node TensorFlow left without an op (a remapper defect) must still be drawn: Graphviz
     # rejects an empty bold label.
     rows = [f"<b>{_html(node.op or NO_OP)}</b>"]
@@ -151,7 +151,10 @@ def node_label(node: Node, folded_consts: int = 0) -> str:
         implied = "" if node.fused_ops else " (by op name)"
         rows.append(f'<font point-size="9" color="#4b2a8a">[{_html(", ".join(fused))}]{implied}</font>')
     rows.append(f'<font point-size="9">{_html(_shorten(node.name))}</font>')
-    details = " · ".join(x for x in (node.dtype, node.device, node.shape) if x)
+    # Inputs and constants show their shape; every other node's is in its tooltip (a shape on every
+    # node widens a graph past what fits beside another).
+    shape = node.shape if node.op in INPUT_OPS | CONST_OPS else ""
+    details = " · ".join(x for x in (node.dtype, node.device, shape) if x)
     if details:
         rows.append(f'<font point-size="8" color="#555555">{_html(details)}</font>')
     note = _attr_note(node)

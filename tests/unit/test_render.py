@@ -19,6 +19,7 @@ from explorer.present.dot import (
     legend,
     legend_dot,
     node_label,
+    node_tooltip,
     to_dot,
     to_svg,
 )
@@ -120,7 +121,11 @@ def test_node_label_escapes_and_shortens():
     label = node_label(Node("a" * 100 + "<", "Op&", dtype="float32", shape="[1,2]"), folded_consts=2)
     assert label.startswith("<<table") and label.endswith("</table>>")
     assert "<b>Op&amp;</b>" in label and "…" in label and "&lt;" in label
-    assert "float32 · [1,2]" in label and "+2 const" in label
+    assert "+2 const" in label
+    # a compute node's shape is in its tooltip, an input's in its label too (graphs stay narrow)
+    assert "float32" in label and "[1,2]" not in label
+    assert "shape: [1,2]" in node_tooltip(Node("a", "Op&", dtype="float32", shape="[1,2]"))
+    assert "float32 · [1,2]" in node_label(Node("args_0", "_Arg", dtype="float32", shape="[1,2]"))
 
 
 def test_html_id_is_stable_safe_and_distinct():
