@@ -81,21 +81,9 @@ class Server:
         self.killed: list[int] = []
 
     def workers(self) -> list:
-        """The server's TensorFlow worker processes (they run in sessions of their own)."""
-        import psutil
-
-        try:
-            children = psutil.Process(self.proc.pid).children(recursive=True)
-        except psutil.Error:
-            return []
-        found = []
-        for child in children:
-            try:
-                if "explorer.worker" in " ".join(child.cmdline()):
-                    found.append(child)
-                    self.worker_pids.add(child.pid)
-            except psutil.Error:
-                pass
+        """The server's TensorFlow worker processes (devkit's), remembered for the cleanup in stop()."""
+        found = self.app.workers()
+        self.worker_pids.update(p.pid for p in found)
         return found
 
     def stop(self) -> None:
