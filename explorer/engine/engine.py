@@ -23,6 +23,7 @@ from ..model.flags import Config
 from ..model.results import BenchResult, InspectResult, SweepResult
 from ..model.imported import ImportSpec
 from ..model.spec import ModelSpec, resolve
+from . import machine_profile
 from .admission import HOST, AdmissionQueue
 from .cache import DEFAULT_CACHE_DIR, ResultCache
 from .runner import Limits, Pool, WorkerProcess
@@ -269,6 +270,14 @@ class Engine:
                                 on_progress=progress, compiler=compiler)
             points.append({"value": point_spec.p[param], "result": result})
         return annotate_sweep(param, points)
+
+    def machine(self, config=None, **options) -> dict | None:
+        """This machine's bandwidth curve and matmul rate, measured once per machine (engine.machine_profile)."""
+        return machine_profile.profile(self, _config(config), **options)
+
+    def traffic(self, result: dict, config=None, **options) -> dict:
+        """A benchmark result with its memory-traffic report (analysis.traffic) as ``result["traffic"]``."""
+        return machine_profile.attach(self, result, _config(config or result.get("config")), **options)
 
     def close(self) -> None:
         self.pool.close()

@@ -15,6 +15,7 @@ from ..model.graph import BOILERPLATE_OPS, Graph
 from ..model.results import Agreement, BenchResult
 from ..model.spec import resolve
 from .runtime import Runtime, as_list
+from .shapes import executed_tensors
 
 
 def run(rt: Runtime, request: dict) -> BenchResult:
@@ -43,6 +44,7 @@ def run(rt: Runtime, request: dict) -> BenchResult:
             "fused_nodes": [{"name": n.name, "op": n.op, "fused_ops": list(n.fused_ops)}
                             for n in executed.nodes if is_fused_node(n)],
             "optimized_ops": Graph.from_dict(rt.graph_to_dict(stages["optimized"], "optimized")).compute_ops(),
+            "tensors": executed_tensors(tf, stages["executed"]),  # what each op reads and writes (analysis.traffic)
         }
         outputs[name] = [np.asarray(t.numpy(), dtype=np.float64) for t in as_list(out)]
     rt.protocol.send({"id": req_id, "progress": {"fraction": 0.05, "message": "warming up"}})

@@ -14,7 +14,7 @@ import traceback
 
 from ..errors import SpecError
 from ..model.devices import is_simulated, no_gpu_words, nvidia_gpus_present
-from . import bench, grappler, xla, xla_bench
+from . import bench, grappler, probe, xla, xla_bench
 from .protocol import BadRequest, NoGpu, Protocol
 from .runtime import Runtime
 
@@ -40,6 +40,8 @@ def handle(rt: Runtime, request: dict) -> dict:
         raise BadRequest("a simulated GPU runs nothing, so it cannot be timed; benchmark on the CPU or a real GPU")
     if op == "bench_xla":
         return xla_bench.run(rt, request)
+    if op == "machine":  # the bandwidth curve and FLOP rate the traffic estimate uses
+        return dict(probe.run(rt.tf, request), fingerprint=rt.fingerprint)
     raise BadRequest(f"unknown request {op!r}")
 
 

@@ -1,0 +1,49 @@
+"""The tensors each executed op reads and writes: shapes, dtypes and bytes, from TensorFlow's own shape inference.
+
+The executed (partition) graph records the shapes of its arguments only, and Grappler renames or adds
+nodes (``Gelu/ArithmeticOptimizer/ConvertPow__inner_Pow``), so shapes looked up by traced name would
+miss some. Importing the executed GraphDef into a fresh graph runs every op's shape function (the
+``_Arg`` nodes carry their ``_output_shapes``), which knows all of them, fused ops included. Byte
+counts use TensorFlow's dtype sizes, here, so that nothing downstream needs a table of its own.
+"""
+
+from __future__ import annotations
+
+from ..model.graph import BOILERPLATE_OPS
+
+
+def executed_tensors(tf, graph_def) -> list[dict]:
+    """Per executed compute op: name, op, fused_ops, and its inputs' and outputs' [dtype, shape, bytes].
+
+    A shape TF cannot infer is ``None`` (bytes ``None``): the traffic model counts it as unknown.
+    An empty list when the graph cannot be imported (an op this build does not register).
+    """
+    graph = tf.Graph()
+    try:
+        with graph.as_default():
+            tf.graph_util.import_graph_def(graph_def, name="")
+    except Exception:  # noqa: BLE001 - the account is an extra; the benchmark stands without it
+        return []
+    ops = []
+    for op in graph.get_operations():
+        if op.type in BOILERPLATE_OPS:
+            continue
+        fused = [s.decode() for s in op.node_def.attr["fused_ops"].list.s] if "fused_ops" in op.node_def.attr else []
+        ops.append({"name": op.name, "op": op.type, "fused_ops": fused,
+                    "inputs": [_tensor(t) for t in op.inputs], "outputs": [_tensor(t) for t in op.outputs]})
+    return ops
+
+
+def _tensor(t) -> list:
+    dtype = t.dtype.base_dtype
+    if t.shape.rank is None or None in t.shape.as_list():
+        return [dtype.name, None, None]
+    dims = t.shape.as_list()
+    count = 1
+    for d in dims:
+        count *= d
+    try:
+        size = dtype.size  # a string or resource tensor has no fixed size
+    except Exception:  # noqa: BLE001
+        size = 0
+    return [dtype.name, dims, count * size if size else None]
