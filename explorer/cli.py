@@ -22,7 +22,7 @@ import sys
 
 from .analysis import xla_fusion
 from .analysis.annotate import graphs_of
-from .analysis import replicated
+from .analysis import replicated, traffic
 from .analysis.grappler_log import main_run
 from .errors import ExplorerError, SpecError, WorkerError
 from .model.catalog import PRESETS
@@ -354,6 +354,9 @@ def _print_bench(result: BenchResult) -> None:
     print(f"  proof: {'verified (no re-instantiation while timing)' if proof['verified'] else 'NOT verified'}")
     for problem in proof["problems"]:
         print(f"  WARNING: {problem}")
+    if result.get("traffic"):
+        for line in traffic.words(result["traffic"]):
+            print(f"  {line}")
 
 
 def _inspect_xla(engine, spec: dict, config: Config, args) -> None:
@@ -488,6 +491,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             result = engine.bench(spec, config, reps=args.reps, warmup=args.warmup, max_seconds=args.max_seconds,
                                   compiler=args.compiler, processes=args.processes)
+            if args.compiler == "grappler":  # the memory-traffic account and estimate (measures the machine once)
+                result = engine.traffic(result)
             printer = _print_bench if args.compiler == "grappler" else _print_three_way
             print(json.dumps(result, indent=1)) if args.json else printer(result)
         return 0

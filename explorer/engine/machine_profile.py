@@ -41,14 +41,16 @@ def profile(engine, config, *, fingerprint: dict | None = None, use_cache: bool 
             request: dict | None = None, on_progress=None) -> dict | None:
     """The machine's profile: from the cache when this machine has one, else measured (``measure``) or None.
 
-    ``request`` passes sizes to the probe (tests keep it tiny); a profile measured with one is not
-    stored, so it never stands in for the full curve.
+    ``request`` passes sizes to the probe (tests keep it tiny); a profile measured with one is kept
+    under a key of its own, so it never stands in for the full curve.
     """
     if is_simulated(config.device):
         return None
     fp = fingerprint or engine.fingerprint(config)
     key = machine_key(fp)
-    cached = engine.cache.get(key) if use_cache and not request else None
+    if request:
+        key += "-" + hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()[:8]
+    cached = engine.cache.get(key) if use_cache else None
     if cached is not None:
         return dict(cached, cached=True)
     if not measure:
@@ -61,8 +63,7 @@ def profile(engine, config, *, fingerprint: dict | None = None, use_cache: bool 
     result = dict(result, key=key, measured_at=time.strftime("%Y-%m-%d %H:%M:%S"), cached=False,
                   partial=bool(request))
     result["described"] = describe(result)
-    if not request:
-        engine.cache.put(key, result)
+    engine.cache.put(key, result)
     return result
 
 

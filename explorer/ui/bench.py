@@ -14,6 +14,7 @@ from ..model.spec import PARAMS
 from ..model.stack import StackSpec
 from ..present import charts
 from . import cached, frame, state
+from . import traffic as traffic_ui
 from .sidebar import PARAM_LABELS, Choice
 
 MAX_SWEEP_REPS = 200  # per point; a sweep of 12 points at 200 reps is already minutes
@@ -69,6 +70,7 @@ def measure(model, config, key: str, label: str, *, reps: int, warmup: int, max_
         status.update(label="The benchmark failed", state="error", expanded=False)
         frame.show_error(exc, "The benchmark failed")
         return None
+    result = traffic_ui.attach(result, on_progress)
     bar.progress(1.0, text=f"{result['reps_done']} pairs timed in {result.get('elapsed_s', 0):.1f} s")
     status.update(label=f"Timed {result['reps_done']} interleaved pairs", state="complete", expanded=False)
     state.remember(state.BENCH_RESULTS, key, result)
@@ -155,6 +157,7 @@ def show(result: dict, choice: Choice) -> None:
     left.plotly_chart(charts.latency_distribution(result), width="stretch", key="bench.distribution")
     right.plotly_chart(charts.latency_trace(result), width="stretch", key="bench.trace")
 
+    traffic_ui.panel(result)
     with st.container(border=True):
         st.markdown("**Which graph each variant ran** (ops the executed graph contained, plumbing left out)")
         st.markdown(f"Fused: `{' '.join(proof.get('fused_executed', [])) or '(nothing)'}`  \n"
@@ -268,6 +271,7 @@ def sweep_panel(choice: Choice) -> None:
           "speedup": stats.format_speedup(charts.row_speedup(r)),
           "pairs": r["n_pairs"]} for r in rows],
         hide_index=True, width="stretch")
+    traffic_ui.sweep_section(stored.get("traffic_rows") or [], param)
 
 
 def _run_sweep(choice: Choice, param: str, values: list[int], reps: int, key: str) -> None:
@@ -280,4 +284,5 @@ def _run_sweep(choice: Choice, param: str, values: list[int], reps: int, key: st
         frame.show_error(exc, "The sweep failed")
         return
     status.update(label=f"Swept {param} over {len(values)} values", state="complete", expanded=False)
-    state.remember(state.SWEEP_RESULTS, key, {"param": param, "rows": sweep["rows"], "pays_from": sweep["pays_from"]})
+    state.remember(state.SWEEP_RESULTS, key, {"param": param, "rows": sweep["rows"], "pays_from": sweep["pays_from"],
+                                              "traffic_rows": traffic_ui.sweep_rows(sweep, on_progress)})

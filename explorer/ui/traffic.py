@@ -1,0 +1,113 @@
+"""Why fusion pays: the benchmark's memory traffic, its estimate beside the measurement, the machine's curve."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ..analysis import traffic
+from ..errors import ExplorerError
+from ..present import traffic_charts
+from . import cached
+
+CHART_CONFIG = {"displayModeBar": False}
+
+
+def attach(result: dict, on_progress=None) -> dict:
+    """The result with its traffic report; the first benchmark on a machine measures the machine (a few
+    seconds, once). An engine without the model (a replay of recorded results) leaves the result as is."""
+    engine = cached.current()
+    if "traffic" in result or not hasattr(engine, "traffic"):
+        return result
+    try:
+        return engine.traffic(result, on_progress=on_progress)
+    except ExplorerError as exc:  # the benchmark stands without it
+        return dict(result, traffic_error=str(exc))
+
+
+def panel(result: dict) -> None:
+    """The traffic section under a benchmark's numbers."""
+    report = result.get("traffic")
+    if report is None:
+        if result.get("traffic_error"):
+            st.warning(f"The memory-traffic estimate is missing: {result['traffic_error']}")
+        return
+    with st.container(border=True, key="traffic.panel"):
+        st.markdown("**Why fusion pays: memory traffic** — what each variant's executed ops read and write "
+                    "(from their shapes and dtypes) and what that needs on this machine")
+        f, u = report["variants"]["fused"], report["variants"]["unfused"]
+        c1, c2, c3, c4 = st.columns(4)
+        c1.metric("Fused traffic", f"{f['bytes'] / traffic.MIB:.2f} MiB", help="bytes read + written by its ops")
+        c2.metric("Unfused traffic", f"{u['bytes'] / traffic.MIB:.2f} MiB")
+        c3.metric("Intermediates no longer written", f"{report['removed_bytes'] / traffic.MIB:.2f} MiB",
+                  help="outputs of the unfused ops the fused graph no longer has: "
+                       + (", ".join(f"{r['op']} ({r['name']})" for r in report["removed"]) or "none"))
+        c4.metric("FLOPs (unfused)", f"{u['flops'] / 1e9:.3g} G",
+                  help="MatMul 2·m·k·n, Conv2D 2 × outputs × filter height·width·input channels, elementwise "
+                       "one per element (a tanh counts one)")
+        if report.get("machine") is None:
+            for note in report["notes"]:
+                st.caption(note)
+            return
+        left, right = st.columns([1.15, 1])
+        left.plotly_chart(traffic_charts.estimate_figure(report), width="stretch", key="traffic.estimate",
+                          config=CHART_CONFIG)
+        right.plotly_chart(traffic_charts.bandwidth_figure(report["machine"], report), width="stretch",
+                           key="traffic.bandwidth", config=CHART_CONFIG)
+        st.caption(_caption(report))
+        with st.expander("Per-op account"):
+            st.dataframe(_op_rows(report), hide_index=True, width="stretch")
+
+
+def _caption(report: dict) -> str:
+    f, u = report["variants"]["fused"], report["variants"]["unfused"]
+    m = report["machine"]
+    parts = [f"Model: {report['model']}.",
+             f"Fused: {f['relation']['words']}. Unfused: {u['relation']['words']}."]
+    saving = report["saving"]
+    if saving.get("dram_over_measured"):
+        parts.append(f"Counting every byte at DRAM bandwidth ({m['dram_gbs']:.1f} GB/s) puts the saving at "
+                     f"{saving['est_dram_ms']:.3f} ms, {saving['dram_over_measured']:.1f}× the measured "
+                     f"{saving['measured_ms']:.3f} ms: between ops the intermediates partly stay in cache.")
+    parts.append(f"Machine {m['key']}: {m['described']}.")
+    parts += report["notes"]
+    return " ".join(parts)
+
+
+def _op_rows(report: dict) -> list[dict]:
+    rows = []
+    for name in ("fused", "unfused"):
+        for o in report["variants"][name]["ops"]:
+            rows.append({"variant": name, "op": o["op"] + (f" [{'+'.join(o['fused_ops'])}]" if o["fused_ops"] else ""),
+                         "node": o["name"], "reads KiB": round(o["reads"] / 1024, 1),
+                         "writes KiB": round(o["writes"] / 1024, 1), "MFLOP": round(o["flops"] / 1e6, 3),
+                         "GB/s at its working set": o.get("bandwidth_gbs"), "bound": o.get("bound"),
+                         "estimate ms": round(o["est_ms"], 4) if "est_ms" in o else None})
+    return rows
+
+
+# ---- the size sweep ------------------------------------------------------------------------------
+
+def sweep_rows(sweep: dict, on_progress=None) -> list[dict]:
+    """The sweep's points with their traffic estimates (rows of ``analysis.traffic.sweep_rows``)."""
+    engine = cached.current()
+    if not hasattr(engine, "traffic"):
+        return []
+    try:
+        points = [dict(p, result=engine.traffic(p["result"], on_progress=on_progress)) for p in sweep["points"]]
+    except ExplorerError:
+        return []
+    return traffic.sweep_rows(points)
+
+
+def sweep_section(rows: list[dict], param: str) -> None:
+    if not rows:
+        return
+    st.plotly_chart(traffic_charts.sweep_estimate_figure(rows, param), width="stretch", key="traffic.sweep",
+                    config=CHART_CONFIG)
+    above = [r["value"] for r in rows if "above" in (r["fused_relation"], r["unfused_relation"])]
+    st.caption("Dashed: the time each variant's traffic and FLOPs need at the measured bandwidth of each op's working "
+               "set (a per-op roofline). Where the traffic dominates (little arithmetic per byte), removing "
+               "intermediates pays; where the matmul's FLOPs dominate, the same saved bytes are a small share of the "
+               "time and the predicted speedup stays near 1×."
+               + (f" At {param} = {', '.join(map(str, above))} an estimate lies above the measured time: there it is "
+                  "not a bound (the intermediates stayed in cache)." if above else ""))
