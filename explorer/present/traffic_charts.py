@@ -50,7 +50,8 @@ def estimate_figure(report: dict, *, height: int = 420) -> go.Figure:
         x=groups, y=dram, name="estimate: all traffic at DRAM bandwidth",
         marker=dict(color="white", line=dict(color=DRAM_COLOR, width=2)),
         hovertemplate="%{x}<br>all at DRAM bandwidth %{y:.4f} ms<extra></extra>"))
-    tops = [max(v for v in triple if v is not None) for triple in zip(measured, est, dram)]
+    highs = [f["p90_ms"], u["p90_ms"], None]  # above the error bar, where the label cannot cover it
+    tops = [max(v for v in (*triple, high) if v is not None) for *triple, high in zip(measured, est, dram, highs)]
     for i, v in enumerate((f, u)):
         rel = v["relation"]
         if rel["code"] == "above":
@@ -66,8 +67,14 @@ def estimate_figure(report: dict, *, height: int = 420) -> go.Figure:
     fig.update_layout(barmode="group", bargap=0.25)
     fig.update_yaxes(title_text="time per call (ms)", rangemode="tozero")
     fig.add_hline(y=0, line=dict(color=NEUTRAL_COLOR, width=1))
-    fig = _style(fig, "Measured time beside what the traffic and FLOPs need on this machine", height)
-    fig.update_layout(margin=dict(t=110), legend=dict(y=1.08))
+    fig = _style(fig, "Measured time beside what the traffic and FLOPs need", height)
+    return _legend_below(fig)
+
+
+def _legend_below(fig: go.Figure) -> go.Figure:
+    """Legend under the plot: above it, three long entries ran into the title in a half-width column."""
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0),
+                      margin=dict(t=60, b=40))
     return fig
 
 
@@ -88,23 +95,24 @@ def bandwidth_figure(profile: dict, report: dict | None = None, *, height: int =
             ops = [o for o in report["variants"][name]["ops"] if o["bytes"] > 0]
             fig.add_trace(go.Scatter(
                 x=[o["bytes"] for o in ops], y=[o["bandwidth_gbs"] for o in ops], mode="markers",
-                name=f"{name} ops' working sets", marker=dict(color=COLORS[name], size=9, symbol="diamond",
-                                                               line=dict(color="white", width=1)),
+                name=f"{name} ops' working sets",  # many coincide: unfused large and hollow, fused inside
+                marker=dict(color=COLORS[name], size=13 if name == "unfused" else 7,
+                            symbol="circle-open" if name == "unfused" else "diamond", line=dict(width=2)),
                 text=[f"{o['op']} ({o['name']}): {_mib(o['bytes'])}, {o['bound']}-bound" for o in ops],
                 hovertemplate="%{text}<br>%{y:.1f} GB/s<extra></extra>"))
     for level, size in sorted((profile.get("caches") or {}).items()):
         fig.add_vline(x=size, line=dict(color=NEUTRAL_COLOR, width=1, dash="dash"))
         fig.add_annotation(x=math.log10(size), y=1, yref="paper", text=level, showarrow=False, yanchor="bottom",
                            font=dict(size=11, color=NEUTRAL_COLOR))
-    fig.update_xaxes(type="log", title_text="working set (bytes, all arrays together)",
+    fig.update_xaxes(type="log", title_text="working set (all arrays together)",
                      tickvals=xs, ticktext=[_mib(x) for x in xs])
     fig.update_yaxes(title_text="GB/s", rangemode="tozero")
     fp = profile.get("fingerprint") or {}
-    title = (f"Memory bandwidth of {fp.get('cpu_model') or 'this CPU'} ({profile.get('threads', '?')} threads)"
-             f"<br><sup>{profile.get('key', '')} · measured {profile.get('measured_at', '?')} · float32 matmul "
-             f"{profile['matmul']['gflops']:.1f} GFLOP/s</sup>")
-    fig = _style(fig, title, height)
-    fig.update_layout(margin=dict(t=100), legend=dict(y=1.12))
+    title = (f"Memory bandwidth of {fp.get('cpu_model') or 'this CPU'}"
+             f"<br><sup>{profile.get('key', '')} · {profile.get('measured_at', '?')}</sup>")
+    fig = _style(fig, title, height + 40)
+    fig = _legend_below(fig)
+    fig.update_layout(margin=dict(t=80, b=40), legend=dict(y=-0.3))
     return fig
 
 
@@ -158,5 +166,5 @@ def sweep_estimate_figure(rows: list[dict], param: str, *, height: int = 520) ->
     fig.update_yaxes(title_text="time per call (ms)", type="log" if log_y else "linear", row=1, col=1)
     fig.update_yaxes(title_text="speedup (×)", row=2, col=1)
     fig = _style(fig, f"Measured against the traffic estimate across {param}", height)
-    fig.update_layout(margin=dict(t=110), legend=dict(y=1.06))
+    fig.update_layout(margin=dict(t=90), legend=dict(y=1.04))
     return fig
