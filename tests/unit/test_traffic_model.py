@@ -1,0 +1,71 @@
+"""The traffic model's arithmetic on small hand-made op lists (pure functions, no TensorFlow): the
+bandwidth curve's interpolation, and the words and chart marks where an estimate lies above the
+measured time (never called a bound there)."""
+
+from __future__ import annotations
+
+import json
+
+from explorer.analysis import traffic
+from explorer.present import traffic_charts
+
+KIB = 1024
+PROFILE = {  # a machine: 40 GB/s in cache, 10 GB/s beyond it, 100 GFLOP/s
+    "key": "machine-test", "bandwidth": [{"bytes": 64 * KIB, "triad_gbs": 40.0, "copy_gbs": 30.0},
+                                         {"bytes": 64 * KIB ** 3, "triad_gbs": 10.0, "copy_gbs": 8.0}],
+    "matmul": {"gflops": 100.0}, "caches": {"L1": 32 * KIB}, "threads": 2, "fingerprint": {"cpu_model": "test"},
+}
+
+
+def t(shape):
+    return ["float32", shape, 4 * (shape[0] * shape[1])]
+
+
+def result(fused_ms, unfused_ms):
+    """MatMul [1024,1024]x[1024,1024] then Relu, unfused; fused into one op."""
+    a = t([1024, 1024])
+    unfused = [{"name": "MatMul", "op": "MatMul", "inputs": [a, a], "outputs": [a]},
+               {"name": "Relu", "op": "Relu", "inputs": [a], "outputs": [a]}]
+    fused = [{"name": "Relu", "op": "_FusedMatMul", "fused_ops": ["Relu"], "inputs": [a, a], "outputs": [a]}]
+    summary = {v: {"median_ms": ms, "p10_ms": ms * 0.9, "p90_ms": ms * 1.1} for v, ms in
+               (("fused", fused_ms), ("unfused", unfused_ms))}
+    return {"proof": {"fused": {"tensors": fused}, "unfused": {"tensors": unfused}}, "summary": summary,
+            "fingerprint": {"device": "cpu"}, "spec": {"params": {"dtype": "float32"}}}
+
+
+def test_bandwidth_interpolates_on_log_size_and_is_flat_beyond_the_points():
+    assert traffic.bandwidth_at(PROFILE, 1) == 40.0
+    assert traffic.bandwidth_at(PROFILE, 10 * KIB ** 4) == 10.0
+    middle = (64 * KIB * 64 * KIB ** 3) ** 0.5  # geometric middle of the two sizes
+    assert abs(traffic.bandwidth_at(PROFILE, middle) - 25.0) < 1e-9
+
+
+def test_matmul_is_compute_bound_and_relu_memory_bound():
+    report = traffic.report(result(30.0, 31.0), PROFILE)
+    mm, relu = report["variants"]["unfused"]["ops"]
+    assert mm["flops"] == 2 * 1024 ** 3 and mm["bound"] == "compute"
+    assert abs(mm["est_ms"] - 2 * 1024 ** 3 / 100e9 * 1e3) < 1e-9
+    assert relu["bound"] == "memory" and relu["bytes"] == 8 * KIB ** 2
+    assert report["removed"] == [{"name": "MatMul", "op": "MatMul", "bytes": 4 * KIB ** 2}]
+
+
+def test_an_estimate_above_the_measurement_is_never_called_a_bound():
+    report = traffic.report(result(5.0, 6.0), PROFILE)  # ~21 ms of FLOPs "measured" in 5 ms
+    for v in ("fused", "unfused"):
+        rel = report["variants"][v]["relation"]
+        assert rel["code"] == "above" and "not a bound" in rel["words"]
+    fig = json.loads(traffic_charts.estimate_figure(report).to_json())
+    notes = [a["text"] for a in fig["layout"]["annotations"]]
+    assert sum("ABOVE measured" in n and "not a bound" in n for n in notes) == 2
+    below = traffic.report(result(50.0, 60.0), PROFILE)
+    notes = [a["text"] for a in json.loads(traffic_charts.estimate_figure(below).to_json())["layout"]["annotations"]]
+    assert not any("ABOVE" in n for n in notes) and sum("the estimate" in n for n in notes) == 2
+
+
+def test_sweep_figure_rings_the_points_whose_estimate_is_above():
+    points = [{"value": v, "result": dict(r, traffic=traffic.report(r, PROFILE))}
+              for v, r in ((1, result(5.0, 6.0)), (2, result(50.0, 60.0)))]
+    rows = traffic.sweep_rows(points)
+    fig = json.loads(traffic_charts.sweep_estimate_figure(rows, "m").to_json())
+    rings = [d for d in fig["data"] if d["name"] == "estimate above measured: not a bound"]
+    assert rings and all(list(d["x"]) == [1] for d in rings)
