@@ -15,6 +15,7 @@ import time
 
 from ..analysis import traffic
 from ..model.devices import is_simulated
+from .cache import DEFAULT_CACHE_DIR, ResultCache
 
 PROBE_VERSION = 1
 PROBE_TIMEOUT_S = 120.0
@@ -50,7 +51,8 @@ def profile(engine, config, *, fingerprint: dict | None = None, use_cache: bool 
     key = machine_key(fp)
     if request:
         key += "-" + hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()[:8]
-    cached = engine.cache.get(key) if use_cache else None
+    store = _store(engine)
+    cached = store.get(key) if use_cache else None
     if cached is not None:
         return dict(cached, cached=True)
     if not measure:
@@ -63,8 +65,22 @@ def profile(engine, config, *, fingerprint: dict | None = None, use_cache: bool 
     result = dict(result, key=key, measured_at=time.strftime("%Y-%m-%d %H:%M:%S"), cached=False,
                   partial=bool(request))
     result["described"] = describe(result)
-    engine.cache.put(key, result)
+    store.put(key, result)
     return result
+
+
+_shared: list[ResultCache] = []
+
+
+def _store(engine) -> ResultCache:
+    """The engine's result cache; an engine without a disk cache (``--no-cache``, tests) still keeps
+    the machine's profile on disk where the results live: it describes the machine, not a request,
+    and measuring it again costs seconds on every command."""
+    if engine.cache.directory is not None:
+        return engine.cache
+    if not _shared:
+        _shared.append(ResultCache(DEFAULT_CACHE_DIR))
+    return _shared[0]
 
 
 def attach(engine, result: dict, config, *, measure: bool = True, on_progress=None) -> dict:

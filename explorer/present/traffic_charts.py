@@ -164,7 +164,11 @@ def sweep_estimate_figure(rows: list[dict], param: str, *, height: int = 520) ->
     times = [r[k] for r in rows for k in ("fused_ms", "unfused_ms", "est_fused_ms", "est_unfused_ms") if r[k] > 0]
     log_y = times and max(times) / min(times) >= 20
     fig.update_yaxes(title_text="time per call (ms)", type="log" if log_y else "linear", row=1, col=1)
+    if log_y:  # 1-2-5 ticks labelled in full: plotly's own log ticks read "2, 10, 5" for 20, 10, 5
+        ticks = [m * 10 ** e for e in range(-4, 5) for m in (1, 2, 5) if min(times) / 2 <= m * 10 ** e <= max(times) * 2]
+        fig.update_yaxes(tickvals=ticks, ticktext=[f"{v:g}" for v in ticks], row=1, col=1)
     fig.update_yaxes(title_text="speedup (×)", row=2, col=1)
-    fig = _style(fig, f"Measured against the traffic estimate across {param}", height)
-    fig.update_layout(margin=dict(t=90), legend=dict(y=1.04))
+    fig = _style(fig, f"Measured against the traffic estimate across {param}", height + 60)
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.14, xanchor="left", x=0),
+                      margin=dict(t=60, b=40))
     return fig
