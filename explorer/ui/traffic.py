@@ -54,8 +54,26 @@ def panel(result: dict) -> None:
         right.plotly_chart(traffic_charts.bandwidth_figure(report["machine"], report), width="stretch",
                            key="traffic.bandwidth", config=CHART_CONFIG)
         st.caption(_caption(report))
+        if st.button("Measure this machine again", key="traffic.remeasure", icon=":material/speed:",
+                     help="The profile is measured once per machine and kept; measure again on a quiet machine "
+                          "(a few seconds, in the benchmark queue)"):
+            if _remeasure(result):
+                st.rerun()
         with st.expander("Per-op account"):
             st.dataframe(_op_rows(report), hide_index=True, width="stretch")
+
+
+def _remeasure(result: dict) -> bool:
+    """A new machine profile, and this result's report redone with it (in place: the session keeps it)."""
+    engine = cached.current()
+    try:
+        with st.spinner("Measuring this machine's bandwidth and matmul rate"):
+            engine.machine(result.get("config"), fingerprint=result.get("fingerprint"), use_cache=False)
+            result["traffic"] = engine.traffic({k: v for k, v in result.items() if k != "traffic"})["traffic"]
+    except ExplorerError as exc:
+        st.warning(f"The machine could not be measured: {exc}")
+        return False
+    return True
 
 
 def _caption(report: dict) -> str:

@@ -32,3 +32,12 @@ def test_bench_shows_traffic_estimate_beside_measurement(make_app):
     assert "machine-" in curve["layout"]["title"]["text"]  # the machine's key, with the fingerprint's CPU
     triad = next(t for t in curve["data"] if t["name"].startswith("triad"))
     assert len(triad["x"]) >= 5 and min(triad["y"]) > 0
+
+    # measured again on request: a new profile (a later time stamp or the same second), shown at once
+    before = curve["layout"]["title"]["text"]
+    at.button(key="traffic.remeasure").click().run()
+    assert not at.exception and not at.error
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    after = next(t for t in titles if t.startswith("Memory bandwidth of"))
+    assert after.split("·")[0] == before.split("·")[0]  # the same machine key
+    assert after.split("·")[1] > before.split("·")[1]  # measured now (the probe takes seconds)
