@@ -217,9 +217,12 @@ class Region:
     elided: dict[str, int]  # marker name -> how many edges it stands for
 
 
-def region(graph: Graph, core) -> Region:
+def region(graph: Graph, core, unmarked=frozenset()) -> Region:
     """Only ``core`` and its immediate neighbours; a neighbour's edges to anything else become one
-    marker node (op ELIDED_OP) per direction, so that what is left out shows as left out."""
+    marker node (op ELIDED_OP) per direction, so that what is left out shows as left out.
+
+    Neighbours whose op is in ``unmarked`` (what the drawing folds away) get no markers.
+    """
     core_set = {name for name in core if name in graph}
     consumers = graph.consumers()
     context: set[str] = set()
@@ -235,14 +238,15 @@ def region(graph: Graph, core) -> Region:
             continue
         kept = tuple(e for e in n.inputs if e.src in shown)
         hidden_in = len(n.inputs) - len(kept)
-        if n.name in context and hidden_in:
+        marked = n.name in context and n.op not in unmarked
+        if marked and hidden_in:
             marker = f"{n.name} ⋯in"
             elided[marker] = hidden_in
             nodes.append(Node(marker, ELIDED_OP))
             kept += (Edge(marker),)
         nodes.append(Node(n.name, n.op, n.device, n.dtype, kept, n.fused_ops, n.attrs, n.shape))
         hidden_out = sum(1 for dst, _ in consumers.get(n.name, ()) if dst not in shown)
-        if n.name in context and hidden_out and n.op not in CONST_OPS:  # a shared constant's other readers
+        if marked and hidden_out and n.op not in CONST_OPS:  # not a shared constant's other readers
             marker = f"{n.name} ⋯out"
             elided[marker] = hidden_out
             nodes.append(Node(marker, ELIDED_OP, inputs=(Edge(n.name),)))

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from ..analysis import scope
 from ..analysis.scope import ELIDED_OP, Collapsed, Region
+from ..model.graph import INPUT_OPS
 from .dot import FOLDED_OPS, PALETTE, _html, _quoted, _shorten, _visible, to_dot
 
 BOX_OPS_SHOWN = 3  # op types named in a box's label; the tooltip has them all
 
 
 def _ops_text(ops, fold: bool, limit: int | None = None) -> tuple[int, str]:
-    kept = [(op, k) for op, k in ops if not (fold and op in FOLDED_OPS)]
+    """How many ops a box holds and which (its arguments, a layer's variables, are counted apart)."""
+    kept = [(op, k) for op, k in ops if not (fold and op in FOLDED_OPS) and op not in INPUT_OPS]
     total = sum(k for _, k in kept)
     shown = kept if limit is None else kept[:limit]
     text = ", ".join(f"{op}×{k}" if k > 1 else op for op, k in shown)
@@ -28,8 +30,9 @@ def box_attrs(box, prefix: tuple[str, ...], fold: bool, shared_consts: int = 0) 
     total, short = _ops_text(box.ops, fold, BOX_OPS_SHOWN)
     _, every = _ops_text(box.ops, fold)
     fused = box.fused
-    rows = [f"<b>{_html(_shorten(box.short(prefix)))}</b>",
-            f'<font point-size="9">{total} op{"s" if total != 1 else ""} ▸</font>']
+    args = sum(k for op, k in box.ops if op in INPUT_OPS)
+    count = f'{total} op{"s" if total != 1 else ""}' + (f" · {args} argument{'s' if args != 1 else ''}" if args else "")
+    rows = [f"<b>{_html(_shorten(box.short(prefix)))}</b>", f'<font point-size="9">{count} ▸</font>']
     if short:
         rows.append(f'<font point-size="8" color="#555555">{_html(short)}</font>')
     if fused:
@@ -39,7 +42,7 @@ def box_attrs(box, prefix: tuple[str, ...], fold: bool, shared_consts: int = 0) 
     cells = "".join(f"<tr><td>{r}</td></tr>" for r in rows)
     style = PALETTE.get(box.status, PALETTE["unchanged"])
     tip = [box.scope + "/", f"scope of {len(box.members)} nodes ({total} drawn when opened)", f"status: {box.status}",
-           f"ops: {every}"] + ([f"fused: {', '.join(fused)}"] if fused else []) + (
+           f"ops: {every}"] + ([f"arguments (variables, inputs): {args}"] if args else []) + ([f"fused: {', '.join(fused)}"] if fused else []) + (
         [f"reads {shared_consts} constant(s) held in another box (not drawn)"] if shared_consts else []) + [
         "open it with 'Open scopes' above"]
     return {
@@ -129,7 +132,7 @@ def view_pair(before, after, diff, view: str, *, fold: bool = False, depth: int 
         raise ValueError(f"view must be one of {VIEWS}, not {view!r}")
     data = diff.to_dict()
     for side, g, o, cl, pre in zip(("before", "after"), (before, after), overlays, clusters, ("b-", "a-")):
-        r = scope.region(g, scope.fusion_core(data, side))
+        r = scope.region(g, scope.fusion_core(data, side), FOLDED_OPS if fold else frozenset())
         out[side] = region_dot(r, o, fold=fold, clusters=cl, id_prefix=pre)
         shown = set(r.core) | set(r.context)
         out.setdefault("drawn_of", {})[side] = {n.name: None for n in g.nodes if n.name not in shown}
