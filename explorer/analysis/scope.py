@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..model.graph import Edge, Graph, Node
+from ..model.graph import BOILERPLATE_OPS, Edge, Graph, Node
 from .fusion import CONST_OPS
 
 SCOPE_OP = "(scope)"  # the op of a box node in a collapsed graph
@@ -30,13 +30,15 @@ def scope_path(name: str) -> tuple[str, ...]:
 
 
 def common_prefix(*graphs: Graph) -> tuple[str, ...]:
-    """The scope path every scoped node of every graph shares (unscoped nodes do not count)."""
+    """The scope path every compute node of every graph shares (a Keras model's name; the function's
+    arguments, constants and plumbing do not count), shortened until at least two scopes lie one
+    level below it: a graph of MatMul, BiasAdd and a "Gelu" scope gets a "Gelu" box."""
     prefix: tuple[str, ...] | None = None
     for graph in graphs:
         for n in graph.nodes:
-            path = scope_path(n.name)
-            if not path:
+            if n.op in BOILERPLATE_OPS:
                 continue
+            path = scope_path(n.name)
             if prefix is None:
                 prefix = path
                 continue
@@ -44,7 +46,13 @@ def common_prefix(*graphs: Graph) -> tuple[str, ...]:
             while k < min(len(prefix), len(path)) and prefix[k] == path[k]:
                 k += 1
             prefix = prefix[:k]
-    return prefix or ()
+    prefix = prefix or ()
+    while prefix:
+        below = {scope_path(n.name)[:len(prefix) + 1] for g in graphs for n in g.nodes}
+        if len({p for p in below if len(p) > len(prefix) and p[:len(prefix)] == prefix}) >= 2:
+            break
+        prefix = prefix[:-1]
+    return prefix
 
 
 def max_depth(prefix: tuple[str, ...], *graphs: Graph) -> int:

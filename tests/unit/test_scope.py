@@ -154,3 +154,11 @@ def test_fused_region_keeps_the_fusions_their_neighbours_and_marks_what_is_left_
                 assert k == sum(1 for dst, _ in consumers[name] if dst not in shown)
         real = [n for n in r.graph.nodes if n.op != scope.ELIDED_OP]
         assert len(real) == len(r.core) + len(r.context)
+
+
+def test_a_lone_scope_is_a_box_not_a_prefix():
+    g = stages("matmul_bias_gelu_approx__onednn")
+    before, after = g["traced"], g["optimized"]
+    assert scope.common_prefix(before, after) == ()
+    c = scope.collapse(before, scope.assign(before, (), 1))
+    assert "Gelu/" in c.boxes and "MatMul" in {n.name for n in c.graph.nodes}
