@@ -52,7 +52,7 @@ def scope_controls(where, drawn: dict, auto: bool) -> None:
     with where:
         why = (f"Large graph ({drawn['nodes']['before']} and {drawn['nodes']['after']} nodes), so " if auto else "")
         st.caption(f"{why}each name scope (a Keras layer) is drawn as one box ▸ with its op count: "
-                   f"{counts['before']} and {counts['after']} shapes are left to draw. Open a box by picking it in "
+                   f"{counts['before']} shapes to draw before, {counts['after']} after. Open a box by picking it in "
                    "*Open scopes* (it shows what it holds, one level deeper), or choose *every node* above.")
         depth_col, open_col = st.columns([1, 3], vertical_alignment="bottom")
         if drawn["max_depth"] > 1:
