@@ -5,6 +5,8 @@ It is a fragment: choosing the stage pair or folding constants reruns only this 
 
 from __future__ import annotations
 
+from collections import Counter
+
 import streamlit as st
 
 from ..model.graph import STAGES
@@ -81,8 +83,12 @@ def _fusions(drawn: dict, pair: str) -> None:
     with st.container(border=True):
         if fusions:
             st.markdown(f"**Fused in {PAIRS[pair]}**")
-            for f in fusions:
-                st.markdown(f"- `{f['describe']}`")
+            if len(fusions) <= 8:
+                for f in fusions:
+                    st.markdown(f"- `{f['describe']}`")
+            else:  # a real network repeats a few patterns dozens of times: one line per pattern, with its count
+                for describe, count in Counter(f["describe"] for f in fusions).most_common():
+                    st.markdown(f"- `{describe}`" + (f" × {count}" if count > 1 else ""))
         else:
             st.markdown(f"**Nothing fused in {PAIRS[pair]}.**")
         lines = []
