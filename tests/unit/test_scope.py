@@ -162,3 +162,16 @@ def test_a_lone_scope_is_a_box_not_a_prefix():
     assert scope.common_prefix(before, after) == ()
     c = scope.collapse(before, scope.assign(before, (), 1))
     assert "Gelu/" in c.boxes and "MatMul" in {n.name for n in c.graph.nodes}
+
+
+def test_a_node_waiting_on_many_control_inputs_counts_them_instead_of_drawing_them():
+    from explorer.present.dot import MAX_CONTROL_FANIN, to_dot
+
+    k = MAX_CONTROL_FANIN + 4
+    reads = [Node(f"read_{i}", "Relu", inputs=(Edge("x"),)) for i in range(k)]
+    g = Graph((Node("x", "_Arg"), *reads, Node("NoOp", "NoOp", inputs=tuple(Edge(r.name, control=True) for r in reads)),
+               Node("y", "Relu", inputs=(Edge("x"), Edge("read_0", control=True)))))
+    dot = to_dot(g)
+    assert f"+{k} control inputs (not drawn)" in dot
+    assert dot.count("fx-control") == 1  # only y's single control edge is drawn
+    assert dot.count("fx-edge") == k + 2  # x -> each read, x -> y, and that control edge
