@@ -41,6 +41,9 @@ IMPLIED_FUSED_OPS = {
 
 FONT = "Helvetica"
 MAX_NAME = 48  # longer names are shortened in the label (the tooltip has them whole)
+# More control inputs than this on one node (tf.function's NoOp waits for every variable read) are
+# counted on it, not drawn: hundreds of converging edges make Graphviz's layout take minutes.
+MAX_CONTROL_FANIN = 16
 HIGHLIGHT_COLOR = "#e4572e"
 
 
@@ -141,7 +144,7 @@ def _attr_note(node: Node) -> str:
 NO_OP = "(no op)"
 
 
-def node_label(node: Node, folded_consts: int = 0) -> str:
+def node_label(node: Node, folded_consts: int = 0, hidden_control: int = 0) -> str:
     """The HTML-like label: op (bold), fused ops, name, then dtype · device (· shape for inputs and constants)."""
     # A node TensorFlow left without an op (a remapper defect) must still be drawn: Graphviz
     # rejects an empty bold label.
@@ -162,6 +165,8 @@ def node_label(node: Node, folded_consts: int = 0) -> str:
         rows.append(f'<font point-size="8" color="#555555">{_html(note)}</font>')
     if folded_consts:
         rows.append(f'<font point-size="8" color="#777777">+{folded_consts} const</font>')
+    if hidden_control:
+        rows.append(f'<font point-size="8" color="#777777">+{hidden_control} control inputs (not drawn)</font>')
     cells = "".join(f"<tr><td>{r}</td></tr>" for r in rows)
     return f'<<table border="0" cellborder="0" cellspacing="0" cellpadding="1">{cells}</table>>'
 
@@ -239,6 +244,8 @@ def to_dot(
     clusters: dict[str, list[str]] | None = None,
     highlight: set[str] | None = None,
     id_prefix: str = "",
+    node_attrs: dict[str, dict[str, str]] | None = None,
+    edge_attrs: dict[tuple[str, str], dict[str, str]] | None = None,
 ) -> str:
     """DOT text for a graph, nodes coloured by ``overlay`` (name -> status, see LEGEND).
 
@@ -246,6 +253,8 @@ def to_dot(
     ReadVariableOp are bridged, NoOp and control edges from constants are dropped. ``clusters``
     (label -> node names; a node goes in the first that lists it) draws each group in one box.
     ``highlight`` outlines nodes; ``id_prefix`` keeps element ids unique when two graphs share a page.
+    ``node_attrs`` (name -> DOT attributes, values already quoted) and ``edge_attrs`` ((producer,
+    consumer) -> attributes) replace the defaults of some nodes and edges; a "class" is added to theirs.
     """
     overlay = overlay or {}
     highlight = highlight or set()
@@ -267,6 +276,12 @@ def to_dot(
                 if resolved.src not in graph and resolved.src not in missing:
                     missing[resolved.src] = f"m{len(missing)}"
                 edges.append((resolved.src, n.name, resolved))
+
+    fanin: dict[str, int] = {}
+    for _, dst, e in edges:
+        fanin[dst] = fanin.get(dst, 0) + e.control
+    hidden = {dst: k for dst, k in fanin.items() if k > MAX_CONTROL_FANIN}
+    edges = [(src, dst, e) for src, dst, e in edges if not (e.control and dst in hidden)]
 
     dot = _new_dot(title)
     membership: dict[str, int] = {}
@@ -292,12 +307,13 @@ def to_dot(
             style = KEPT_FUSED
         consts = const_counts.get(n.name, [])
         attrs = {
-            "label": node_label(n, len(consts)),
+            "label": node_label(n, len(consts), hidden.get(n.name, 0)),
             "tooltip": _quoted(node_tooltip(n, overlay.get(n.name, ""), consts)),
             "id": _quoted(html_id(n.name, id_prefix)),
             "class": _quoted(f"fx-node fx-{_css(status)} fx-op-{_css(n.op)}" + (" fx-highlight" if n.name in highlight else "")),
             **_style_attrs(style),
         }
+        _merge(attrs, (node_attrs or {}).get(n.name))
         if n.name in highlight:
             attrs["color"] = _quoted(HIGHLIGHT_COLOR)
             attrs["penwidth"] = "3.5"
@@ -319,8 +335,19 @@ def to_dot(
             attrs["taillabel"] = _quoted(f":{e.port}")
         tip = f"{'^' if e.control else ''}{src}{f':{e.port}' if e.port else ''} → {dst}"
         attrs["tooltip"] = _quoted(tip)
+        _merge(attrs, (edge_attrs or {}).get((src, dst)))
         dot.add_edge(pydot.Edge(ids.get(src) or missing[src], ids[dst], **attrs))
     return dot.to_string()
+
+
+def _merge(attrs: dict[str, str], extra: dict[str, str] | None) -> None:
+    """Overrides win, except "class", whose names are added to the defaults'."""
+    if not extra:
+        return
+    extra = dict(extra)
+    if "class" in extra:
+        attrs["class"] = attrs["class"][:-1] + " " + extra.pop("class").strip('"') + '"'
+    attrs.update(extra)
 
 
 def legend_dot() -> str:

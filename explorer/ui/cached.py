@@ -79,17 +79,28 @@ def fingerprint_is_ready(_engine) -> bool:
     return _engine.is_warm(Config()) and (not nvidia_gpus_present() or _engine.is_warm(GPU))
 
 
-def _drawn_pair(g_before, g_after, fold: bool) -> dict:
-    """DOT text of both graphs, coloured by their diff, with the diff's lists."""
+def _drawn_pair(g_before, g_after, fold: bool, view: str = "all", depth: int = 1, opened: tuple = ()) -> dict:
+    """DOT text of both graphs, coloured by their diff, with the diff's lists.
+
+    ``view`` (present.scope_dot.VIEWS, or "auto"): every node, one box per name scope (``depth``
+    levels below the shared prefix, ``opened`` scopes shown one level deeper), or the fused regions only.
+    """
     from ..analysis.diff import diff_graphs
     from ..present.dot import to_dot
+    from ..present.scope_dot import resolve_view, view_pair
 
     diff = diff_graphs(g_before, g_after)
+    view = resolve_view(view, g_before, g_after, fold)
+    if view == "all":
+        drawn = {"view": "all", "drawn_of": {"before": {}, "after": {}},
+                 "before": to_dot(g_before, diff.overlay("before"), fold_boilerplate=fold,
+                                  clusters=diff.clusters("before"), id_prefix="b-"),
+                 "after": to_dot(g_after, diff.overlay("after"), fold_boilerplate=fold, clusters=diff.clusters("after"),
+                                 id_prefix="a-")}
+    else:
+        drawn = view_pair(g_before, g_after, diff, view, fold=fold, depth=depth, opened=opened)
     return {
-        "before": to_dot(g_before, diff.overlay("before"), fold_boilerplate=fold, clusters=diff.clusters("before"),
-                         id_prefix="b-"),
-        "after": to_dot(g_after, diff.overlay("after"), fold_boilerplate=fold, clusters=diff.clusters("after"),
-                        id_prefix="a-"),
+        **drawn,
         "diff": diff.to_dict(),
         "counts": diff.counts(),
         "summary": diff.summary(),
@@ -99,7 +110,8 @@ def _drawn_pair(g_before, g_after, fold: bool) -> dict:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def stage_pair(result_key: str, before: str, after: str, fold: bool, _result: dict) -> dict:
+def stage_pair(result_key: str, before: str, after: str, fold: bool, _result: dict, view: str = "all",
+               depth: int = 1, opened: tuple = ()) -> dict:
     """Both stages drawn (see _drawn_pair).
 
     ``result_key`` (the engine's key of ``_result``) stands for the result in the cache key; the
@@ -108,7 +120,17 @@ def stage_pair(result_key: str, before: str, after: str, fold: bool, _result: di
     from ..model.graph import Graph
 
     stages = _result["stages"]
-    return _drawn_pair(Graph.from_dict(stages[before]), Graph.from_dict(stages[after]), fold)
+    return _drawn_pair(Graph.from_dict(stages[before]), Graph.from_dict(stages[after]), fold, view, depth, opened)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def stage_search(result_key: str, before: str, after: str, query: str, _result: dict) -> dict:
+    """The names of each stage's nodes that match ``query`` (analysis.scope.search)."""
+    from ..analysis.scope import search
+    from ..model.graph import Graph
+
+    stages = _result["stages"]
+    return {side: search(Graph.from_dict(stages[s]), query) for side, s in (("before", before), ("after", after))}
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -44,6 +44,9 @@ html, body { margin: 0; padding: 0; font-family: "Source Sans Pro", "Source Sans
   fill: #ffe3d6 !important; }
 .fx-pane g.cluster.fx-hl > path, .fx-pane g.cluster.fx-hl > polygon {
   stroke: #e4572e !important; stroke-width: 2.5px !important; }
+.fx-pane g.node.fx-match path, .fx-pane g.node.fx-match polygon, .fx-pane g.node.fx-match ellipse {
+  stroke: #1c6dd0 !important; stroke-width: 4px !important; }
+.fx-pane g.node.fx-match text { font-weight: 600; }
 .fx-pinned .fx-hint::after { content: "  (pinned: click it again, or on empty space, to release)"; }
 """
 
@@ -51,6 +54,10 @@ JS = """
 (() => {
   const groups = JSON.parse(document.getElementById("fx-links").textContent);
   const root = document.getElementById("fx-root");
+  (root.dataset.marks || "").split(" ").filter(Boolean).forEach(id => {
+    const el = document.getElementById(id);
+    if (el) el.classList.add("fx-match");
+  });
   const hint = document.getElementById("fx-hint");
   const note = document.getElementById("fx-note");
   const idle = hint.textContent;
@@ -84,7 +91,8 @@ JS = """
       }
       if (g.label) labels.push(g.label);
     }
-    hint.textContent = labels.length ? labels.join("  ·  ") :
+    const shown = labels.length > 4 ? [...labels.slice(0, 4), `and ${labels.length - 4} more`] : labels;
+    hint.textContent = labels.length ? shown.join("  ·  ") :
       (hits.length ? "" : "No counterpart on the other side: this node is new here, or gone there.");
   };
   // One scale for both sides, so that a node is the same size left and right (Graphviz sizes are in pt).
@@ -135,23 +143,32 @@ JS = """
 """
 
 
-def link_groups(fusions: list[dict], before_names, after_names, cluster_order: list[str] | None = None) -> list[dict]:
+def link_groups(fusions: list[dict], before_names, after_names, cluster_order: list[str] | None = None,
+                drawn_of: tuple[dict, dict] | None = None) -> list[dict]:
     """What lights up together: each fusion (absorbed nodes ↔ fused node, with both clusters),
     then every name present on both sides (its namesake).
 
     ``fusions`` are fusion dicts (``node``, ``absorbed``, ``describe``); ``before_names`` and
     ``after_names`` are the names of each side, or dicts name -> op (the label then tells an op
     that changed); ``cluster_order`` lists the fused node of each cluster as render.to_dot
-    numbered them (``fx-<prefix>cluster-<i>``).
+    numbered them (``fx-<prefix>cluster-<i>``). ``drawn_of`` (before, after) maps a node that is
+    not drawn as itself to what stands for it (a scope's box) or to None (left out): links then
+    join the boxes, one group per pair of boxes.
     """
     ops_before = before_names if isinstance(before_names, dict) else {}
     ops_after = after_names if isinstance(after_names, dict) else {}
     before_names, after_names = set(before_names), set(after_names)
+    of_before, of_after = drawn_of or ({}, {})
     cluster_of = {node: i for i, node in enumerate(cluster_order or [])}
-    groups, taken = [], set()
+    groups, taken, seen = [], set(), {}
+
+    def ids(names, of, prefix):
+        drawn = (of.get(n, n) for n in names)
+        return list(dict.fromkeys(html_id(d, prefix) for d in drawn if d is not None))
+
     for f in fusions:
-        before = [html_id(n, BEFORE) for n in f["absorbed"] if n in before_names]
-        after = [html_id(f["node"], AFTER)] if f["node"] in after_names else []
+        before = ids([n for n in f["absorbed"] if n in before_names], of_before, BEFORE)
+        after = ids([f["node"]] if f["node"] in after_names else [], of_after, AFTER)
         if f["node"] in cluster_of:
             i = cluster_of[f["node"]]
             before.append(f"fx-{BEFORE}cluster-{i}")
@@ -161,9 +178,23 @@ def link_groups(fusions: list[dict], before_names, after_names, cluster_order: l
         taken.update(f["absorbed"])
         taken.add(f["node"])
     for name in sorted((before_names & after_names) - taken):
+        b, a = of_before.get(name, name), of_after.get(name, name)
+        if b is None or a is None:
+            continue
+        if b != name or a != name:  # in a box on one side or both: one group per pair of boxes
+            key = (b, a)
+            if key not in seen:
+                seen[key] = {"before": [html_id(b, BEFORE)], "after": [html_id(a, AFTER)], "label": "", "n": 0}
+                groups.append(seen[key])
+            seen[key]["n"] += 1
+            continue
         old, new = ops_before.get(name), ops_after.get(name)
         label = f"{name}: {old} → {new}" if old and new and old != new else f"{name}: the same node on both sides"
         groups.append({"before": [html_id(name, BEFORE)], "after": [html_id(name, AFTER)], "label": label})
+    for (b, a), g in seen.items():
+        scope = (b if b.endswith("/") else a).rstrip("/")
+        g["label"] = (f"scope {scope}: {g.pop('n')} node(s) kept their names; open it with 'Open scopes' "
+                      "above the graphs")
     return groups
 
 
@@ -197,12 +228,12 @@ STACKED_NOTE = "Too wide to read side by side, so drawn one above the other."
 
 
 def page_html(before_svg: str, after_svg: str, groups: list[dict], hint: str = HINT, fit: bool = False,
-              titles: tuple[str, str] = ("Before", "After")) -> str:
+              titles: tuple[str, str] = ("Before", "After"), marks=()) -> str:
     """The whole document of the linked view: both SVGs, the links as JSON, the CSS and the JS.
 
     ``fit``: the script grows its frame to the drawing (for a frame of fixed height). ``titles`` name
     the sides when they are too wide to sit side by side and are drawn one above the other (the
-    page's own headings then no longer sit over them).
+    page's own headings then no longer sit over them). ``marks``: element ids outlined as search matches.
     """
     import html
 
@@ -212,7 +243,7 @@ def page_html(before_svg: str, after_svg: str, groups: list[dict], hint: str = H
         for side, title, svg in (("before", titles[0], before_svg), ("after", titles[1], after_svg)))
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'><style>" + CSS + "</style></head><body>"
-        f"<div id='fx-root' data-fit='{1 if fit else 0}'><p id='fx-hint' class='fx-hint'>{html.escape(hint)}</p>"
+        f"<div id='fx-root' data-fit='{1 if fit else 0}' data-marks='{html.escape(' '.join(marks), quote=True)}'><p id='fx-hint' class='fx-hint'>{html.escape(hint)}</p>"
         f"<p id='fx-note' class='fx-note' hidden>{html.escape(STACKED_NOTE)}</p>"
         f"<div class='fx-panes'>{panes}</div></div>"
         f"<script type='application/json' id='fx-links'>{script_json(groups)}</script>"
@@ -230,8 +261,13 @@ def frame_height(before_svg: str, after_svg: str, pane_px: float = PANE_PX) -> i
 
 
 def show(before_dot: str, after_dot: str, groups: list[dict], *, hint: str = HINT,
-         titles: tuple[str, str] = ("Before", "After")) -> bool:
-    """Draw both graphs linked; False (and nothing drawn) when they cannot be made into SVG."""
+         titles: tuple[str, str] = ("Before", "After"), marks=()) -> bool:
+    """Draw both graphs linked; False (and nothing drawn) when there is no Graphviz to make SVG.
+
+    When Graphviz is there but fails or takes too long, its message is shown instead (drawing the
+    DOT in the browser would take longer still)."""
+    import shutil
+
     import streamlit as st
 
     from ..errors import ExplorerError
@@ -239,8 +275,11 @@ def show(before_dot: str, after_dot: str, groups: list[dict], *, hint: str = HIN
 
     try:
         before_svg, after_svg = cached.svg(before_dot), cached.svg(after_dot)
-    except ExplorerError:
-        return False
-    st.iframe(page_html(before_svg, after_svg, groups, hint, fit=True, titles=titles), height="content")
+    except ExplorerError as exc:
+        if shutil.which("dot") is None:
+            return False
+        st.warning(str(exc))
+        return True
+    st.iframe(page_html(before_svg, after_svg, groups, hint, fit=True, titles=titles, marks=marks), height="content")
     return True
 

@@ -5,11 +5,13 @@ It is a fragment: choosing the stage pair or folding constants reruns only this 
 
 from __future__ import annotations
 
+from collections import Counter
+
 import streamlit as st
 
 from ..model.graph import STAGES
 from ..present.dot import EDGE_LEGEND, LEGEND
-from . import cached, linked, state
+from . import cached, graph_views, linked, state
 
 PAIRS = {
     "traced->optimized": "traced → after Grappler",
@@ -42,7 +44,16 @@ def panel(result: dict) -> None:
     if before not in stages or after not in stages:
         st.info(f"This result has no {STAGES.get(before, before)} or {STAGES.get(after, after)} graph.")
         return
-    drawn = cached.stage_pair(result["key"], before, after, fold, result)
+    view, query = graph_views.top_controls()
+    depth, opened = graph_views.scope_settings()
+    scope_row = st.container()
+    drawn = cached.stage_pair(result["key"], before, after, fold, result, view, depth, opened)
+    if drawn["view"] == "scopes":
+        graph_views.scope_controls(scope_row, drawn, auto=view == "auto")
+    elif drawn["view"] == "fused" and not graph_views.fused_caption(drawn):
+        return
+    found_names = cached.stage_search(result["key"], before, after, query, result) if query.strip() else {}
+    marks = graph_views.search_marks(query, found_names, drawn, fold, drawn["names"])
     found, legend = st.columns([3, 2], gap="medium")
     with found:
         _fusions(drawn, pair)
@@ -55,9 +66,9 @@ def panel(result: dict) -> None:
     # The drawing's own diff is the one source of what went where: its clusters are numbered in its order.
     fusions = drawn["diff"]["fusions"]
     groups = linked.link_groups(fusions, drawn["names"]["before"], drawn["names"]["after"],
-                                [f["node"] for f in fusions])
+                                [f["node"] for f in fusions], (drawn["drawn_of"]["before"], drawn["drawn_of"]["after"]))
     titles = tuple(f"{_stage_title(s)} · {drawn['nodes'][side]} nodes" for side, s in (("before", before), ("after", after)))
-    if not linked.show(drawn["before"], drawn["after"], groups, titles=titles):
+    if not linked.show(drawn["before"], drawn["after"], groups, titles=titles, marks=marks):
         # No Graphviz binary here: the browser draws the DOT itself, without the linking.
         for col, side in ((left, "before"), (right, "after")):
             col.graphviz_chart(drawn[side], width="stretch")
@@ -72,8 +83,12 @@ def _fusions(drawn: dict, pair: str) -> None:
     with st.container(border=True):
         if fusions:
             st.markdown(f"**Fused in {PAIRS[pair]}**")
-            for f in fusions:
-                st.markdown(f"- `{f['describe']}`")
+            if len(fusions) <= 8:
+                for f in fusions:
+                    st.markdown(f"- `{f['describe']}`")
+            else:  # a real network repeats a few patterns dozens of times: one line per pattern, with its count
+                for describe, count in Counter(f["describe"] for f in fusions).most_common():
+                    st.markdown(f"- `{describe}`" + (f" × {count}" if count > 1 else ""))
         else:
             st.markdown(f"**Nothing fused in {PAIRS[pair]}.**")
         lines = []

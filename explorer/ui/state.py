@@ -182,3 +182,11 @@ XLA_ON = "xla.on"
 XLA_BENCH_REPS = "xla.bench.reps"
 XLA_BENCH_RESULTS = "xla.bench.results"  # run key -> three-way bench result, the last few of this session
 DEFAULTS.update({XLA_ON: False, XLA_BENCH_REPS: 30, XLA_BENCH_RESULTS: {}})
+
+# The graph panel's views of big graphs (ui/graph_views.py): "auto", "all", "scopes" or "fused"; the scope
+# depth, the scopes opened one level deeper, and the search text.
+GRAPH_VIEW = "graphs.view"
+GRAPH_DEPTH = "graphs.depth"
+GRAPH_OPEN = "graphs.open"
+GRAPH_SEARCH = "graphs.search"
+DEFAULTS.update({GRAPH_VIEW: "auto", GRAPH_DEPTH: 1, GRAPH_OPEN: [], GRAPH_SEARCH: ""})
