@@ -25,7 +25,7 @@ def run(rt: Runtime, request: dict) -> BenchResult:
     proof, outputs = {}, {}
     for name, remap in variants.items():
         proof[name], outputs[name], stages = timing.prove(rt, fns[name], setup, remap)
-    order = list(variants)
+    schedule = setup.schedule(variants)
 
     def set_options(name):
         rt.set_grappler(setup.switches, variants[name])
@@ -37,9 +37,8 @@ def run(rt: Runtime, request: dict) -> BenchResult:
         set_options(name)
         call(name)
 
-    timing.warm_up(rt, setup, both, order)
-    samples, done, metadata, started = timing.time_interleaved(
-        rt, setup, call, lambda i: order if i % 2 == 0 else order[::-1], before=set_options)
+    timing.warm_up(rt, setup, both, schedule)
+    samples, done, metadata, started = timing.time_interleaved(rt, setup, call, schedule, before=set_options)
     rt.reset_grappler()
     reinstantiated = model_instantiations(metadata.function_graphs, stages["traced"])
     fused_out, unfused_out = outputs["fused"], outputs["unfused"]
@@ -51,6 +50,7 @@ def run(rt: Runtime, request: dict) -> BenchResult:
         "reps_done": done,
         "warmup": setup.warmup,
         "order": "interleaved, alternating which variant goes first",
+        "first_variant": schedule(0)[0],
         "samples_ns": samples,
         "proof": proof,
         "reinstantiated_during_timing": reinstantiated,

@@ -28,6 +28,18 @@ class Setup:
     req_id: object
     body: object
     args: list
+    rotate: int = 0  # which variant goes first in this process (a replicated run varies it by process)
+
+    def schedule(self, names):
+        """The order of the variants in repetition i: rotated one place each repetition (ABBA for two,
+        ABC-BCA-CAB for three), starting ``rotate`` places in, so every variant goes first equally
+        often within a process and, over a replicated run's processes, in its first repetition."""
+        names = tuple(names)
+
+        def order(i):
+            k = (i + self.rotate) % len(names)
+            return names[k:] + names[:k]
+        return order
 
 
 def prepare(rt: Runtime, request: dict) -> Setup:
@@ -38,7 +50,7 @@ def prepare(rt: Runtime, request: dict) -> Setup:
     rt.reset_grappler()
     body, args = rt.build(spec)
     return Setup(spec, switches, int(request.get("reps", 50)), int(request.get("warmup", 5)),
-                 float(request.get("max_seconds", 60.0)), request.get("id"), body, args)
+                 float(request.get("max_seconds", 60.0)), request.get("id"), body, args, int(request.get("rotate", 0)))
 
 
 def prove(rt: Runtime, fn, setup: Setup, remapping: bool, *, optimized: bool = True):
@@ -61,11 +73,13 @@ def prove(rt: Runtime, fn, setup: Setup, remapping: bool, *, optimized: bool = T
     return proof, [np.asarray(t.numpy(), dtype=np.float64) for t in as_list(out)], stages
 
 
-def warm_up(rt: Runtime, setup: Setup, call, order) -> None:
-    """``setup.warmup`` rounds of every variant in ``order``, then nothing left queued on the device."""
+def warm_up(rt: Runtime, setup: Setup, call, schedule) -> None:
+    """``setup.warmup`` rounds of every variant, each round in the order ``schedule`` gives the timed
+    repetition of the same index (so no variant is always the one warmed last), then nothing left
+    queued on the device."""
     rt.protocol.send({"id": setup.req_id, "progress": {"fraction": 0.05, "message": "warming up"}})
-    for _ in range(setup.warmup):
-        for name in order:
+    for j in range(setup.warmup):
+        for name in schedule(j):
             call(name)
     # Nothing queued may spill into the first timed call (on a GPU the warm-up's kernels may
     # still be running); on the CPU this returns at once, and it runs there too so that the

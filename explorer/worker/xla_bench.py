@@ -47,9 +47,9 @@ def run(rt: Runtime, request: dict) -> dict:
         rt.set_grappler(setup.switches, remap[name])
         rt.call(fns[name], args)
 
-    timing.warm_up(rt, setup, call, VARIANTS)
-    samples, done, metadata, started = timing.time_interleaved(
-        rt, setup, call, lambda i: VARIANTS[i % len(VARIANTS):] + VARIANTS[:i % len(VARIANTS)])  # each first in turn
+    schedule = setup.schedule(VARIANTS)  # each variant first in turn
+    timing.warm_up(rt, setup, call, schedule)
+    samples, done, metadata, started = timing.time_interleaved(rt, setup, call, schedule)
     rt.reset_grappler()
     dtype = spec.p.get("dtype", "int64")
     pairs = {}
