@@ -13,8 +13,9 @@ The default configuration is matmul_bias_gelu_exact with TF_ENABLE_ONEDNN_OPTS=1
 --env is given): a fusion that pays on any x86 CPU, AVX2-only included (oneDNN's fused exact GELU,
 about 1.8-2x at the preset's 16384x64x256), so the pairs compare a real speedup. On an AVX2 CPU the
 approximate GELU fused by oneDNN is no faster than unfused (0.9-1.1x, mostly process-to-process
-spread): the wrong demo there. With the defaults (10 pairs x 2 runs x 4 fresh processes) it takes
-about 8-10 minutes on a quiet 2-core machine, nearly all of it TensorFlow's import in each process.
+spread): the wrong demo there. With the defaults (10 pairs x 2 runs x 4 fresh processes: 80 worker
+processes of about 6-7 s each, half of it TensorFlow's import) it should take 8-10 minutes on a quiet
+2-core machine; after the first pair it prints its own projection (2 pairs took 154 s at load 2).
 """
 
 from __future__ import annotations
@@ -95,6 +96,10 @@ def main() -> int:
             verdict = compare(first, second)
             for key, ok in verdict.items():
                 counts[key] += ok
+            if i == 1 and args.pairs > 1:
+                took = time.perf_counter() - started
+                print(f"(the first pair took {took:.0f} s: all {args.pairs} take about {took * args.pairs / 60:.0f} min)",
+                      flush=True)
             print(f"pair {i:>2}: {format_replicated(first)}\n         {format_replicated(second)}\n"
                   f"         within ±5%: {'yes' if verdict['within_5pct'] else 'NO'}; second inside the first's "
                   f"interval: {'yes' if verdict['inside_ci'] else 'NO'}", flush=True)
