@@ -132,7 +132,7 @@ def annotate_replicated(runs: list[dict]) -> dict:
     result["per_process"] = [{
         "pid": (r.get("worker") or {}).get("pid"), "startup_s": (r.get("worker") or {}).get("startup_s"),
         "reps_done": r["reps_done"], "elapsed_s": r.get("elapsed_s"), "samples_ns": r["samples_ns"],
-        "fingerprint": r.get("fingerprint"),
+        "fingerprint": r.get("fingerprint"), "first_variant": r.get("first_variant"),
     } for r in runs]
     executed = {(tuple(r["proof"]["fused"]["executed_ops"]), tuple(r["proof"]["unfused"]["executed_ops"]))
                 for r in runs}

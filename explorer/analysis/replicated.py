@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats as _sps
 
 from .stats import MIN_PAIRS_FOR_CI, VARIANTS, VERDICTS, SampleError, _as_ns, _f, speedup
 
@@ -68,6 +67,8 @@ def t_interval(logratios: np.ndarray, confidence: float) -> tuple[float | None, 
     if k < 2:
         return None, None
     se = float(logratios.std(ddof=1)) / math.sqrt(k)
+    from scipy import stats as _sps  # here, not at import: scipy.stats costs ~1 s and inspect never needs it
+
     q = float(_sps.t.ppf(0.5 + confidence / 2, df=k - 1))
     mean = float(logratios.mean())
     return _f(math.exp(mean - q * se)), _f(math.exp(mean + q * se))

@@ -241,7 +241,8 @@ class Engine:
             started = time.perf_counter()
             worker = WorkerProcess(Config.make(config.device, config.env_dict), self.pool.limits)
             try:
-                result = worker.request("bench", payload, timeout, progress)
+                # Which variant goes first alternates by process: no variant always leads.
+                result = worker.request("bench", dict(payload, rotate=i), timeout, progress)
             finally:
                 worker.close()
             runs.append(dict(result, worker={"pid": worker.pid, "new_process": True,

@@ -7,7 +7,8 @@ environment built from the task's, minus what Ray adds (``RAY_*``; ``OMP_NUM_THR
 throttle TensorFlow's thread pools), with PYTHONPATH at the project. The task runs all of its
 configuration's cells in that one warm worker and returns plain data; the parent annotates and
 caches it like a local result. A worker subprocess that dies is restarted once in the task (the cell
-says so); a lost Ray task is retried once by Ray; after that, or past its deadline, its cells are
+says so); a lost Ray task is retried once by Ray (the task reports its attempt number, so the cell
+says that too); after that, or past its deadline, its cells are
 marked failed with the reason. GPU cells ask Ray for a GPU, and are refused at once when the
 cluster has none (a GPU request Ray cannot place would wait forever).
 """
@@ -47,6 +48,18 @@ def node_identity() -> dict:
             "ip": ray.util.get_node_ip_address(), "task_pid": os.getpid()}
 
 
+def task_attempt() -> int | None:
+    """Which attempt of the running Ray task this is (0 = the first): Ray retries a task whose worker
+    process was lost without telling the caller, so the task reports it. Ray has no public call for
+    it (2.60); None when this Ray lacks the core worker's."""
+    import ray
+
+    try:
+        return int(ray._private.worker.global_worker.core_worker.get_current_task_attempt_number())
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
 def run_configuration(device: str, env: dict, requests: list[dict], limits: dict) -> dict:
     """The body of a Ray task: every request of one configuration in one worker subprocess."""
     config, lim = Config.make(device, env), Limits(**limits)
@@ -60,10 +73,10 @@ def run_configuration(device: str, env: dict, requests: list[dict], limits: dict
 
     def fresh_runs(payload, timeout, processes) -> list[dict]:
         runs = []
-        for _ in range(processes):
+        for i in range(processes):
             one = WorkerProcess(config, lim, base_env=base)
             try:
-                result = one.request("bench", payload, timeout)
+                result = one.request("bench", dict(payload, rotate=i), timeout)  # first variant alternates
             finally:
                 one.close()
             runs.append(dict(result, worker={"pid": one.pid, "startup_s": round(one.startup_s, 3)}))
@@ -96,7 +109,7 @@ def run_configuration(device: str, env: dict, requests: list[dict], limits: dict
         answers.append(dict(answer, attempts=len(retried) + 1, retried_because=retried))
     if worker[0] is not None:
         worker[0].close()
-    return {"node": node_identity(), "answers": answers}
+    return {"node": node_identity(), "answers": answers, "ray_attempt": task_attempt()}
 
 
 def _requests(cell: matrix.Cell, bench: matrix.BenchOptions | None, limits: Limits, need_inspect: bool) -> list[dict]:
@@ -299,4 +312,4 @@ def _collect(ray, engine, ref, work, bench) -> None:
         else:
             cell.status = "ok"
             matrix.fill(cell, inspect_result, bench_result, node=out["node"], bench_error=bench_error)
-        cell.row.update(attempts=attempts, retried_because=retried)
+        cell.row.update(attempts=attempts, retried_because=retried, ray_retries=out.get("ray_attempt"))

@@ -9,7 +9,8 @@ import json
 from .machine import describe
 
 COLUMNS = ("preset", "label", "status", "verdict", "fused_op", "because", "speedup", "ci_low", "ci_high", "processes",
-           "pairs", "between_share", "device", "env", "grappler", "params", "cached", "reason", "machine", "node")
+           "pairs", "between_share", "device", "env", "grappler", "params", "cached", "reason", "machine", "node",
+           "retried")
 
 
 def cell_words(row: dict) -> str:
@@ -22,6 +23,19 @@ def cell_words(row: dict) -> str:
     if words.split()[0] in ("not", "partly") and row.get("because"):
         words += f" ({row['because']})"  # the first failing condition, as the explanation words it
     return words
+
+
+def retry_words(row: dict) -> str:
+    """What was run again to get this cell: the explorer's worker restarted, or Ray's task retried."""
+    parts = []
+    if row.get("retried_because"):
+        parts.append(f"worker restarted once ({row['retried_because'][0]})")
+    lost = row.get("ray_retries")
+    if lost:
+        parts.append(f"retried by Ray: {lost} attempt{'s' if lost > 1 else ''} lost")
+    elif lost is None and "ray_retries" in row:
+        parts.append("retried by Ray: unknown (this Ray does not report a task's attempt)")
+    return "; ".join(parts)
 
 
 def speedup_words(row: dict) -> str:
@@ -40,6 +54,8 @@ def _flat(row: dict) -> dict:
         elif column == "node":
             node = row.get("node") or {}
             out[column] = node.get("hostname", "") + (f" ({node['node_id'][:12]})" if node.get("node_id") else "")
+        elif column == "retried":
+            out[column] = retry_words(row)
         elif column in ("env", "grappler", "params"):
             out[column] = " ".join(f"{k}={v}" for k, v in (row.get(column) or {}).items())
         else:
@@ -68,8 +84,9 @@ def table(rows: list[dict]) -> str:
     for preset in dict.fromkeys(r["preset"] for r in rows):
         lines.append(preset)
         for row in (r for r in rows if r["preset"] == preset):
-            timing = speedup_words(row)
-            lines.append(f"  {row['label']:<{width}}  {cell_words(row)}" + (f"  |  {timing}" if timing else ""))
+            timing, retried = speedup_words(row), retry_words(row)
+            lines.append(f"  {row['label']:<{width}}  {cell_words(row)}" + (f"  |  {timing}" if timing else "")
+                         + (f"  |  {retried}" if retried else ""))
     return "\n".join(lines)
 
 

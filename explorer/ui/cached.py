@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 
 import streamlit as st
 
 from ..engine.cache import DEFAULT_CACHE_DIR
 from ..engine.engine import Engine
 from ..model.devices import nvidia_gpus_present
-from . import state
 from ..model.flags import Config
+from . import state
 
 log = logging.getLogger(__name__)
 
@@ -24,11 +25,24 @@ _engines: list[Engine] = []  # what shutdown() closes (tests; the server's exit 
 _started: list[Engine] = []  # the engine explorer.ui.serve made before the server started, if it did
 
 
+# A model too small to matter, run once when the server starts: a new worker's first graph pays for
+# TensorFlow's first trace and Grappler's first run, which the first visitor should not.
+WARM_UP_SPEC = {"preset": "matmul_bias_relu", "params": {"m": 2, "k": 2, "n": 2}}
+
+
 def start_server_engine(config: Config) -> Engine:
     """Make the server's Engine now and start ``config``'s worker in the background (serve.py calls this
-    before Streamlit starts): the first visitor's graphs then come from a warm worker."""
+    before Streamlit starts), warmed by one tiny graph (not stored): the first visitor's graphs then come
+    from a warm worker."""
     instance = Engine(cache_dir=os.environ.get("EXPLORER_CACHE_DIR") or DEFAULT_CACHE_DIR)
-    instance.prestart(config)
+
+    def warm_up() -> None:
+        try:
+            instance.inspect(WARM_UP_SPEC, config, use_cache=False)
+        except Exception:
+            log.warning("the server's warm-up graph failed", exc_info=True)
+
+    threading.Thread(target=warm_up, daemon=True, name="explorer-warm-up").start()
     _started.append(instance)
     return instance
 
@@ -59,14 +73,24 @@ def shutdown() -> None:
 GPU = Config.make("gpu")
 
 
+def machine_config() -> Config:
+    """The CPU configuration the machine's facts are asked of: the server's default flags
+    (EXPLORER_DEFAULT_ENV), whose worker serve.py starts first. Devices, cores and TensorFlow's build
+    do not depend on the flags; asking a worker of other flags would start a second TensorFlow on
+    the first visit (8 s of a fresh server's first page, measured with TF_ENABLE_ONEDNN_OPTS=1)."""
+    env, _ = state.server_env_defaults()
+    return Config.make("cpu", env)
+
+
 @st.cache_data(show_spinner=False, max_entries=4, ttl=3600)
 def fingerprint(engine_name: str, _engine) -> dict:
-    """What TensorFlow sees on this machine (devices, GPUs, oneDNN), per engine (``engine_name`` keys it).
+    """What TensorFlow sees on this machine (devices, GPUs), per engine (``engine_name`` keys it).
 
-    From the default CPU worker, which hides GPUs; where the NVIDIA driver shows one, the GPUs and
-    devices come from a GPU worker (which then serves GPU runs warm).
+    From the server's default CPU worker (machine_config), which hides GPUs; where the NVIDIA driver
+    shows one, the GPUs and devices come from a GPU worker (which then serves GPU runs warm). Its
+    ``onednn`` is that worker's, not TensorFlow's default.
     """
-    fp = dict(_engine.fingerprint(Config()))
+    fp = dict(_engine.fingerprint(machine_config()))
     fp["nvidia_driver"] = nvidia_gpus_present()
     if fp["nvidia_driver"]:
         gpu = _engine.fingerprint(GPU)
@@ -76,7 +100,7 @@ def fingerprint(engine_name: str, _engine) -> dict:
 
 def fingerprint_is_ready(_engine) -> bool:
     """True when fingerprint() will answer at once (the workers it asks are warm)."""
-    return _engine.is_warm(Config()) and (not nvidia_gpus_present() or _engine.is_warm(GPU))
+    return _engine.is_warm(machine_config()) and (not nvidia_gpus_present() or _engine.is_warm(GPU))
 
 
 def _drawn_pair(g_before, g_after, fold: bool, view: str = "all", depth: int = 1, opened: tuple = ()) -> dict:

@@ -139,7 +139,8 @@ def show(rows: list[dict]) -> None:
         c1.selectbox("Open a cell", runnable, key=OPEN_KEY, format_func=lambda i: f"{rows[i]['preset']} · {rows[i]['label']}")
         c2.button("Open in the explorer", key="matrix.open_button", on_click=_open_picked, width="stretch")
     st.dataframe([{"preset": r["preset"], "settings": r["label"], "result": table.cell_words(r),
-                   "speedup": table.speedup_words(r), "cached": r.get("cached")} for r in rows],
+                   "speedup": table.speedup_words(r), "cached": r.get("cached"), "retried": table.retry_words(r)}
+                  for r in rows],
                  hide_index=True, width="stretch")
     d1, d2 = st.columns(2)
     d1.download_button("Matrix (CSV)", data=table.to_csv(rows), file_name="matrix.csv", mime="text/csv",

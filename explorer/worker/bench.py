@@ -10,90 +10,49 @@ from __future__ import annotations
 
 import time
 
-from ..analysis.fusion import is_fused_node
-from ..model.graph import BOILERPLATE_OPS, Graph
+from ..model.graph import BOILERPLATE_OPS
 from ..model.results import Agreement, BenchResult
-from ..model.spec import resolve
-from .runtime import Runtime, as_list
+from . import timing
+from .runtime import Runtime
 from .shapes import executed_tensors
 
 
 def run(rt: Runtime, request: dict) -> BenchResult:
     """Fused (remapper on) against unfused (remapper off), interleaved, same inputs."""
-    import numpy as np
-
-    tf, ctx = rt.tf, rt.context
-    spec = resolve(request["spec"])
-    switches = {k: v for k, v in (request.get("grappler") or {}).items() if k != "remapping"}
-    reps = int(request.get("reps", 50))
-    warmup = int(request.get("warmup", 5))
-    budget_s = float(request.get("max_seconds", 60.0))
-    req_id = request.get("id")
-    rt.clear_dumps()
-    rt.reset_grappler()
-    body, args = rt.build(spec)
+    tf = rt.tf
+    setup = timing.prepare(rt, request)
     variants = {"fused": True, "unfused": False}
-    fns = {name: tf.function(body) for name in variants}
+    fns = {name: tf.function(setup.body) for name in variants}
     proof, outputs = {}, {}
     for name, remap in variants.items():
-        stages, out, _ = rt.capture(fns[name], args, switches, remapping=remap)
-        executed = Graph.from_dict(rt.graph_to_dict(stages["executed"], "executed"))
-        proof[name] = {
-            "remapping": remap,
-            "executed_ops": executed.compute_ops(),
-            "fused_nodes": [{"name": n.name, "op": n.op, "fused_ops": list(n.fused_ops)}
-                            for n in executed.nodes if is_fused_node(n)],
-            "optimized_ops": Graph.from_dict(rt.graph_to_dict(stages["optimized"], "optimized")).compute_ops(),
-            "tensors": executed_tensors(tf, stages["executed"]),  # what each op reads and writes (analysis.traffic)
-        }
-        outputs[name] = [np.asarray(t.numpy(), dtype=np.float64) for t in as_list(out)]
-    rt.protocol.send({"id": req_id, "progress": {"fraction": 0.05, "message": "warming up"}})
-    order = list(variants)
-    for _ in range(warmup):
-        for name in order:
-            rt.set_grappler(switches, variants[name])
-            rt.call(fns[name], args)
-    # Nothing queued may spill into the first timed call (on a GPU the warm-up's kernels may
-    # still be running); on the CPU this returns at once, and it runs there too so that the
-    # CPU tests exercise the call the GPU timings rely on.
-    tf.test.experimental.sync_devices()
-    samples = {name: [] for name in variants}
-    sync = rt.sync
-    # Graph collection records a function graph only when a function is (re)instantiated:
-    # any entry that appears during the timed loop means a variant did not run the graph
-    # captured above.
-    ctx.enable_graph_collection()
-    started = time.perf_counter()
-    done = 0
-    try:
-        for i in range(reps):
-            pair = order if i % 2 == 0 else order[::-1]
-            for name in pair:
-                rt.set_grappler(switches, variants[name])
-                t0 = time.perf_counter_ns()
-                rt.call(fns[name], args)
-                sync()
-                samples[name].append(time.perf_counter_ns() - t0)
-            done += 1
-            if i % max(1, reps // 20) == 0:
-                rt.protocol.send({"id": req_id, "progress": {
-                    "fraction": 0.05 + 0.95 * done / reps, "message": f"rep {done}/{reps}"}})
-            if time.perf_counter() - started > budget_s:
-                break
-        metadata = ctx.export_run_metadata()
-    finally:
-        ctx.disable_graph_collection()
+        proof[name], outputs[name], stages = timing.prove(rt, fns[name], setup, remap)
+        proof[name]["tensors"] = executed_tensors(tf, stages["executed"])  # what each op reads and writes (analysis.traffic)
+    schedule = setup.schedule(variants)
+
+    def set_options(name):
+        rt.set_grappler(setup.switches, variants[name])
+
+    def call(name):
+        rt.call(fns[name], setup.args)
+
+    def both(name):
+        set_options(name)
+        call(name)
+
+    timing.warm_up(rt, setup, both, schedule)
+    samples, done, metadata, started = timing.time_interleaved(rt, setup, call, schedule, before=set_options)
     rt.reset_grappler()
     reinstantiated = model_instantiations(metadata.function_graphs, stages["traced"])
     fused_out, unfused_out = outputs["fused"], outputs["unfused"]
-    agrees = agreement(fused_out, unfused_out, spec.p.get("dtype", "int64"), tf32=rt.tf32_active())
+    agrees = agreement(fused_out, unfused_out, setup.spec.p.get("dtype", "int64"), tf32=rt.tf32_active())
     rt.log.read()  # drop the (long) log of the benchmark's instantiations
     return {
-        "spec": spec.to_dict(),
-        "reps_requested": reps,
+        "spec": setup.spec.to_dict(),
+        "reps_requested": setup.reps,
         "reps_done": done,
-        "warmup": warmup,
+        "warmup": setup.warmup,
         "order": "interleaved, alternating which variant goes first",
+        "first_variant": schedule(0)[0],
         "samples_ns": samples,
         "proof": proof,
         "reinstantiated_during_timing": reinstantiated,

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import time
 
-from ..analysis.fusion import is_fused_node
-from ..model.graph import Graph
-from ..model.spec import resolve
+from . import timing
 from .bench import agreement, model_instantiations
 from .runtime import Runtime, as_list
 from .xla import profile_call, refused
@@ -26,29 +24,15 @@ SAMPLE_VALUES = 8  # first values of each output, returned so the diff can be ch
 def run(rt: Runtime, request: dict) -> dict:
     import numpy as np
 
-    tf, ctx = rt.tf, rt.context
-    spec = resolve(request["spec"])
-    switches = {k: v for k, v in (request.get("grappler") or {}).items() if k != "remapping"}
-    reps = int(request.get("reps", 50))
-    warmup = int(request.get("warmup", 5))
-    budget_s = float(request.get("max_seconds", 60.0))
-    req_id = request.get("id")
-    rt.clear_dumps()
-    rt.reset_grappler()
-    body, args = rt.build(spec)
-    fns = {"unfused": tf.function(body), "fused": tf.function(body), "xla": tf.function(body, jit_compile=True)}
+    tf = rt.tf
+    setup = timing.prepare(rt, request)
+    spec, args = setup.spec, setup.args
+    fns = {"unfused": tf.function(setup.body), "fused": tf.function(setup.body),
+           "xla": tf.function(setup.body, jit_compile=True)}
     remap = {"unfused": False, "fused": True, "xla": None}
     proof, outputs = {}, {}
     for name in ("unfused", "fused"):
-        stages, out, _ = rt.capture(fns[name], args, switches, remapping=remap[name])
-        executed = Graph.from_dict(rt.graph_to_dict(stages["executed"], "executed"))
-        proof[name] = {
-            "remapping": remap[name],
-            "executed_ops": executed.compute_ops(),
-            "fused_nodes": [{"name": n.name, "op": n.op, "fused_ops": list(n.fused_ops)}
-                            for n in executed.nodes if is_fused_node(n)],
-        }
-        outputs[name] = [np.asarray(t.numpy(), dtype=np.float64) for t in as_list(out)]
+        proof[name], outputs[name], stages = timing.prove(rt, fns[name], setup, remap[name], optimized=False)
     rt.reset_grappler()
     t0 = time.perf_counter()
     try:
@@ -58,37 +42,14 @@ def run(rt: Runtime, request: dict) -> dict:
         raise refused(exc) from None
     first_call_s = time.perf_counter() - t0
     proof["xla"] = profile_call(rt, fns["xla"], args)
-    rt.protocol.send({"id": req_id, "progress": {"fraction": 0.05, "message": "warming up"}})
 
     def call(name):  # every variant sets Grappler's options, so each call carries the same overhead
-        rt.set_grappler(switches, remap[name])
+        rt.set_grappler(setup.switches, remap[name])
         rt.call(fns[name], args)
 
-    for _ in range(warmup):
-        for name in VARIANTS:
-            call(name)
-    tf.test.experimental.sync_devices()
-    samples = {name: [] for name in VARIANTS}
-    ctx.enable_graph_collection()
-    started = time.perf_counter()
-    done = 0
-    try:
-        for i in range(reps):
-            k = i % len(VARIANTS)
-            for name in VARIANTS[k:] + VARIANTS[:k]:  # each variant goes first in turn
-                t0 = time.perf_counter_ns()
-                call(name)
-                rt.sync()
-                samples[name].append(time.perf_counter_ns() - t0)
-            done += 1
-            if i % max(1, reps // 20) == 0:
-                rt.protocol.send({"id": req_id, "progress": {
-                    "fraction": 0.05 + 0.95 * done / reps, "message": f"rep {done}/{reps}"}})
-            if time.perf_counter() - started > budget_s:
-                break
-        metadata = ctx.export_run_metadata()
-    finally:
-        ctx.disable_graph_collection()
+    schedule = setup.schedule(VARIANTS)  # each variant first in turn
+    timing.warm_up(rt, setup, call, schedule)
+    samples, done, metadata, started = timing.time_interleaved(rt, setup, call, schedule)
     rt.reset_grappler()
     dtype = spec.p.get("dtype", "int64")
     pairs = {}
@@ -101,9 +62,9 @@ def run(rt: Runtime, request: dict) -> dict:
     return {
         "spec": spec.to_dict(),
         "compiler": "both",
-        "reps_requested": reps,
+        "reps_requested": setup.reps,
         "reps_done": done,
-        "warmup": warmup,
+        "warmup": setup.warmup,
         "order": "interleaved, each variant first in turn",
         "samples_ns": samples,
         "xla_first_call_s": round(first_call_s, 4),

@@ -20,7 +20,12 @@ def _source(spec):
 
 
 def build(spec, tf):
-    return _source(spec).build(spec, tf)
+    body, names = _source(spec).build(spec, tf)
+    if _source(spec) is chain:
+        # The chain builders branch on the spec only, never on a tensor: AutoGraph would rewrite them to
+        # the same graph, and its first conversion costs ~1.5 s of every cold worker's first answer.
+        body = tf.autograph.experimental.do_not_convert(body)
+    return body, names
 
 
 def input_dtype(spec, name: str, tf):
