@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from explorer.engine import Engine, matrix, ray_backend
+from explorer.present import matrix as present
 
 ray = pytest.importorskip("ray")  # pinned in requirements.txt; a missing install must not pass silently
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,6 +141,12 @@ def test_a_lost_ray_worker_is_retried_and_the_matrix_completes(local_ray):
     for row in rows:
         assert row["status"] == "ok" and row["node"]["task_pid"] != killed or \
             row["status"] == "failed" and "WorkerCrashedError" in row["reason"]
+    # Ray does not tell the caller it retried: the task reports its attempt and the cell words it
+    for row in (r for r in rows if r["status"] == "ok"):
+        assert row["ray_retries"] == 1 and row["attempts"] == 1, row
+        assert present.retry_words(row) == "retried by Ray: 1 attempt lost"
+        assert "retried by Ray: 1 attempt lost" in present.table([row]) and \
+            "retried by Ray: 1 attempt lost" in present.to_csv([row])
 
 
 def test_an_unreachable_cluster_is_a_clear_error_at_once():
