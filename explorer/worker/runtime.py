@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import contextmanager
 
 from . import host, models
 from .convert import graph_to_dict, merge_partitions
@@ -67,6 +68,17 @@ class Runtime:
                         os.unlink(os.path.join(directory, name))
                     except OSError:
                         pass
+
+    @contextmanager
+    def without_dumps(self):
+        """Grappler writes no per-pass graphs meanwhile: TF reads TF_DUMP_GRAPH_PREFIX at every dump, and
+        a frozen model's dumps (its weights as text, after every pass) take minutes and gigabytes."""
+        saved = os.environ.pop("TF_DUMP_GRAPH_PREFIX", None)
+        try:
+            yield
+        finally:
+            if saved is not None:
+                os.environ["TF_DUMP_GRAPH_PREFIX"] = saved
 
     def build(self, spec):
         """The model's Python body and its seeded arguments, made on the run's device."""
