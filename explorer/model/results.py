@@ -134,8 +134,10 @@ class InspectResult(TypedDict, total=False):
     # from the worker (worker.grappler)
     spec: dict
     stages: dict[str, GraphDict]  # "traced", "optimized", "executed"
-    pbtxt: dict[str, str]
+    pbtxt: dict[str, str]  # large constants' contents elided (worker.elide)
+    elided_bytes: dict[str, int]  # per stage, the constant bytes left out of its pbtxt
     output_shapes: list[list[int]]
+    model_info: dict  # an imported model's inputs, signatures and outputs (worker.models.describe)
     function_graphs: int
     grappler: GrapplerAccount
     fingerprint: Fingerprint

@@ -9,7 +9,7 @@ from ..errors import ExplorerError
 from ..model.graph import STAGES
 from ..model.stack import StackSpec, to_text
 from ..present.machine import gpu_words
-from . import bench, cached, frame, matrix, passes, sidebar, stages, state, whatif, why, xla
+from . import bench, cached, frame, matrix, passes, report, sidebar, stages, state, upload, whatif, why, xla
 
 
 def render(engine) -> None:
@@ -33,6 +33,8 @@ def render(engine) -> None:
         frame.reproduce(choice)
         whatif.panel(choice, None)
         return
+    if choice.imported and upload.remember(result):
+        st.rerun()  # the sidebar offers the model's signatures and shows its inputs, known from this result
     _summary_line(choice, result)
     if choice.imported:
         _imported_tabs(choice, result)
@@ -66,13 +68,16 @@ def render(engine) -> None:
 
 
 def _imported_tabs(choice: sidebar.Choice, result: dict) -> None:
-    """An imported model: its graphs, passes, benchmark and log (the pattern checklist reads op chains)."""
+    """An imported model: its graphs, fusion report, passes, benchmark and log (the pattern checklist reads op
+    chains; the report covers the whole model)."""
     with st.expander("Reproduce this run: command line", icon=":material/terminal:"):
         frame.reproduce(choice)
-    tab_graphs, tab_passes, tab_bench, tab_log = st.tabs(
-        ["Graphs before → after", "Pass pipeline", "Fused vs unfused", "Grappler's log"])
+    tab_graphs, tab_report, tab_passes, tab_bench, tab_log = st.tabs(
+        ["Graphs before → after", "Fusion report", "Pass pipeline", "Fused vs unfused", "Grappler's log"])
     with tab_graphs:
         stages.panel(result)
+    with tab_report:
+        report.panel(result)
     with tab_passes:
         passes.panel(result)
     with tab_bench:

@@ -104,7 +104,9 @@ def _pass_graphs(result: dict, run: dict, table: list[dict]) -> None:
     drawable = [r for r in table if base_name(r["dump"]) in pass_graphs]
     st.markdown("**The graphs around one pass**")
     if not drawable:
-        st.info("TensorFlow wrote no per-pass graphs for this result, so there is nothing to draw.")
+        skipped = (result.get("grappler") or {}).get("pass_graphs_skipped")
+        st.info(f"Per-pass graphs were not recorded: {skipped}" if skipped else
+                "TensorFlow wrote no per-pass graphs for this result, so there is nothing to draw.")
         return
     # Options name the result too: the same pass position in another model is another choice (and another label).
     prefix = f"{result.get('key', '')}|"

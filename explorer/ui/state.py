@@ -24,7 +24,8 @@ UNSET = "default"  # the choice of an env flag or Grappler switch that leaves Te
 MODE = "model.mode"  # "preset", "chain", "stack" or "import"
 UPLOAD = "model.upload"  # the file uploader of an imported model
 UPLOAD_DIR = "model.upload_dir"  # this session's own temporary directory for uploads
-SIGNATURE = "model.import.signature"  # a SavedModel's signature
+SIGNATURE = "model.import.signature"  # a SavedModel's signature (None: the one the model is run with by default)
+IMPORT_INFO = "model.import.info"  # {content digest: the worker's model_info (inputs, signatures)} of this session
 UNKNOWN_DIM = "model.import.unknown_dim"  # the value of the model's unknown dimensions
 PRESET = "model.preset"
 STACK_EXAMPLE = "model.stack.example"  # the ready stack "Start from it" loads
@@ -102,7 +103,8 @@ DEFAULTS: dict[str, object] = {
     STACK_EXAMPLE: DEFAULT_STACK,
     STACK_SAVED: to_text(example(DEFAULT_STACK)),
     STACK_UNDO: None,
-    SIGNATURE: "serving_default",
+    SIGNATURE: None,
+    IMPORT_INFO: {},
     UNKNOWN_DIM: 1,
     DEVICE: "cpu",
     GPU_PROFILE: None,

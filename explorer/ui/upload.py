@@ -55,12 +55,58 @@ def model_input() -> tuple[dict | None, list[str]]:
         st.error(str(exc))
         return None, [f"The upload was refused: {exc}"]
     data = spec["import"]
-    if data["format"] == "savedmodel":
-        signature = st.text_input("Signature", key=state.SIGNATURE,
-                                  help="The SavedModel's signature to call; a name it lacks is answered with "
-                                       "the list of those it has.").strip()
+    info = (st.session_state.get(state.IMPORT_INFO) or {}).get(data["digest"])
+    if info:
+        signature = _signature(info)
         if signature:
             data["signature"] = signature
+        st.caption(inputs_text(info, int(unknown_dim)))
     st.caption(f"{FORMAT_LABELS[data['format']]} · {len(upload.getvalue()) / 1e6:.2f} MB · "
                f"sha256 {data['digest'][:12]}…")
     return spec, []
+
+
+def _signature(info: dict) -> str | None:
+    """The signature picked in the dropdown (shown when a SavedModel has several), or None for its default."""
+    names = info.get("signatures") or []
+    default = info.get("default_signature")
+    if len(names) < 2:
+        return None
+    if st.session_state.get(state.SIGNATURE) not in names:
+        st.session_state[state.SIGNATURE] = default if default in names else names[0]
+    chosen = st.selectbox("Signature", names, key=state.SIGNATURE,
+                          help=f"The SavedModel's signatures; {default!r} is the one run by default.")
+    return None if chosen == default else chosen
+
+
+def remember(result: dict) -> bool:
+    """Keep an imported model's inputs and signatures for the sidebar; True when they are new to this session
+    (the sidebar, drawn before the result, must then redraw to offer them)."""
+    info = result.get("model_info")
+    digest = ((result.get("spec") or {}).get("import") or {}).get("digest")
+    if not info or not digest:
+        return False
+    known = dict(st.session_state.get(state.IMPORT_INFO) or {})
+    first = digest not in known
+    entry = dict(known.get(digest) or info, inputs=info["inputs"], signatures=info.get("signatures") or [])
+    if first and not result["spec"]["import"].get("signature"):
+        entry["default_signature"] = info.get("signature")
+    known[digest] = entry
+    st.session_state[state.IMPORT_INFO] = known
+    return first
+
+
+def inputs_text(info: dict, unknown_dim: int) -> str:
+    """The model's inputs as declared and as fed: `image` [?, 224, 224, 3] float32 → [1, 224, 224, 3]."""
+    parts, unknown = [], False
+    for item in info.get("inputs") or []:
+        shape = item["shape"]
+        if shape is None:
+            parts.append(f"`{item['name']}` unknown rank {item['dtype']}")
+            continue
+        declared = ", ".join("?" if d is None else str(d) for d in shape)
+        fed = ", ".join(str(unknown_dim if d is None else d) for d in shape)
+        unknown = unknown or None in shape
+        parts.append(f"`{item['name']}` [{declared}] {item['dtype']}" + (f" → fed as [{fed}]" if None in shape else ""))
+    tail = "" if unknown else " (no unknown dimension: the value above is not used)"
+    return "Inputs: " + "; ".join(parts) + tail

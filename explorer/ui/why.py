@@ -12,7 +12,7 @@ import html
 import streamlit as st
 
 from ..model.flags import ENV_FLAGS
-from . import state
+from . import report, state
 
 VERDICTS = {
     # verdict -> (colour, icon, one line for a learner)
@@ -92,10 +92,7 @@ def verdict_badge(explanation: dict | None) -> str:
 def panel(result: dict, model_id: str | None = None, params: dict | None = None, gpu_here: bool = False) -> None:
     explanation = result.get("explanation")
     if not explanation and "stack" in (result.get("spec") or {}):
-        st.info("The checklist here covers one pattern at a time: the presets and op chains, whose pattern is "
-                "known. A layer stack holds many chains; a whole-model report of its fusions and near-misses "
-                "comes later. Meanwhile 'Graphs before → after' shows every fusion Grappler made in it, and "
-                "the Grappler log why the remapper skipped a chain.", icon=":material/info:")
+        report.panel(result)  # a stack holds many chains: the whole-model report, not one pattern's checklist
         return
     if not explanation:
         st.info("No explanation for this result: the engine explains a model once it has its graph after Grappler.")

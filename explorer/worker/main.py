@@ -30,7 +30,8 @@ def handle(rt: Runtime, request: dict) -> dict:
     if op == "bench" and is_simulated(rt.device):
         raise BadRequest("a simulated GPU runs nothing, so it cannot be timed; benchmark on the CPU or a real GPU")
     if op == "bench":
-        return bench.run(rt, request)
+        with rt.without_dumps():  # a benchmark reads no per-pass graph
+            return bench.run(rt, request)
     if op == "xla" and is_simulated(rt.device):
         raise BadRequest("a simulated GPU has no XLA compiler behind it: XLA's GPU fusions need a real GPU "
                          "(--device gpu); on the CPU, XLA's CPU fusions are shown")
@@ -39,7 +40,8 @@ def handle(rt: Runtime, request: dict) -> dict:
     if op == "bench_xla" and is_simulated(rt.device):
         raise BadRequest("a simulated GPU runs nothing, so it cannot be timed; benchmark on the CPU or a real GPU")
     if op == "bench_xla":
-        return xla_bench.run(rt, request)
+        with rt.without_dumps():
+            return xla_bench.run(rt, request)
     if op == "machine":  # the bandwidth curve and FLOP rate the traffic estimate uses
         return dict(probe.run(rt.tf, request), fingerprint=rt.fingerprint)
     raise BadRequest(f"unknown request {op!r}")

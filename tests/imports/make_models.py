@@ -68,6 +68,24 @@ def export(directory: str) -> None:
         model.save(os.path.join(directory, f"{name}.keras"))
         frozen(model, os.path.join(directory, f"{name}.pb"))
 
+    # Two signatures over the same weights, the batch left unknown: the page's signature dropdown.
+    heads = tf.Module()
+    heads.w = tf.Variable(np.random.default_rng(2).standard_normal((8, 4)).astype(np.float32))
+    heads.b = tf.Variable([0.1, 0.2, 0.3, 0.4])
+    spec = tf.TensorSpec([None, 8], tf.float32, name="x")
+
+    @tf.function(input_signature=[spec])
+    def relu_head(x):
+        return {"y": tf.nn.relu(tf.nn.bias_add(tf.matmul(x, heads.w), heads.b))}
+
+    @tf.function(input_signature=[spec])
+    def tanh_head(x):
+        return {"y": tf.math.tanh(tf.nn.bias_add(tf.matmul(x, heads.w), heads.b))}
+
+    heads.relu_head, heads.tanh_head = relu_head, tanh_head
+    tf.saved_model.save(heads, os.path.join(directory, "two_heads_savedmodel"),
+                        signatures={"serving_default": relu_head, "tanh_head": tanh_head})
+
     # Malicious models. Every file they would touch is under DIR/victim, which the tests watch.
     victim = os.path.join(directory, "victim")
     os.makedirs(victim, exist_ok=True)

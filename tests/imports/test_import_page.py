@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from explorer.engine import uploads
+from explorer.engine.uploads import spec_for_path
+from explorer.model.flags import Config
 from explorer.ui import state
 
 pytestmark = [pytest.mark.tf, pytest.mark.slow]
@@ -55,6 +57,21 @@ def fused_total(counts: dict) -> int:
     return sum(n for op, n in counts.items() if op.startswith("_Fused"))
 
 
+def report_fusions(at) -> dict:
+    """The fusion report panel's table as {"_FusedConv2D[BiasAdd,Relu]": count} (the oracle's spelling)."""
+    frame = next(d.value for d in at.dataframe if "fused op" in d.value.columns)
+    return {op.replace(" [", "[").replace(", ", ","): int(n) for op, n in zip(frame["fused op"], frame["count"])}
+
+
+def zipped(directory: Path) -> bytes:
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as archive:
+        for path in directory.rglob("*"):
+            if path.is_file():
+                archive.write(path, str(path.relative_to(directory.parent)))
+    return data.getvalue()
+
+
 def test_a_graphdef_upload_shows_what_tensorflow_fuses(models, direct_counts):
     at = page("0")
     assert not at.exception and "Upload a model file" in texts(at)
@@ -64,6 +81,11 @@ def test_a_graphdef_upload_shows_what_tensorflow_fuses(models, direct_counts):
     fused = fused_total(direct_counts["0"]["small"]["graphdef"])
     assert f"**{fused} fusions** found by Grappler" in texts(at)
     assert "small.pb (GraphDef)" in texts(at)
+    # The fusion report panel: every fused op TensorFlow made, counted as a direct run counts them.
+    expected = {op: n for op, n in direct_counts["0"]["small"]["graphdef"].items() if op.startswith("_Fused")}
+    assert report_fusions(at) == expected
+    assert any(b.label == "Fusions (CSV)" for b in at.get("download_button"))
+    assert "fed as [1, 16, 16, 3]" in "\n".join(c.value for c in at.sidebar.caption)  # the unknown batch, as fed
     # The upload lives in this session's own directory, under its content digest.
     directory = at.session_state[state.UPLOAD_DIR]
     assert Path(directory).parent == Path(os.environ["EXPLORER_UPLOAD_DIR"])
@@ -75,12 +97,7 @@ def test_a_graphdef_upload_shows_what_tensorflow_fuses(models, direct_counts):
 
 def test_refused_uploads_are_explained_and_the_session_goes_on(models):
     at = page("0")
-    saved_model = io.BytesIO()
-    with zipfile.ZipFile(saved_model, "w") as archive:
-        for path in (models / "small_savedmodel").rglob("*"):
-            if path.is_file():
-                archive.write(path, str(path.relative_to(models)))
-    at = upload(at, "model.zip", saved_model.getvalue())
+    at = upload(at, "model.zip", zipped(models / "small_savedmodel"))
     assert not at.exception
     assert f"{uploads.ALLOW_SETTING}=1" in texts(at) and "The upload was refused" in texts(at)
     for name, data, words in (
@@ -106,3 +123,30 @@ def test_savedmodel_and_keras_uploads_when_the_server_allows_them(models, direct
     assert f"**{fused} fusions** found by Grappler" in texts(at) and "oneDNN on" in texts(at)
     at = upload(at, "lambda.keras", (models / "lambda.keras").read_bytes())
     assert "layer Lambda (named 'doubler' in config.json)" in texts(at)
+
+
+def test_a_savedmodels_signatures_are_a_dropdown_and_unknown_dims_are_set(models, engine, monkeypatch):
+    monkeypatch.setenv(uploads.ALLOW_SETTING, "1")
+    path = models / "two_heads_savedmodel"
+    at = upload(page("0"), "two_heads.zip", zipped(path))
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    box = at.sidebar.selectbox(key=state.SIGNATURE)
+    assert box.options == ["serving_default", "tanh_head"] and box.value == "serving_default"
+    assert "`x` [?, 8] float32 → fed as [1, 8]" in "\n".join(c.value for c in at.sidebar.caption)
+    at.sidebar.number_input(key=state.UNKNOWN_DIM).set_value(3)
+    at = box.select("tanh_head").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "fed as [3, 8]" in "\n".join(c.value for c in at.sidebar.caption)
+    # What the page shows is the engine's result for that signature and batch (checked against its graph).
+    direct = engine.inspect(spec_for_path(str(path), signature="tanh_head", unknown_dim=3),
+                            Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "0"}))
+    assert direct["output_shapes"] == [[3, 4]]
+    assert report_fusions(at) == {f["fused"].replace(" [", "[").replace(", ", ","): f["count"]
+                                  for f in direct["report"]["fusions"]}
+    misses = next((d.value for d in at.dataframe if "form found" in d.value.columns), None)
+    expected = direct["report"]["near_misses"]
+    assert (0 if misses is None else len(misses)) == len(expected)
+    optimized = {n["name"]: n for n in direct["stages"]["optimized"]["nodes"]}
+    for miss in expected:  # each near-miss is a real chain of the optimized graph
+        first, second = (optimized[name] for name in miss["nodes"][:2])
+        assert any(edge["src"] == first["name"] for edge in second["inputs"])

@@ -36,4 +36,9 @@ def make_inputs(spec, tf) -> dict:
     return _source(spec).make_inputs(spec, tf)
 
 
-__all__ = ["build", "input_dtype", "make_inputs"]
+def describe(spec, tf) -> dict | None:
+    """An imported model's inputs and signatures (what the user may choose); None for other sources."""
+    return imported.describe(spec, tf) if isinstance(spec, ImportSpec) else None
+
+
+__all__ = ["build", "describe", "input_dtype", "make_inputs"]

@@ -90,6 +90,16 @@ def build(spec, tf):
     return loaded.body, [name for name, _, _ in loaded.inputs]
 
 
+def describe(spec, tf) -> dict:
+    """What the page offers the user to choose: the model's inputs (None for an unknown dimension), the
+    signatures of a SavedModel and the one called, and the outputs."""
+    loaded = load(spec, tf)
+    info = loaded.info
+    return {"format": info.get("format"), "signature": info.get("signature"), "signatures": info.get("signatures", []),
+            "inputs": [{"name": name, "shape": shape, "dtype": dtype.name} for name, shape, dtype in loaded.inputs],
+            "unknown_dim": spec.unknown_dim, "outputs": list(info.get("outputs") or [])[:64]}
+
+
 # ---- GraphDef ---------------------------------------------------------------------------------
 
 def _parse_graphdef(name: str, data: bytes, tf):
@@ -135,6 +145,13 @@ def _inline(graph_def, inputs: list[str], outputs: list[str], tf):
     def body(*args):
         return tf.graph_util.import_graph_def(graph_def, input_map=dict(zip(feeds, args)),
                                               return_elements=outputs, name="")
+    return _named(body)
+
+
+def _named(body):
+    # The traced function is then __inference_model_*, the name by which Grappler's log and per-pass
+    # dumps of the model are told from those of other functions (worker.grappler.MAIN_PREFIX).
+    body.__name__ = "model"
     return body
 
 
@@ -190,7 +207,9 @@ def _savedmodel(spec, tf, work: str) -> Loaded:
             proto.ParseFromString(handle.read())
     except message.DecodeError as exc:
         raise SpecError(name, f"saved_model.pb is truncated or not a SavedModel ({exc})") from None
-    signature = spec.signature or DEFAULT_SIGNATURE
+    names = sorted(s for m in proto.meta_graphs[:1] for s in m.signature_def if not s.startswith("__"))
+    # serving_default when there is one, else the first by name (the page then offers the others).
+    signature = spec.signature or (DEFAULT_SIGNATURE if DEFAULT_SIGNATURE in names or not names else names[0])
     report = safety.check_saved_model(proto, signature)
     report.refuse_if_unsafe(f"{name} (SavedModel)")
     loaded = tf.saved_model.load(root)
@@ -213,6 +232,7 @@ def _savedmodel(spec, tf, work: str) -> Loaded:
         input_map.update({inner: graph.capture(handle) for inner, handle in handles})
         return tf.graph_util.import_graph_def(graph_def, input_map=input_map, return_elements=outputs, name="")
 
+    body = _named(body)
     inputs = [(kw, None if kwargs[kw].shape.rank is None else kwargs[kw].shape.as_list(), kwargs[kw].dtype)
               for kw in names]
     info = {"format": "savedmodel", "signature": signature, "outputs": outputs, "nodes": len(graph_def.node),
@@ -248,4 +268,4 @@ def _keras(spec, tf, work: str) -> Loaded:
         return list(out) if isinstance(out, (list, tuple)) else (
             [out[k] for k in sorted(out)] if isinstance(out, dict) else [out])
 
-    return Loaded(body, inputs, {"format": "keras", "layers": len(model.layers)}, keepalive=model)
+    return Loaded(_named(body), inputs, {"format": "keras", "layers": len(model.layers)}, keepalive=model)
