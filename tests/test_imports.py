@@ -174,23 +174,55 @@ def _forbidden(module: str) -> tuple[str, ...]:
     return ("tensorflow",) if group(module) == "explorer.ui" else HEAVY
 
 
+# One interpreter per group checks every module: it imports only what the group may load anyway (nothing,
+# or streamlit for the page), then forks a fresh child per module, so each module's own imports are seen
+# from a clean state at the cost of a fork instead of an interpreter start.
 CHECK = """
-import importlib, json, sys
-importlib.import_module(sys.argv[1])
-print(json.dumps(sorted(m for m in sys.argv[2:] if m in sys.modules)))
+import importlib, json, os, sys
+preload, modules, heavy = sys.argv[1], sys.argv[2].split(","), sys.argv[3:]
+if preload:
+    importlib.import_module(preload)
+before = set(sys.modules)
+found = {}
+for module in modules:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            importlib.import_module(module)
+            out = {"loaded": sorted(m for m in heavy if m in sys.modules and m not in before)}
+        except BaseException as exc:
+            out = {"error": f"{type(exc).__name__}: {exc}"}
+        os.write(write, json.dumps(out).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        found[module] = json.loads(pipe.read() or '{"error": "the child died"}')
+    os.waitpid(pid, 0)
+print(json.dumps(found))
 """
 
 
-@pytest.mark.parametrize("module", _importable())
-def test_module_imports_no_heavy_dependency(module):
+@pytest.fixture(scope="module")
+def imported() -> dict:
+    """{module: {"loaded": [heavy modules its import loaded]} or {"error": ...}}, every importable module."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.run(
-        [sys.executable, "-c", CHECK, module, *HEAVY],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-    )
-    assert proc.returncode == 0, f"import {module} failed:\n{proc.stderr[-3000:]}"
-    loaded = set(json.loads(proc.stdout.strip().splitlines()[-1]))
-    bad = sorted(loaded.intersection(_forbidden(module)))
+    found = {}
+    for preload, modules in (("", [m for m in _importable() if group(m) != "explorer.ui"]),
+                             ("streamlit", [m for m in _importable() if group(m) == "explorer.ui"])):
+        proc = subprocess.run([sys.executable, "-c", CHECK, preload, ",".join(modules), *HEAVY],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        found.update(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return found
+
+
+@pytest.mark.parametrize("module", _importable())
+def test_module_imports_no_heavy_dependency(imported, module):
+    outcome = imported[module]
+    assert "error" not in outcome, f"import {module} failed: {outcome.get('error')}"
+    bad = sorted(set(outcome["loaded"]).intersection(_forbidden(module)))
     assert not bad, (
         f"importing {module} imports {', '.join(bad)}: only explorer.worker may import tensorflow, and only "
         f"explorer.ui and app.py may import streamlit; import it lazily inside the function that needs it, "

@@ -94,9 +94,12 @@ def _fusions(drawn: dict, pair: str) -> None:
         lines = []
         if kernel:
             lines.append("renamed to oneDNN kernels: " + ", ".join(f"`{r['old_op']} → {r['new_op']}`" for r in kernel))
-        if rewrites:
+        if 0 < len(rewrites) <= 8:
             lines.append("rewritten in place: " + ", ".join(f"`{r['name']}: {r['old_op']} → {r['new_op']}`"
                                                              for r in rewrites))
+        elif rewrites:  # e.g. constant folding turns hundreds of a network's ops into Const: one entry per kind
+            kinds = Counter(f"{r['old_op']} → {r['new_op']}" for r in rewrites)
+            lines.append("rewritten in place: " + ", ".join(f"`{k}` × {n}" for k, n in kinds.most_common()))
         lines.append(f"{c['absorbed']} nodes absorbed, {c['removed']} removed, {c['added']} added, "
                      f"{c['changed']} changed, {c['unchanged']} unchanged")
         st.caption("  \n".join(lines))
