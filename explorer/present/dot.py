@@ -167,6 +167,11 @@ def node_label(node: Node, folded_consts: int = 0, hidden_control: int = 0) -> s
         rows.append(f'<font point-size="8" color="#777777">+{folded_consts} const</font>')
     if hidden_control:
         rows.append(f'<font point-size="8" color="#777777">+{hidden_control} control inputs (not drawn)</font>')
+    return rows_label(rows)
+
+
+def rows_label(rows: list[str]) -> str:
+    """A Graphviz HTML label: one row per (already escaped) line."""
     cells = "".join(f"<tr><td>{r}</td></tr>" for r in rows)
     return f'<<table border="0" cellborder="0" cellspacing="0" cellpadding="1">{cells}</table>>'
 

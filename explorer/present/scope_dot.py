@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..analysis import scope
 from ..analysis.scope import ELIDED_OP, Collapsed, Region
 from ..model.graph import INPUT_OPS
-from .dot import FOLDED_OPS, PALETTE, _html, _quoted, _shorten, _visible, to_dot
+from .dot import FOLDED_OPS, PALETTE, _html, _quoted, _shorten, _visible, rows_label, to_dot
 
 BOX_OPS_SHOWN = 3  # op types named in a box's label; the tooltip has them all
 
@@ -39,14 +39,15 @@ def box_attrs(box, prefix: tuple[str, ...], fold: bool, shared_consts: int = 0) 
         rows.append(f'<font point-size="8" color="#4b2a8a">fused: {_html(_shorten(", ".join(fused), 40))}</font>')
     if shared_consts:
         rows.append(f'<font point-size="8" color="#777777">+{shared_consts} shared const</font>')
-    cells = "".join(f"<tr><td>{r}</td></tr>" for r in rows)
     style = PALETTE.get(box.status, PALETTE["unchanged"])
     tip = [box.scope + "/", f"scope of {len(box.members)} nodes ({total} drawn when opened)", f"status: {box.status}",
-           f"ops: {every}"] + ([f"arguments (variables, inputs): {args}"] if args else []) + ([f"fused: {', '.join(fused)}"] if fused else []) + (
-        [f"reads {shared_consts} constant(s) held in another box (not drawn)"] if shared_consts else []) + [
-        "open it with 'Open scopes' above"]
+           f"ops: {every}"]
+    tip += [f"arguments (variables, inputs): {args}"] if args else []
+    tip += [f"fused: {', '.join(fused)}"] if fused else []
+    tip += [f"reads {shared_consts} constant(s) held in another box (not drawn)"] if shared_consts else []
+    tip.append("open it with 'Open scopes' above")
     return {
-        "label": f'<<table border="0" cellborder="0" cellspacing="0" cellpadding="1">{cells}</table>>',
+        "label": rows_label(rows),
         "tooltip": _quoted("\n".join(_visible(t) for t in tip)),
         "shape": "box3d", "style": _quoted("filled" + (",bold" if box.status == "fused" else "")
                                            + (",dashed" if box.status == "absorbed" else "")),
