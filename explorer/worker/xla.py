@@ -131,6 +131,7 @@ def clusters(rt: Runtime, graph_def) -> list[dict]:
     cluster's function body is not in the run metadata's library (measured on TF 2.21).
     """
     from google.protobuf import text_format
+    from google.protobuf.message import DecodeError
 
     names = []
     for node in graph_def.node:
@@ -142,12 +143,19 @@ def clusters(rt: Runtime, graph_def) -> list[dict]:
     members: dict[str, dict] = {name: {} for name in names}
     directory = rt.dump_dir
     for file in sorted(os.listdir(directory)) if directory and os.path.isdir(directory) else []:
-        if not (file.startswith("mark_for_compilation") and "annotated" not in file and file.endswith(".pbtxt")):
+        # TF_DUMP_GRAPH_FMT=BIN (the runtime's default) writes .pb; a user's TXT setting writes .pbtxt
+        if not (file.startswith("mark_for_compilation") and "annotated" not in file
+                and file.endswith((".pb", ".pbtxt"))):
             continue
+        marked = rt.tf.compat.v1.GraphDef()
         try:
-            with open(os.path.join(directory, file)) as handle:
-                marked = text_format.Parse(handle.read(), rt.tf.compat.v1.GraphDef())
-        except (OSError, text_format.ParseError):
+            with open(os.path.join(directory, file), "rb") as handle:
+                data = handle.read()
+            if file.endswith(".pb"):
+                marked.ParseFromString(data)
+            else:
+                text_format.Parse(data.decode(), marked)
+        except (OSError, text_format.ParseError, DecodeError):
             continue
         for node in marked.node:
             if "_XlaCluster" in node.attr:
