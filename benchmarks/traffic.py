@@ -47,6 +47,9 @@ def main() -> int:
     parser.add_argument("--env", action="append", default=[])
     parser.add_argument("--remeasure", action="store_true", help="measure the machine again (not the cached profile)")
     parser.add_argument("--small", action="store_true", help="tiny shapes, to check the script")
+    parser.add_argument("--gelu", default="matmul_bias_gelu_approx", choices=["matmul_bias_gelu_approx", "matmul_bias_gelu_exact"],
+                        help="the GELU preset of the matmul sweeps (on an AVX2 CPU with oneDNN, the exact one is the "
+                             "fusion that pays)")
     args = parser.parse_args()
     config = Config.make("cpu", dict(parse_assignment(a, "--env") for a in args.env))
     engine = Engine(cache_dir=DEFAULT_CACHE_DIR)
@@ -55,6 +58,7 @@ def main() -> int:
         profile = engine.machine(config, use_cache=not args.remeasure)
         print(f"machine: {profile['described']} [{profile['key']}]\n")
         for preset, fixed, param, values in SMALL if args.small else SWEEPS:
+            preset = args.gelu if preset.startswith("matmul_bias_gelu") else preset
             print(f"{preset} {fixed} over {param}")
             print(f"  {param:>6} {'fused ms':>9} {'est':>8} {'DRAM est':>9} │ {'unfused':>9} {'est':>8} {'DRAM est':>9} │ "
                   f"{'speedup':>7} {'predicted':>9} │ {'saved MiB':>9} {'FLOP/B':>6}  estimate vs measured")
