@@ -84,9 +84,14 @@ def test_export_downloads_are_the_script_and_the_bundle_of_the_run(app_server, p
     open_app(page, app_server, 180_000)
     page.frame_locator(LINKED).first.locator(GRAPH_SVG).nth(1).wait_for(state="visible", timeout=60_000)
     page.get_by_text("Reproduce this run elsewhere").first.click()
+    # The downloads' data is made on the server when clicked: a click while the first visit's script
+    # is still running (it goes on past the graphs) was lost once in a full run.
+    wait_idle(page)
+    script_button = page.get_by_role("button", name="Reproduce: repro.py")
+    script_button.wait_for(state="visible")
 
     with page.expect_download(timeout=60_000) as script_download:
-        page.get_by_role("button", name="Reproduce: repro.py").click()
+        script_button.click()
     assert script_download.value.suggested_filename == "repro.py"
     script = tmp_path / "repro.py"
     script_download.value.save_as(script)
@@ -96,6 +101,7 @@ def test_export_downloads_are_the_script_and_the_bundle_of_the_run(app_server, p
     assert "def model(" in text and "import tensorflow" in text
     assert "(matmul_bias_gelu_approx)" in text.splitlines()[1]  # the model on the page, the default one
 
+    wait_idle(page)
     with page.expect_download(timeout=60_000) as bundle_download:
         page.get_by_role("button", name="Bug-report bundle (.zip)").click()
     assert bundle_download.value.suggested_filename.endswith(".zip")
