@@ -159,15 +159,23 @@ def node_label(node: Node, folded_consts: int = 0, hidden_control: int = 0) -> s
     shape = node.shape if node.op in INPUT_OPS | CONST_OPS else ""
     details = " · ".join(x for x in (node.dtype, node.device, shape) if x)
     if details:
-        rows.append(f'<font point-size="8" color="#555555">{_html(details)}</font>')
+        rows.append(small_row(details))
     note = _attr_note(node)
     if note:
-        rows.append(f'<font point-size="8" color="#555555">{_html(note)}</font>')
+        rows.append(small_row(note))
     if folded_consts:
-        rows.append(f'<font point-size="8" color="#777777">+{folded_consts} const</font>')
+        rows.append(small_row(f"+{folded_consts} const", COUNTED))
     if hidden_control:
-        rows.append(f'<font point-size="8" color="#777777">+{hidden_control} control inputs (not drawn)</font>')
+        rows.append(small_row(f"+{hidden_control} control inputs (not drawn)", COUNTED))
     return rows_label(rows)
+
+
+DETAIL, COUNTED, FUSED_TEXT = "#555555", "#777777", "#4b2a8a"  # label text: details, what is counted not drawn, fused ops
+
+
+def small_row(text: str, color: str = DETAIL) -> str:
+    """One small line of a node or box label (escaped here)."""
+    return f'<font point-size="8" color="{color}">{_html(text)}</font>'
 
 
 def rows_label(rows: list[str]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..analysis import scope
 from ..analysis.scope import ELIDED_OP, Collapsed, Region
 from ..model.graph import INPUT_OPS
-from .dot import FOLDED_OPS, PALETTE, _html, _quoted, _shorten, _visible, rows_label, to_dot
+from .dot import COUNTED, FOLDED_OPS, FUSED_TEXT, PALETTE, _html, _quoted, _shorten, _visible, rows_label, small_row, to_dot
 
 BOX_OPS_SHOWN = 3  # op types named in a box's label; the tooltip has them all
 
@@ -34,11 +34,11 @@ def box_attrs(box, prefix: tuple[str, ...], fold: bool, shared_consts: int = 0) 
     count = f'{total} op{"s" if total != 1 else ""}' + (f" · {args} argument{'s' if args != 1 else ''}" if args else "")
     rows = [f"<b>{_html(_shorten(box.short(prefix)))}</b>", f'<font point-size="9">{count} ▸</font>']
     if short:
-        rows.append(f'<font point-size="8" color="#555555">{_html(short)}</font>')
+        rows.append(small_row(short))
     if fused:
-        rows.append(f'<font point-size="8" color="#4b2a8a">fused: {_html(_shorten(", ".join(fused), 40))}</font>')
+        rows.append(small_row(f"fused: {_shorten(', '.join(fused), 40)}", FUSED_TEXT))
     if shared_consts:
-        rows.append(f'<font point-size="8" color="#777777">+{shared_consts} shared const</font>')
+        rows.append(small_row(f"+{shared_consts} shared const", COUNTED))
     style = PALETTE.get(box.status, PALETTE["unchanged"])
     tip = [box.scope + "/", f"scope of {len(box.members)} nodes ({total} drawn when opened)", f"status: {box.status}",
            f"ops: {every}"]
