@@ -135,7 +135,8 @@ def _reachable(graph_def, tensors) -> dict:
     return found
 
 
-def _closure(functions: dict, roots) -> set[str]:
+def reachable_functions(functions: dict, roots) -> set[str]:
+    """Names of the functions of ``functions`` that ``roots`` call, however nested (roots included)."""
     seen, stack = set(), list(roots)
     while stack:
         name = stack.pop()
@@ -193,9 +194,9 @@ def check_saved_model(saved_model, signature: str) -> Report:
         strict_roots.update(function_refs(node))
         if node.op in functions:
             strict_roots.add(node.op)
-    strict = _closure(functions, strict_roots)
+    strict = reachable_functions(functions, strict_roots)
     rest = [n for n in graph.node if n.name not in signature_nodes]
-    saver = _closure(functions, {r for n in rest for r in function_refs(n)}) - strict
+    saver = reachable_functions(functions, {r for n in rest for r in function_refs(n)}) - strict
     pending: list[str] = []
     _check_nodes(signature_nodes.values(), "graph (signature)", functions, report, pending)
     seen: set[str] = set()

@@ -86,6 +86,19 @@ def export(directory: str) -> None:
     tf.saved_model.save(heads, os.path.join(directory, "two_heads_savedmodel"),
                         signatures={"serving_default": relu_head, "tanh_head": tanh_head})
 
+    # A signature that captures a constant (not a variable): the fast reader leaves it to tf.saved_model.load.
+    captured = tf.Module()
+    captured.w = tf.Variable(np.random.default_rng(3).standard_normal((8, 4)).astype(np.float32))
+    bias = tf.constant([0.1, -0.2, 0.3, 0.4])
+
+    @tf.function(input_signature=[spec])
+    def captured_head(x):
+        return {"y": tf.nn.relu(tf.nn.bias_add(tf.matmul(x, captured.w), bias))}
+
+    captured.serve = captured_head
+    tf.saved_model.save(captured, os.path.join(directory, "captured_savedmodel"),
+                        signatures={"serving_default": captured_head})
+
     # Malicious models. Every file they would touch is under DIR/victim, which the tests watch.
     victim = os.path.join(directory, "victim")
     os.makedirs(victim, exist_ok=True)
@@ -200,7 +213,9 @@ if __name__ == "__main__":
     if sys.argv[1] == "export":
         export(sys.argv[2])
     elif sys.argv[1] == "count-all":  # count-all DIR: every model in every format, one process
-        print(json.dumps({name: {fmt: count(fmt, os.path.join(sys.argv[2], pattern.format(name)))
-                                 for fmt, pattern in FILES.items()} for name in ("small", "mobilenetv2")}))
+        counts = {name: {fmt: count(fmt, os.path.join(sys.argv[2], pattern.format(name)))
+                         for fmt, pattern in FILES.items()} for name in ("small", "mobilenetv2")}
+        counts["captured"] = {"savedmodel": count("savedmodel", os.path.join(sys.argv[2], "captured_savedmodel"))}
+        print(json.dumps(counts))
     else:
         print(json.dumps(count(sys.argv[2], sys.argv[3])))

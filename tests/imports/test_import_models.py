@@ -17,6 +17,7 @@ import pytest
 
 from explorer.engine.uploads import spec_for_path
 from explorer.model.flags import Config
+from explorer.worker.models.signature import LOADED, READ
 
 pytestmark = [pytest.mark.tf, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,6 +53,18 @@ def test_fusions_of_an_imported_model_match_tensorflow_run_directly(engine, mode
     fused = sum(n for op, n in expected.items() if op.startswith("_Fused"))
     assert len(result["fusions"]) == fused
     assert "path" not in result["spec"]["import"]  # the result names the content, not where it lies
+    if fmt == "savedmodel":  # read from its files, not through tf.saved_model.load (2 s more on MobileNetV2)
+        assert result["model_info"]["loader"] == {"by": READ, "why": ""}
+
+
+def test_a_signature_the_reader_does_not_know_is_loaded_by_tensorflow(engine, models, direct_counts):
+    # Its bias is a captured constant, not a variable: tf.saved_model.load runs it, and says why.
+    result = engine.inspect(spec_for_path(str(models / "captured_savedmodel")),
+                            Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "0"}))
+    loader = result["model_info"]["loader"]
+    assert loader["by"] == LOADED and "captured float32 tensor" in loader["why"]
+    assert optimized_counts(result) == direct_counts["0"]["captured"]["savedmodel"]
+    assert result["output_shapes"] == [[1, 4]]
 
 
 def run_cli(*args, timeout=600):

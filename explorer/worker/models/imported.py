@@ -28,6 +28,7 @@ from ...errors import SpecError
 from ...model.imported import DEFAULT_SIGNATURE
 from ...model.spec import MAX_MODEL_BYTES, MAX_TENSOR_BYTES
 from .. import safety
+from . import signature as signature_reader
 
 SEED = 20261122
 KEEP = 2  # loaded models kept warm per worker (an inspect and then a benchmark of the same file)
@@ -97,7 +98,8 @@ def describe(spec, tf) -> dict:
     info = loaded.info
     return {"format": info.get("format"), "signature": info.get("signature"), "signatures": info.get("signatures", []),
             "inputs": [{"name": name, "shape": shape, "dtype": dtype.name} for name, shape, dtype in loaded.inputs],
-            "unknown_dim": spec.unknown_dim, "outputs": list(info.get("outputs") or [])[:64]}
+            "unknown_dim": spec.unknown_dim, "outputs": list(info.get("outputs") or [])[:64],
+            "loader": info.get("loader")}
 
 
 # ---- GraphDef ---------------------------------------------------------------------------------
@@ -145,7 +147,13 @@ def _inline(graph_def, inputs: list[str], outputs: list[str], tf):
     def body(*args):
         return tf.graph_util.import_graph_def(graph_def, input_map=dict(zip(feeds, args)),
                                               return_elements=outputs, name="")
-    return _named(body)
+    return _imported_graph(body, tf)
+
+
+def _imported_graph(body, tf):
+    # A body that only imports a GraphDef has no Python control flow for AutoGraph to rewrite, and
+    # converting it costs ~0.2 s of a 1,600-node model's first graphs (a call per captured variable).
+    return tf.autograph.experimental.do_not_convert(_named(body))
 
 
 def _named(body):
@@ -212,19 +220,29 @@ def _savedmodel(spec, tf, work: str) -> Loaded:
     signature = spec.signature or (DEFAULT_SIGNATURE if DEFAULT_SIGNATURE in names or not names else names[0])
     report = safety.check_saved_model(proto, signature)
     report.refuse_if_unsafe(f"{name} (SavedModel)")
-    loaded = tf.saved_model.load(root)
-    function = loaded.signatures[signature]
-    _, kwargs = function.structured_input_signature
-    # The signature's calls inlined (Grappler's function pass, what freezing does first), its
-    # variables kept: freezing would let constant folding and oneDNN fold the weights, which a
-    # live SavedModel never sees (MobileNetV2's Conv2D+BN+Relu6 fuse when frozen, not when live).
-    graph_def = _inline_functions(function)
+    try:
+        read = signature_reader.read(proto, root, signature, tf)
+        # Variables of our own holding the checkpoint's values, made on the run's device.
+        variables = [tf.Variable(value) for _, value in read.captures]
+        graph_def, feeds, outputs, inputs = read.graph_def, read.feeds, read.outputs, read.inputs
+        handles = [(inner, variable.handle) for (inner, _), variable in zip(read.captures, variables)]
+        keepalive, loader = variables, {"by": signature_reader.READ, "why": ""}
+    except signature_reader.Unsupported as exc:
+        loaded = tf.saved_model.load(root)
+        function = loaded.signatures[signature]
+        _, kwargs = function.structured_input_signature
+        # The signature's calls inlined (Grappler's function pass, what freezing does first), its
+        # variables kept: freezing would let constant folding and oneDNN fold the weights, which a
+        # live SavedModel never sees (MobileNetV2's Conv2D+BN+Relu6 fuse when frozen, not when live).
+        graph_def = _inline_functions(function)
+        captures = function.graph.captures
+        feeds = [t.name for t in function.inputs[:len(function.inputs) - len(captures)]]
+        outputs = [t.name for t in function.outputs]
+        handles = [(internal.name, external) for external, internal in captures]
+        inputs = [(kw, None if kwargs[kw].shape.rank is None else kwargs[kw].shape.as_list(), kwargs[kw].dtype)
+                  for kw in sorted(kwargs)]
+        keepalive, loader = (loaded, function), {"by": signature_reader.LOADED, "why": str(exc)}
     safety.check_graphdef(graph_def).refuse_if_unsafe(f"{name} (signature {signature}, inlined)")
-    names = sorted(kwargs)
-    captures = function.graph.captures
-    feeds = [t.name for t in function.inputs[:len(function.inputs) - len(captures)]]
-    outputs = [t.name for t in function.outputs]
-    handles = [(internal.name, external) for external, internal in captures]
 
     def body(*args):
         graph = tf.compat.v1.get_default_graph()
@@ -232,13 +250,9 @@ def _savedmodel(spec, tf, work: str) -> Loaded:
         input_map.update({inner: graph.capture(handle) for inner, handle in handles})
         return tf.graph_util.import_graph_def(graph_def, input_map=input_map, return_elements=outputs, name="")
 
-    body = _named(body)
-    inputs = [(kw, None if kwargs[kw].shape.rank is None else kwargs[kw].shape.as_list(), kwargs[kw].dtype)
-              for kw in names]
     info = {"format": "savedmodel", "signature": signature, "outputs": outputs, "nodes": len(graph_def.node),
-            "signatures": sorted(s for s in loaded.signatures.keys()),
-            "saver_functions_not_run": report.saver_functions}
-    return Loaded(body, inputs, info, keepalive=(loaded, function))
+            "signatures": names, "loader": loader, "saver_functions_not_run": report.saver_functions}
+    return Loaded(_imported_graph(body, tf), inputs, info, keepalive=keepalive)
 
 
 def _inline_functions(function):
