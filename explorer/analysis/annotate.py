@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..model.graph import Graph
 from ..model.results import BenchResult, InspectResult, SweepResult
 from .fusion import find_fusions, find_renames
+from .grappler_passes import expand_pass_graphs
 from .model_report import report
 from .stats import bench_summary, fusion_pays_from, sweep_table
 from .replicated import QUICK_MODE, pooled_interval, replicated_speedup
@@ -41,6 +42,8 @@ def fusion_dict(fusion) -> dict:
 def annotate(result: InspectResult) -> InspectResult:
     graphs = graphs_of(result)
     result = dict(result)
+    if (result.get("grappler") or {}).get("pass_graphs"):  # the worker sends each pass as a delta
+        result["grappler"] = dict(result["grappler"], pass_graphs=expand_pass_graphs(result["grappler"]["pass_graphs"]))
     fusions, renames = {}, {}
     for before, after in STAGE_PAIRS:
         if before in graphs and after in graphs:

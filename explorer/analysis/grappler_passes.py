@@ -51,6 +51,26 @@ def graphs_around(run: dict, key: str, pass_graphs: dict) -> tuple[str | None, s
     return None, None
 
 
+def pass_delta(base: str, names: list[str], changed: list[dict]) -> dict:
+    """A per-pass graph as the worker sends it: the dump it follows, its node names in order, and the
+    nodes that are new or differ from that dump's."""
+    return {"delta_of": base, "names": names, "changed": changed}
+
+
+def expand_pass_graphs(pass_graphs: dict) -> dict:
+    """Every per-pass graph whole again (each delta applied to the graph it follows, in dump order);
+    unchanged nodes are shared between graphs, which nothing downstream modifies."""
+    whole: dict[str, dict] = {}
+    for key, graph in pass_graphs.items():
+        if "delta_of" not in graph:
+            whole[key] = graph
+            continue
+        before = {n["name"]: n for n in whole[graph["delta_of"]]["nodes"]}
+        changed = {n["name"]: n for n in graph["changed"]}
+        whole[key] = {"stage": "pass", "nodes": [changed.get(name) or before[name] for name in graph["names"]]}
+    return whole
+
+
 def base_name(path: str | None) -> str | None:
     return os.path.basename(path) if path else None
 

@@ -50,3 +50,27 @@ def test_passes_iterations_and_remapper_lines():
 
 def test_no_log_gives_no_run():
     assert main_run(parse_log([])) is None
+
+
+def test_pass_graph_deltas_are_made_whole_in_dump_order():
+    from explorer.analysis.grappler_passes import expand_pass_graphs, pass_delta
+
+    def node(name, op, *inputs):
+        return {"name": name, "op": op, "inputs": [{"src": i, "port": 0, "control": False} for i in inputs]}
+
+    first = {"stage": "pass", "nodes": [node("x", "Placeholder"), node("m", "MatMul", "x"), node("b", "BiasAdd", "m"),
+                                        node("r", "Relu", "b")]}
+    fused = node("r", "_FusedMatMul", "x")
+    sent = {"before.pb": first,
+            # the remapper: m and b gone, r replaced by the fused node
+            "remapper.pb": pass_delta("before.pb", ["x", "r"], [fused]),
+            # a later pass adds an Identity in front and reorders nothing else
+            "dependency.pb": pass_delta("remapper.pb", ["i", "x", "r"], [node("i", "Identity", "r")])}
+    whole = expand_pass_graphs(sent)
+    assert list(whole) == ["before.pb", "remapper.pb", "dependency.pb"]
+    assert whole["before.pb"] is first
+    assert [(n["name"], n["op"]) for n in whole["remapper.pb"]["nodes"]] == [("x", "Placeholder"), ("r", "_FusedMatMul")]
+    assert [(n["name"], n["op"]) for n in whole["dependency.pb"]["nodes"]] == [
+        ("i", "Identity"), ("x", "Placeholder"), ("r", "_FusedMatMul")]
+    assert all(g["stage"] == "pass" for g in whole.values())
+    assert expand_pass_graphs(whole) == whole  # whole graphs (a cached or recorded result) stay as they are
