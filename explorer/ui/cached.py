@@ -158,12 +158,13 @@ def stage_search(result_key: str, before: str, after: str, query: str, _result: 
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def pass_pair(result_key: str, before: str, after: str, fold: bool, _result: dict) -> dict:
+def pass_pair(result_key: str, before: str, after: str, fold: bool, _result: dict, view: str = "all",
+              depth: int = 1, opened: tuple = ()) -> dict:
     """Like stage_pair, for two of Grappler's per-pass dumps (keys of result["grappler"]["pass_graphs"])."""
     from ..model.graph import Graph
 
     graphs = (_result.get("grappler") or {}).get("pass_graphs") or {}
-    return _drawn_pair(Graph.from_dict(graphs[before]), Graph.from_dict(graphs[after]), fold)
+    return _drawn_pair(Graph.from_dict(graphs[before]), Graph.from_dict(graphs[after]), fold, view, depth, opened)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)

@@ -9,7 +9,8 @@ import streamlit as st
 
 from ..analysis.grappler_log import main_run
 from ..analysis.grappler_passes import base_name, default_pass, graphs_around, rows
-from . import cached, linked, state
+from ..present.scope_dot import LARGE
+from . import cached, graph_views, linked, state
 
 
 def _delta(value: int) -> str:
@@ -123,7 +124,17 @@ def _pass_graphs(result: dict, run: dict, table: list[dict]) -> None:
     if before is None or after is None:
         st.info("TensorFlow wrote no graph before this pass, so there is nothing to compare it with.")
         return
-    drawn = cached.pass_pair(f"{result.get('key')}", before, after, fold, result)
+    # The graph panel's View (and its scope depth and opened boxes) applies here too: a real network's
+    # passes are as big as its stages.
+    view = st.session_state.get(state.GRAPH_VIEW) or "auto"
+    depth, opened = graph_views.scope_settings()
+    drawn = cached.pass_pair(f"{result.get('key')}", before, after, fold, result, view, depth, opened)
+    if drawn["view"] == "scopes":
+        why = f"a side has more than {LARGE} nodes to draw, so " if view == "auto" else ""
+        st.caption(f"Here {why}each name scope is one box with its op count, as in the graph panel, whose *View*, "
+                   "*Scope depth* and *Open scopes* apply to these two graphs too.")
+    elif drawn["view"] == "fused" and not graph_views.fused_caption(drawn):
+        return
     with st.container(border=True):
         if not row["ran"]:
             st.caption("This pass did not run on this graph (nothing to do): before and after are the same.")
@@ -137,7 +148,7 @@ def _pass_graphs(result: dict, run: dict, table: list[dict]) -> None:
         st.markdown("\n".join(_summary_line(line) for line in drawn["summary"]))
     fusions = drawn["diff"]["fusions"]
     groups = linked.link_groups(fusions, drawn["names"]["before"], drawn["names"]["after"],
-                                [f["node"] for f in fusions])
+                                [f["node"] for f in fusions], (drawn["drawn_of"]["before"], drawn["drawn_of"]["after"]))
     heads = st.columns(2, gap="medium")
     heads[0].markdown(f"**Before {row['pass']}** · {drawn['nodes']['before']} nodes")
     heads[1].markdown(f"**After {row['pass']}** · {drawn['nodes']['after']} nodes")

@@ -34,6 +34,12 @@ def test_boxes_search_and_fused_regions_on_the_default_model(make_app):
     assert html_id("Gelu/Tanh", "b-") not in page
     assert "each name scope (a Keras layer) is drawn as one box" in _captions(at)
     assert at.multiselect(key=state.GRAPH_OPEN).options == ["Gelu"]
+    # the pass pipeline's two graphs follow the same View: the scope is a box there too
+    assert "apply to these two graphs too" in _captions(at)
+    passes = [html.unescape(f.proto.srcdoc) for f in at.get("iframe")
+              if "fx-pane" in f.proto.srcdoc and "Before remapper" in f.proto.srcdoc]
+    assert len(passes) == 1 and f'id="{html_id("Gelu/", "b-")}"' in passes[0]
+    assert html_id("Gelu/Tanh", "b-") not in passes[0]
 
     # open the box: its nodes are drawn again
     at.multiselect(key=state.GRAPH_OPEN).set_value(["Gelu"]).run()
