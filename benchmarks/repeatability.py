@@ -40,11 +40,16 @@ DEFAULT_ENV = ["TF_ENABLE_ONEDNN_OPTS=1"]  # oneDNN is off by default on CPUs wi
 
 
 def compare(first: dict, second: dict) -> dict:
-    """Whether two speedups agree: within ±5% of the first, and the second inside the first's interval."""
+    """Whether two speedups agree: within ±5% of the first; the second inside the first's rerun interval
+    (where the tool says another run lands: the target) and inside its interval for the speedup (√2
+    narrower, so a second run falls outside it about one time in six even when both are sound)."""
     a, b = first["estimate"], second["estimate"]
-    lo, hi = first.get("ci_low"), first.get("ci_high")
-    return {"within_5pct": abs(b - a) <= TOLERANCE * a,
-            "inside_ci": lo is not None and hi is not None and lo <= b <= hi}
+
+    def inside(low, high):
+        lo, hi = first.get(low), first.get(high)
+        return lo is not None and hi is not None and lo <= b <= hi
+    return {"within_5pct": abs(b - a) <= TOLERANCE * a, "inside_rerun": inside("rerun_low", "rerun_high"),
+            "inside_ci": inside("ci_low", "ci_high")}
 
 
 def order_check(ratios: list[float]) -> str:
@@ -79,7 +84,7 @@ def main() -> int:
         print(f"repeatability: error: {exc}", file=sys.stderr)
         return 2
     engine = Engine(cache_dir=None)
-    counts = {"within_5pct": 0, "inside_ci": 0}
+    counts = {"within_5pct": 0, "inside_rerun": 0, "inside_ci": 0}
     ratios = []  # first / second estimate of each pair: the order check
     fingerprint, load = None, [os.getloadavg()[0]]
     started = time.perf_counter()
@@ -102,15 +107,17 @@ def main() -> int:
                       flush=True)
             print(f"pair {i:>2}: {format_replicated(first)}\n         {format_replicated(second)}\n"
                   f"         within ±5%: {'yes' if verdict['within_5pct'] else 'NO'}; second inside the first's "
-                  f"interval: {'yes' if verdict['inside_ci'] else 'NO'}", flush=True)
+                  f"rerun interval: {'yes' if verdict['inside_rerun'] else 'NO'} (its interval for the speedup: "
+                  f"{'yes' if verdict['inside_ci'] else 'no'})", flush=True)
     except ExplorerError as exc:
         print(f"repeatability: error: {exc}", file=sys.stderr)
         return 1
     finally:
         engine.close()
     n = args.pairs
-    print(f"\nwithin ±5% of each other: {counts['within_5pct']}/{n}; second inside the first's interval: "
-          f"{counts['inside_ci']}/{n} (target on a quiet machine: at least {n - n // 10} of {n} each)")
+    print(f"\nwithin ±5% of each other: {counts['within_5pct']}/{n}; second inside the first's rerun interval: "
+          f"{counts['inside_rerun']}/{n} (target on a quiet machine: at least {n - n // 10} of {n} each); inside "
+          f"the first's interval for the speedup: {counts['inside_ci']}/{n} (about 5 in 6 expected)")
     print(order_check(ratios))
     print(f"machine: {describe(fingerprint) if fingerprint else '?'}; {time.strftime('%Y-%m-%d %H:%M')}; "
           f"load average {min(load):.2f}–{max(load):.2f}; {time.perf_counter() - started:.0f} s")

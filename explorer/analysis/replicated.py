@@ -18,6 +18,10 @@ the between- and the within-process variance, so neither needs estimating for th
 two-stage bootstrap under-covers with the 3-8 processes a run can afford (the prototype's
 coverage table: 0.81-0.91 against 0.92-0.94 for t), so it is not used.
 
+The interval is for the speedup; where the estimate of another run of k processes lands is the
+prediction interval exp(mean ± t_{k-1}·sd·√(2/k)) (``rerun_low``/``rerun_high``), √2 wider: a
+second run falls outside the first's interval for the speedup about one time in six by design.
+
 The split of that spread (random-effects method of moments, as in DerSimonian-Laird): s_i² from a
 bootstrap of the pairs inside process i, tau² = max(0, var(r) - mean s_i²), between_share =
 tau² / (tau² + mean s_i²): near 1, more processes help; near 0, more values per process do.
@@ -61,17 +65,23 @@ def _verdict(lo, hi) -> str:
     return "faster" if lo > 1.0 else "slower" if hi < 1.0 else "same"
 
 
-def t_interval(logratios: np.ndarray, confidence: float) -> tuple[float | None, float | None]:
-    """exp(mean ± t_{k-1}·sd/√k) over per-process log-ratios; (None, None) below 2 processes."""
+def t_interval(logratios: np.ndarray, confidence: float, rerun: bool = False) -> tuple[float | None, float | None]:
+    """exp(mean ± t_{k-1}·sd/√k) over per-process log-ratios: the interval for the speedup; (None, None)
+    below 2 processes.
+
+    With ``rerun``, where the estimate of another run of as many processes lands: the prediction
+    interval exp(mean ± t_{k-1}·sd·√(2/k)), which holds this run's error and the next one's. The
+    interval for the speedup is √2 narrower, so a rerun falls outside it about one time in six even
+    when both runs are sound."""
     k = logratios.size
     if k < 2:
         return None, None
-    se = float(logratios.std(ddof=1)) / math.sqrt(k)
+    half_width = float(logratios.std(ddof=1)) * math.sqrt((2.0 if rerun else 1.0) / k)
     from scipy import stats as _sps  # here, not at import: scipy.stats costs ~1 s and inspect never needs it
 
     q = float(_sps.t.ppf(0.5 + confidence / 2, df=k - 1))
     mean = float(logratios.mean())
-    return _f(math.exp(mean - q * se)), _f(math.exp(mean + q * se))
+    return _f(math.exp(mean - q * half_width)), _f(math.exp(mean + q * half_width))
 
 
 def within_variances(procs: list, resamples: int, rng: np.random.Generator) -> np.ndarray:
@@ -136,6 +146,7 @@ def replicated_speedup(samples: dict, *, confidence: float = 0.95, seed: int = 0
     components = variance_components(logr, within_variances(kept, int(within_resamples),
                                                             np.random.default_rng(seed)))
     lo, hi = t_interval(logr, confidence)
+    rerun_lo, rerun_hi = t_interval(logr, confidence, rerun=True)
     code = _verdict(lo, hi)
     sizes = [int(f.size) for f, _ in kept]
     if k == 2:
@@ -145,6 +156,8 @@ def replicated_speedup(samples: dict, *, confidence: float = 0.95, seed: int = 0
         "estimate": float(math.exp(logr.mean())),
         "ci_low": lo,
         "ci_high": hi,
+        "rerun_low": rerun_lo,
+        "rerun_high": rerun_hi,
         "confidence": float(confidence),
         "method": (f"geometric mean over {k} processes of median(unfused)/median(fused); "
                    f"Student-t interval (df={k - 1}) on the per-process log-ratios"),
@@ -184,7 +197,8 @@ def pairs_words(sp: dict) -> str:
 
 
 def format_replicated(sp: dict) -> str:
-    """'1.95× (95% CI 1.71–2.22; 4 processes × 50 pairs, 62% of the spread between processes)'."""
+    """'1.95× (95% CI 1.71–2.22; a rerun lands in 1.62–2.34; 4 processes × 50 pairs, 62% of the spread
+    between processes)'."""
     est, lo, hi = sp["estimate"], sp.get("ci_low"), sp.get("ci_high")
     pct = f"{sp.get('confidence', 0.95) * 100:g}%"
     ci = f"{pct} CI {lo:.2f}–{hi:.2f}" if lo is not None and hi is not None else "no CI: too few samples"
@@ -192,7 +206,9 @@ def format_replicated(sp: dict) -> str:
         return f"{est:.2f}× ({ci}; {QUICK_MODE}, {sp.get('n_pairs_total', sp.get('n_pairs'))} pairs)"
     share = sp.get("between_share")
     tail = f", {share * 100:.0f}% of the spread between processes" if share is not None else ""
-    return f"{est:.2f}× ({ci}; {pairs_words(sp)}{tail})"
+    rerun = (f"; a rerun lands in {sp['rerun_low']:.2f}–{sp['rerun_high']:.2f}"
+             if sp.get("rerun_low") is not None and sp.get("rerun_high") is not None else "")
+    return f"{est:.2f}× ({ci}{rerun}; {pairs_words(sp)}{tail})"
 
 
 def run_words(sp: dict) -> str:
@@ -202,5 +218,7 @@ def run_words(sp: dict) -> str:
                 "noise inside one worker process, not from one run to the next; --processes N for that")
     share = sp.get("between_share")
     share_words = "" if share is None else f"; {share * 100:.0f}% of the spread is between processes"
+    rerun = (f"; another run of as many processes lands in {sp['rerun_low']:.2f}–{sp['rerun_high']:.2f}x (95%)"
+             if sp.get("rerun_low") is not None and sp.get("rerun_high") is not None else "")
     return (f"replicated: {pairs_words(sp)} (fresh worker processes, each warmed up); geometric mean of the "
-            f"per-process speedups {', '.join(f'{x:.2f}' for x in sp['per_process_speedup'])}{share_words}")
+            f"per-process speedups {', '.join(f'{x:.2f}' for x in sp['per_process_speedup'])}{share_words}{rerun}")

@@ -192,10 +192,14 @@ def replication(result: dict) -> None:
     pooled = result["summary"].get("pooled_ci") or [None, None]
     naive = (f" Pooled as if from one process, the interval would have been {pooled[0]:.2f}–{pooled[1]:.2f}×."
              if None not in pooled else "")
-    st.markdown(f"**Repeatable: {replicated.pairs_words(sp)}**"
+    rerun = (f" · a rerun lands in **{sp['rerun_low']:.2f}–{sp['rerun_high']:.2f}×**"
+             if sp.get("rerun_low") is not None and sp.get("rerun_high") is not None else "")
+    st.markdown(f"**Repeatable: {replicated.pairs_words(sp)}**{rerun}"
                 + (f" · **{share:.0%}** of the spread is between processes" if share is not None else ""))
     st.caption(f"Each process was a fresh worker with its own warm-up. Speedup per process: {per}; the estimate "
-               f"is their geometric mean, with a Student-t interval over processes.{naive}"
+               f"is their geometric mean, with a Student-t interval over processes. Where another run of as "
+               f"many processes lands (95%) is √2 wider than that interval: it holds this run's error and the "
+               f"next one's.{naive}"
                + "".join(f" {n}" for n in sp.get("notes", [])))
 
 

@@ -183,3 +183,19 @@ def test_no_difference_verdict_and_zero_samples():
 def test_bad_input_names_the_problem(bad, message):
     with pytest.raises(stats.SampleError, match=message):
         rp.replicated_speedup(bad)
+
+
+def test_a_rerun_lands_in_the_rerun_interval_at_the_stated_rate():
+    # Two independent runs of the same configuration: the second estimate lies in the first's rerun
+    # interval about 95% of the time, and in its interval for the speedup only about 83% (√2 narrower).
+    rng = np.random.default_rng(11)
+    hits = {"rerun": 0, "ci": 0}
+    experiments = 300
+    for e in range(experiments):
+        first = rp.replicated_speedup(simulate(rng, 5, 30, 0.08), seed=e, **FAST)
+        second = rp.replicated_speedup(simulate(rng, 5, 30, 0.08), seed=e, **FAST)["estimate"]
+        hits["rerun"] += first["rerun_low"] <= second <= first["rerun_high"]
+        hits["ci"] += first["ci_low"] <= second <= first["ci_high"]
+        assert first["rerun_low"] < first["ci_low"] < first["ci_high"] < first["rerun_high"]
+    assert 0.92 <= hits["rerun"] / experiments <= 0.98, hits
+    assert 0.75 <= hits["ci"] / experiments <= 0.90, hits

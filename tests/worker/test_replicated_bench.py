@@ -92,7 +92,9 @@ def test_repeatability_script_prints_pairs_and_counts():
     lines = out.stdout.splitlines()
     pair = next(i for i, ln in enumerate(lines) if ln.startswith("pair  1:"))
     assert "2 processes × 5 pairs" in lines[pair] and "2 processes × 5 pairs" in lines[pair + 1]
-    assert "within ±5%:" in lines[pair + 2] and "inside the first's interval:" in lines[pair + 2]
+    assert "within ±5%:" in lines[pair + 2] and "inside the first's rerun interval:" in lines[pair + 2]
+    assert "a rerun lands in" in lines[pair]
     counts = next(ln for ln in lines if ln.startswith("within ±5% of each other:"))
-    assert "/1;" in counts and counts.endswith("at least 1 of 1 each)")
+    assert "/1;" in counts and "(target on a quiet machine: at least 1 of 1 each)" in counts
+    assert "inside the first's interval for the speedup:" in counts
     assert any(ln.startswith("machine: TensorFlow") for ln in lines)
