@@ -17,6 +17,13 @@ def test_repeatable_run_shows_processes_values_and_between_share(make_app):
     assert not at.error, [e.value for e in at.error]
     shown = " ".join(m.value for m in at.markdown)
     assert "Repeatable: 2 processes × 6 pairs" in shown and "of the spread is between processes" in shown
+    # where another run of 2 processes lands: around the estimate, wider than the interval for the speedup
+    import re
+
+    low, high = map(float, re.search(r"a rerun lands in \*\*([\d.]+)–([\d.]+)×\*\*", shown).groups())
+    metric = next(m for m in at.metric if m.label == "Speedup of fusion")
+    estimate = float(re.search(r"[\d.]+", metric.value).group())
+    assert low < estimate < high, (low, metric.value, high)
     assert any("Speedup per process:" in c.value and "geometric mean" in c.value for c in at.caption)
     command = next(c for c in at.code if c.value.startswith("python -m explorer bench"))
     assert "--reps 6 --warmup 1" in command.value and command.value.endswith("--processes 2")
