@@ -221,44 +221,21 @@ def _savedmodel(spec, tf, work: str) -> Loaded:
     report = safety.check_saved_model(proto, signature)
     report.refuse_if_unsafe(f"{name} (SavedModel)")
     try:
-        read = signature_reader.read(proto, root, signature, tf)
-        # Variables of our own holding the checkpoint's values, made on the run's device.
-        variables = [tf.Variable(value) for _, value in read.captures]
-        graph_def, feeds, outputs, inputs = read.graph_def, read.feeds, read.outputs, read.inputs
-        handles = [(inner, variable.handle) for (inner, _), variable in zip(read.captures, variables)]
-        keepalive, loader = variables, {"by": signature_reader.READ, "why": ""}
+        sig = signature_reader.read(proto, root, signature, tf)
     except signature_reader.Unsupported as exc:
-        loaded = tf.saved_model.load(root)
-        function = loaded.signatures[signature]
-        _, kwargs = function.structured_input_signature
-        # The signature's calls inlined (Grappler's function pass, what freezing does first), its
-        # variables kept: freezing would let constant folding and oneDNN fold the weights, which a
-        # live SavedModel never sees (MobileNetV2's Conv2D+BN+Relu6 fuse when frozen, not when live).
-        graph_def = _inline_functions(function)
-        captures = function.graph.captures
-        feeds = [t.name for t in function.inputs[:len(function.inputs) - len(captures)]]
-        outputs = [t.name for t in function.outputs]
-        handles = [(internal.name, external) for external, internal in captures]
-        inputs = [(kw, None if kwargs[kw].shape.rank is None else kwargs[kw].shape.as_list(), kwargs[kw].dtype)
-                  for kw in sorted(kwargs)]
-        keepalive, loader = (loaded, function), {"by": signature_reader.LOADED, "why": str(exc)}
+        sig = signature_reader.load(root, signature, tf, str(exc))
+    graph_def, feeds, outputs = sig.graph_def, sig.feeds, sig.outputs
     safety.check_graphdef(graph_def).refuse_if_unsafe(f"{name} (signature {signature}, inlined)")
 
     def body(*args):
         graph = tf.compat.v1.get_default_graph()
         input_map = dict(zip(feeds, args))
-        input_map.update({inner: graph.capture(handle) for inner, handle in handles})
+        input_map.update({inner: graph.capture(handle) for inner, handle in sig.handles})
         return tf.graph_util.import_graph_def(graph_def, input_map=input_map, return_elements=outputs, name="")
 
     info = {"format": "savedmodel", "signature": signature, "outputs": outputs, "nodes": len(graph_def.node),
-            "signatures": names, "loader": loader, "saver_functions_not_run": report.saver_functions}
-    return Loaded(_imported_graph(body, tf), inputs, info, keepalive=keepalive)
-
-
-def _inline_functions(function):
-    from tensorflow.python.framework import convert_to_constants
-
-    return convert_to_constants._run_inline_graph_optimization(function, False, False)
+            "signatures": names, "loader": sig.loader, "saver_functions_not_run": report.saver_functions}
+    return Loaded(_imported_graph(body, tf), sig.inputs, info, keepalive=sig.keepalive)
 
 
 # ---- .keras -----------------------------------------------------------------------------------

@@ -5,8 +5,8 @@ checkpoint through the object graph: 2.7 s for MobileNetV2, where the explorer n
 Here the signature's function is inlined by Grappler's function pass from ``saved_model.pb``'s own
 library (what ``load`` + inlining gives, without the Python graphs), and each variable it captures
 is read from the checkpoint under the key its object path gives. A model this reader does not know
-(a captured constant or lookup table, a key missing) raises ``Unsupported``, and the caller loads
-it the long way.
+(a captured constant or lookup table, a key missing) raises ``Unsupported``; ``load`` is then the
+long way, through ``tf.saved_model.load``, giving the same record.
 """
 
 from __future__ import annotations
@@ -34,10 +34,32 @@ class Signature:
     feeds: list  # tensor names of the signature's inputs, in the order of ``inputs``
     inputs: list  # [(key, shape with None for unknown dims or None for unknown rank, tf dtype)], by key
     outputs: list  # tensor names of the signature's outputs, by key
-    captures: list  # [(placeholder tensor name, numpy value)] in the function's argument order
+    handles: list  # [(placeholder tensor name, the resource handle it stands for)]
+    keepalive: object  # what owns those resources: they live as long as it does
+    loader: dict  # {"by": READ or LOADED, "why": the reader's reason for leaving it to TensorFlow}
+
+
+def load(root: str, signature: str, tf, why: str) -> Signature:
+    """The long way: tf.saved_model.load, then the signature's calls inlined (Grappler's function
+    pass, what freezing does first) with its variables kept live: freezing would let constant folding
+    and oneDNN fold the weights, which a live SavedModel never sees (MobileNetV2's Conv2D+BN+Relu6
+    fuse when frozen, not when live)."""
+    from tensorflow.python.framework import convert_to_constants
+
+    loaded = tf.saved_model.load(root)
+    function = loaded.signatures[signature]
+    _, kwargs = function.structured_input_signature
+    graph_def = convert_to_constants._run_inline_graph_optimization(function, False, False)
+    captures = function.graph.captures
+    inputs = [(kw, None if kwargs[kw].shape.rank is None else kwargs[kw].shape.as_list(), kwargs[kw].dtype)
+              for kw in sorted(kwargs)]
+    return Signature(graph_def, [t.name for t in function.inputs[:len(function.inputs) - len(captures)]], inputs,
+                     [t.name for t in function.outputs], [(inner.name, outer) for outer, inner in captures],
+                     (loaded, function), {"by": LOADED, "why": why})
 
 
 def read(proto, root: str, signature: str, tf) -> Signature:
+    """The signature from the files (see above); ``Unsupported`` when it needs tf.saved_model.load."""
     from tensorflow.core.framework import tensor_shape_pb2
 
     meta = proto.meta_graphs[0]
@@ -94,9 +116,11 @@ def read(proto, root: str, signature: str, tf) -> Signature:
     inputs = [(key, _shape(sig.inputs[key].tensor_shape), tf.dtypes.as_dtype(sig.inputs[key].dtype))
               for key in sorted(sig.inputs)]
     feed_names = [arg_names[by_feed[sig.inputs[key].name.split(":")[0]]] + ":0" for key in sorted(sig.inputs)]
-    captures = [(arg_names[i] + ":0", value) for i, value in zip(captured, values)]
-    return Signature(_inline(graph_def, feed_names + [c for c, _ in captures] + outputs, tf),
-                     feed_names, inputs, outputs, captures)
+    placeholders = [arg_names[i] + ":0" for i in captured]
+    flat = _inline(graph_def, feed_names + placeholders + outputs, tf)
+    variables = [tf.Variable(value) for value in values]  # ours, holding the checkpoint's values
+    return Signature(flat, feed_names, inputs, outputs, [(p, v.handle) for p, v in zip(placeholders, variables)],
+                     variables, {"by": READ, "why": ""})
 
 
 def _as_graph_def(fdef, shapes: list, functions: dict, tf):
