@@ -15,7 +15,7 @@ from contextlib import nullcontext
 from ..analysis import grappler_log, grappler_passes
 from ..model.results import InspectResult
 from ..model.spec import resolve
-from .elide import MAX_DUMPED_CONSTANT_BYTES, constant_bytes, elide_constants, graph_text, size_text, strip_dump_text
+from .elide import MAX_DUMPED_CONSTANT_BYTES, constant_bytes, elide_constants, graph_text, parse_dump, size_text
 from . import models
 from .runtime import Runtime, as_list
 from .xla import clusters as xla_clusters
@@ -110,7 +110,7 @@ def pass_graphs(rt: Runtime, parsed: dict) -> dict:
     graphs: dict[str, dict] = {}
     if run is None:
         return graphs
-    previous_nodes = None  # name -> NodeDef of the last dump kept
+    base, previous_nodes = None, None  # the last dump kept: its key, and its NodeDefs by name
     for iteration in run["iterations"]:
         # A pass whose dump is byte for byte the graph before it changed nothing: it is left out (a
         # pass's "before" is the latest dump kept, so every pair drawn stays exact); 1,000-node models
@@ -119,17 +119,12 @@ def pass_graphs(rt: Runtime, parsed: dict) -> dict:
         paths = [iteration["before_dump"]] if iteration.get("before_dump") else []
         for path in paths + [p["dump"] for p in iteration["passes"] if p.get("dump")]:
             try:
-                graph_def = rt.tf.compat.v1.GraphDef()
-                if path.endswith(".pb"):  # binary dumps (Runtime asks for them): parsed in C, ~50x faster
-                    with open(path, "rb") as handle:
-                        data = handle.read()
-                    if data == previous:
-                        continue
-                    previous = data
-                    graph_def.ParseFromString(data)
-                else:  # a frozen model's weights, as text, would make parsing slow
-                    with open(path) as handle:
-                        text_format.Parse(strip_dump_text(handle.read()), graph_def)
+                with open(path, "rb") as handle:
+                    data = handle.read()
+                if data == previous:
+                    continue
+                previous = data
+                graph_def = parse_dump(path, data, rt.tf)
             except (OSError, text_format.ParseError, DecodeError):
                 continue
             key = os.path.basename(path)

@@ -18,6 +18,7 @@ import tempfile
 import time
 
 from ..model.spec import resolve
+from .elide import parse_dump
 from .runtime import Runtime, as_list
 
 # Text stages of experimental_get_compiler_ir, and the optimised module as a serialized HloModuleProto.
@@ -147,14 +148,9 @@ def clusters(rt: Runtime, graph_def) -> list[dict]:
         if not (file.startswith("mark_for_compilation") and "annotated" not in file
                 and file.endswith((".pb", ".pbtxt"))):
             continue
-        marked = rt.tf.compat.v1.GraphDef()
         try:
             with open(os.path.join(directory, file), "rb") as handle:
-                data = handle.read()
-            if file.endswith(".pb"):
-                marked.ParseFromString(data)
-            else:
-                text_format.Parse(data.decode(), marked)
+                marked = parse_dump(file, handle.read(), rt.tf)
         except (OSError, text_format.ParseError, DecodeError):
             continue
         for node in marked.node:

@@ -140,17 +140,16 @@ def _outputs_of(graph_def, tf) -> list[str]:
     return outs
 
 
-def _inline(graph_def, inputs: list[str], outputs: list[str], tf):
-    """A body that imports the graph into the traced function, its inputs fed by the arguments."""
+def _inline(graph_def, inputs: list[str], outputs: list[str], tf, handles=()):
+    """A body that imports the graph into the traced function, its inputs fed by the arguments and
+    ``handles`` ([(placeholder tensor name, resource handle)]: a SavedModel's variables) captured."""
     feeds = [name if ":" in name else name + ":0" for name in inputs]
 
     def body(*args):
-        return tf.graph_util.import_graph_def(graph_def, input_map=dict(zip(feeds, args)),
-                                              return_elements=outputs, name="")
-    return _imported_graph(body, tf)
-
-
-def _imported_graph(body, tf):
+        graph = tf.compat.v1.get_default_graph()
+        input_map = dict(zip(feeds, args))
+        input_map.update({inner: graph.capture(handle) for inner, handle in handles})
+        return tf.graph_util.import_graph_def(graph_def, input_map=input_map, return_elements=outputs, name="")
     # A body that only imports a GraphDef has no Python control flow for AutoGraph to rewrite, and
     # converting it costs ~0.2 s of a 1,600-node model's first graphs (a call per captured variable).
     return tf.autograph.experimental.do_not_convert(_named(body))
@@ -224,18 +223,11 @@ def _savedmodel(spec, tf, work: str) -> Loaded:
         sig = signature_reader.read(proto, root, signature, tf)
     except signature_reader.Unsupported as exc:
         sig = signature_reader.load(root, signature, tf, str(exc))
-    graph_def, feeds, outputs = sig.graph_def, sig.feeds, sig.outputs
-    safety.check_graphdef(graph_def).refuse_if_unsafe(f"{name} (signature {signature}, inlined)")
-
-    def body(*args):
-        graph = tf.compat.v1.get_default_graph()
-        input_map = dict(zip(feeds, args))
-        input_map.update({inner: graph.capture(handle) for inner, handle in sig.handles})
-        return tf.graph_util.import_graph_def(graph_def, input_map=input_map, return_elements=outputs, name="")
-
-    info = {"format": "savedmodel", "signature": signature, "outputs": outputs, "nodes": len(graph_def.node),
+    safety.check_graphdef(sig.graph_def).refuse_if_unsafe(f"{name} (signature {signature}, inlined)")
+    info = {"format": "savedmodel", "signature": signature, "outputs": sig.outputs, "nodes": len(sig.graph_def.node),
             "signatures": names, "loader": sig.loader, "saver_functions_not_run": report.saver_functions}
-    return Loaded(_imported_graph(body, tf), sig.inputs, info, keepalive=sig.keepalive)
+    return Loaded(_inline(sig.graph_def, sig.feeds, sig.outputs, tf, sig.handles), sig.inputs, info,
+                  keepalive=sig.keepalive)
 
 
 # ---- .keras -----------------------------------------------------------------------------------

@@ -117,7 +117,7 @@ def read(proto, root: str, signature: str, tf) -> Signature:
               for key in sorted(sig.inputs)]
     feed_names = [arg_names[by_feed[sig.inputs[key].name.split(":")[0]]] + ":0" for key in sorted(sig.inputs)]
     placeholders = [arg_names[i] + ":0" for i in captured]
-    flat = _inline(graph_def, feed_names + placeholders + outputs, tf)
+    flat = _inline_calls(graph_def, feed_names + placeholders + outputs, tf)
     variables = [tf.Variable(value) for value in values]  # ours, holding the checkpoint's values
     return Signature(flat, feed_names, inputs, outputs, [(p, v.handle) for p, v in zip(placeholders, variables)],
                      variables, {"by": READ, "why": ""})
@@ -212,7 +212,7 @@ def _variable_values(object_graph, bound: list, root: str, tf) -> list:
     return values
 
 
-def _inline(graph_def, fetch: list, tf):
+def _inline_calls(graph_def, fetch: list, tf):
     """Grappler's function pass alone over the graph (every call inlined), fetching ``fetch``."""
     from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
     from tensorflow.python.grappler import tf_optimizer
