@@ -30,7 +30,7 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
     rt.reset_grappler()
     t0 = time.perf_counter()
     body, args = rt.build(spec)
-    fn = rt.tf.function(body)
+    fn = models.function(body, rt.tf)
     traced = fn.get_concrete_function(*args)  # traced once here; the call below reuses it
     t1 = time.perf_counter()
     heavy = constant_bytes(traced.graph)

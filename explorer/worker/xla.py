@@ -18,6 +18,7 @@ import tempfile
 import time
 
 from ..model.spec import resolve
+from . import models
 from .elide import parse_dump
 from .runtime import Runtime, as_list
 
@@ -45,7 +46,7 @@ def inspect(rt: Runtime, request: dict) -> dict:
     rt.clear_dumps()
     rt.reset_grappler()
     body, args = rt.build(spec)
-    fn = tf.function(body, jit_compile=True)
+    fn = models.function(body, tf, jit_compile=True)
     concrete = fn.get_concrete_function(*args)
     traced = rt.graph_to_dict(concrete.graph.as_graph_def(), "traced")
     stages, timings = {}, {}

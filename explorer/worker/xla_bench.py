@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from . import timing
+from . import models, timing
 from .bench import agreement, model_instantiations
 from .runtime import Runtime, as_list
 from .xla import profile_call, refused
@@ -27,8 +27,8 @@ def run(rt: Runtime, request: dict) -> dict:
     tf = rt.tf
     setup = timing.prepare(rt, request)
     spec, args = setup.spec, setup.args
-    fns = {"unfused": tf.function(setup.body), "fused": tf.function(setup.body),
-           "xla": tf.function(setup.body, jit_compile=True)}
+    fns = {"unfused": models.function(setup.body, tf), "fused": models.function(setup.body, tf),
+           "xla": models.function(setup.body, tf, jit_compile=True)}
     remap = {"unfused": False, "fused": True, "xla": None}
     proof, outputs = {}, {}
     for name in ("unfused", "fused"):

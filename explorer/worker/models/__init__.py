@@ -11,6 +11,7 @@ from __future__ import annotations
 from ...model.imported import ImportSpec
 from ...model.stack import StackSpec
 from . import chain, imported, stack
+from .imported import FUNCTION_ATTRIBUTES
 
 
 def _source(spec):
@@ -28,6 +29,14 @@ def build(spec, tf):
     return body, names
 
 
+def function(body, tf, **options):
+    """``tf.function`` of a body made here, with what its source asks of the trace (``FUNCTION_ATTRIBUTES``)."""
+    attributes = getattr(body, FUNCTION_ATTRIBUTES, None)
+    if attributes:
+        options["experimental_attributes"] = dict(attributes)
+    return tf.function(body, **options)
+
+
 def input_dtype(spec, name: str, tf):
     return _source(spec).input_dtype(spec, name, tf)
 
@@ -41,4 +50,4 @@ def describe(spec, tf) -> dict | None:
     return imported.describe(spec, tf) if isinstance(spec, ImportSpec) else None
 
 
-__all__ = ["build", "describe", "input_dtype", "make_inputs"]
+__all__ = ["build", "describe", "function", "input_dtype", "make_inputs"]
