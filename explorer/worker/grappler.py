@@ -15,7 +15,7 @@ from contextlib import nullcontext
 from ..analysis import grappler_log, grappler_passes
 from ..model.results import InspectResult
 from ..model.spec import resolve
-from .elide import MAX_DUMPED_CONSTANT_BYTES, constant_bytes, elide_constants, graph_text, parse_dump, size_text
+from .elide import MAX_DUMPED_CONSTANT_BYTES, MIN_BYTES, constant_bytes, elide_constants, graph_text, parse_dump, size_text
 from . import models
 from .runtime import Runtime, as_list
 from .xla import clusters as xla_clusters
@@ -31,9 +31,11 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
     t0 = time.perf_counter()
     body, args = rt.build(spec)
     fn = models.function(body, rt.tf)
-    traced = fn.get_concrete_function(*args)  # traced once here; the call below reuses it
+    if isinstance(fn, models.GraphFunction):  # an imported graph: nothing to trace
+        heavy = fn.constant_bytes(MIN_BYTES)
+    else:
+        heavy = constant_bytes(fn.get_concrete_function(*args).graph)  # traced here; the call below reuses it
     t1 = time.perf_counter()
-    heavy = constant_bytes(traced.graph)
     skipped = None
     if heavy > MAX_DUMPED_CONSTANT_BYTES:
         skipped = (f"the model's constants hold {size_text(heavy)} (a frozen model's weights), and TensorFlow would "
@@ -147,6 +149,9 @@ def traced_shapes(fn, args) -> dict[str, str]:
     every tensor's, and its op names are the stage graphs' node names (a fused node keeps its root's
     name, and with it the shape of what it writes).
     """
+    if isinstance(fn, models.GraphFunction):
+        return {name: "[" + ",".join(map(str, dims)) + "]" for name, dims in fn.static_shapes(*args).items()
+                if dims is not None}
     shapes = {}
     for op in fn.get_concrete_function(*args).graph.get_operations():
         if op.outputs and op.outputs[0].shape.rank is not None:

@@ -199,7 +199,7 @@ def _signature(spec, tf):
 def trace_body(body, specs, tf, device: str = "/GPU:0"):
     """body's graph as tf.function traces it under tf.device(device): (GraphDef, fetch names)."""
     with tf.device(device):
-        concrete = models.function(body, tf).get_concrete_function(*specs)
+        concrete = models.function(body, tf, trace=True).get_concrete_function(*specs)
     graph_def = concrete.graph.as_graph_def()
     fetch = [tensor.name.split(":")[0] for tensor in concrete.outputs]
     return graph_def, fetch

@@ -3,7 +3,9 @@
 One module per model source: ``chain`` builds the op chains and the special kinds of the presets
 (it imports only numpy and takes the ``tf`` module as an argument, so that ``present.repro`` can embed
 its source in a standalone script); ``stack`` builds layer stacks as Keras 3 models; ``imported`` a
-user's GraphDef, SavedModel or .keras file.
+user's GraphDef, SavedModel or .keras file. ``function`` makes the callable every request runs: a
+``tf.function`` of the body, or for an imported graph a ``graph_function.GraphFunction`` (the graph
+registered as a FunctionDef, no Python trace).
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 from ...model.imported import ImportSpec
 from ...model.stack import StackSpec
 from . import chain, imported, stack
-from .imported import FUNCTION_ATTRIBUTES
+from .graph_function import GraphFunction, Unsupported
+from .imported import FUNCTION_ATTRIBUTES, GRAPH
 
 
 def _source(spec):
@@ -29,8 +32,16 @@ def build(spec, tf):
     return body, names
 
 
-def function(body, tf, **options):
-    """``tf.function`` of a body made here, with what its source asks of the trace (``FUNCTION_ATTRIBUTES``)."""
+def function(body, tf, *, trace: bool = False, **options):
+    """The body as a function to call: an imported graph as a GraphFunction (no Python trace) unless
+    ``trace`` (the caller needs the Python graph) or tf.function options are asked for; otherwise a
+    ``tf.function``, with what its source asks of the trace (``FUNCTION_ATTRIBUTES``)."""
+    graph = getattr(body, GRAPH, None)
+    if graph is not None and not trace and not options:
+        try:
+            return GraphFunction(*graph, tf)
+        except Unsupported:
+            pass  # traced the usual way
     attributes = getattr(body, FUNCTION_ATTRIBUTES, None)
     if attributes:
         options["experimental_attributes"] = dict(attributes)
@@ -50,4 +61,4 @@ def describe(spec, tf) -> dict | None:
     return imported.describe(spec, tf) if isinstance(spec, ImportSpec) else None
 
 
-__all__ = ["build", "describe", "function", "input_dtype", "make_inputs"]
+__all__ = ["GraphFunction", "build", "describe", "function", "input_dtype", "make_inputs"]

@@ -32,6 +32,7 @@ from . import signature as signature_reader
 
 SEED = 20261122
 FUNCTION_ATTRIBUTES = "explorer_function_attributes"  # on a body: tf.function's experimental_attributes for it
+GRAPH = "explorer_graph"  # on a body that imports a graph: (GraphDef, feeds, outputs, handles), for GraphFunction
 KEEP = 2  # loaded models kept warm per worker (an inspect and then a benchmark of the same file)
 
 
@@ -143,7 +144,10 @@ def _outputs_of(graph_def, tf) -> list[str]:
 
 def _inline(graph_def, inputs: list[str], outputs: list[str], tf, handles=()):
     """A body that imports the graph into the traced function, its inputs fed by the arguments and
-    ``handles`` ([(placeholder tensor name, resource handle)]: a SavedModel's variables) captured."""
+    ``handles`` ([(placeholder tensor name, resource handle)]: a SavedModel's variables) captured.
+    It carries the graph itself too (``GRAPH``): models.function calls that as a registered FunctionDef
+    (graph_function.GraphFunction) and traces the body only when a Python graph is needed (XLA, the
+    simulated GPU) or the graph is one that path does not take."""
     feeds = [name if ":" in name else name + ":0" for name in inputs]
 
     def body(*args):
@@ -158,6 +162,7 @@ def _inline(graph_def, inputs: list[str], outputs: list[str], tf, handles=()):
     # control outputs): TF's automatic control dependencies would add a second layer over every variable
     # read (262 control outputs, 525 edges on MobileNetV2) and cost ~0.1-0.2 s of its first graphs.
     setattr(body, FUNCTION_ATTRIBUTES, {"_disable_acd": True})
+    setattr(body, GRAPH, (graph_def, feeds, outputs, list(handles)))
     return body
 
 

@@ -118,9 +118,9 @@ def read(proto, root: str, signature: str, tf) -> Signature:
     feed_names = [arg_names[by_feed[sig.inputs[key].name.split(":")[0]]] + ":0" for key in sorted(sig.inputs)]
     placeholders = [arg_names[i] + ":0" for i in captured]
     flat = _inline_calls(graph_def, feed_names + placeholders + outputs, tf)
-    variables = [tf.Variable(value) for value in values]  # ours, holding the checkpoint's values
-    return Signature(flat, feed_names, inputs, outputs, [(p, v.handle) for p, v in zip(placeholders, variables)],
-                     variables, {"by": READ, "why": ""})
+    handles, owners = _variables(values, tf)  # ours, holding the checkpoint's values
+    return Signature(flat, feed_names, inputs, outputs, list(zip(placeholders, handles)), owners,
+                     {"by": READ, "why": ""})
 
 
 def _as_graph_def(fdef, shapes: list, functions: dict, tf):
@@ -175,6 +175,23 @@ def _object_paths(graph) -> dict:
                 paths[child.node_id] = paths[node_id] + (child.local_name,)
                 queue.append(child.node_id)
     return paths
+
+
+def _variables(values, tf) -> tuple[list, list]:
+    """A resource variable per value, made by the two ops a tf.Variable runs (a handle carrying its
+    dtype and shape, an assignment) without its Python bookkeeping: MobileNetV2's 262 in ~0.06 s
+    instead of ~0.13 s. Returns the handles and their deleters (a handle lives as long as its deleter)."""
+    from tensorflow.python.ops import gen_resource_variable_ops, resource_variable_ops
+
+    handles, deleters = [], []
+    for value in values:
+        tensor = tf.constant(value)
+        handle = resource_variable_ops.eager_safe_variable_handle(
+            initial_value=tensor, shape=tensor.shape, shared_name=None, name="Variable", graph_mode=False)
+        gen_resource_variable_ops.assign_variable_op(handle, tensor)
+        handles.append(handle)
+        deleters.append(resource_variable_ops.EagerResourceDeleter(handle, handle.device))
+    return handles, deleters
 
 
 def _variable_values(object_graph, bound: list, root: str, tf) -> list:
