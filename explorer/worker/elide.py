@@ -40,6 +40,11 @@ def constant_bytes(graph) -> int:
     return total
 
 
+def graph_def_constant_bytes(graph_def, min_bytes: int = MIN_BYTES) -> int:
+    """``constant_bytes`` for a GraphDef at hand (an imported one): its constants' encoded sizes."""
+    return sum(size for _, size in _large_constants(graph_def, min_bytes))
+
+
 def _large_constants(graph_def, min_bytes: int = MIN_BYTES):
     nodes = list(graph_def.node)
     for function in graph_def.library.function:

@@ -15,12 +15,14 @@ from contextlib import nullcontext
 from ..analysis import grappler_log, grappler_passes
 from ..model.results import InspectResult
 from ..model.spec import resolve
-from .elide import MAX_DUMPED_CONSTANT_BYTES, MIN_BYTES, constant_bytes, elide_constants, graph_text, parse_dump, size_text
+from .elide import (MAX_DUMPED_CONSTANT_BYTES, constant_bytes, elide_constants, graph_def_constant_bytes, graph_text,
+                    parse_dump, size_text)
 from . import models
+from .models.graph_function import static_dims
 from .runtime import Runtime, as_list
 from .xla import clusters as xla_clusters
 
-MAIN_PREFIX = "__inference_model_"
+MAIN_PREFIX = models.graph_function.NAME_PREFIX  # the model's function, traced or registered
 
 
 def inspect(rt: Runtime, request: dict) -> InspectResult:
@@ -32,7 +34,7 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
     body, args = rt.build(spec)
     fn = models.function(body, rt.tf)
     if isinstance(fn, models.GraphFunction):  # an imported graph: nothing to trace
-        heavy = fn.constant_bytes(MIN_BYTES)
+        heavy = graph_def_constant_bytes(fn.graph_def)
     else:
         heavy = constant_bytes(fn.get_concrete_function(*args).graph)  # traced here; the call below reuses it
     t1 = time.perf_counter()
@@ -150,13 +152,11 @@ def traced_shapes(fn, args) -> dict[str, str]:
     name, and with it the shape of what it writes).
     """
     if isinstance(fn, models.GraphFunction):
-        return {name: "[" + ",".join(map(str, dims)) + "]" for name, dims in fn.static_shapes(*args).items()
-                if dims is not None}
-    shapes = {}
-    for op in fn.get_concrete_function(*args).graph.get_operations():
-        if op.outputs and op.outputs[0].shape.rank is not None:
-            shapes[op.name] = "[" + ",".join(str(-1 if d is None else d) for d in op.outputs[0].shape.as_list()) + "]"
-    return shapes
+        dims = fn.static_shapes(*args)
+    else:
+        dims = {op.name: static_dims(op.outputs[0].shape)
+                for op in fn.get_concrete_function(*args).graph.get_operations() if op.outputs}
+    return {name: "[" + ",".join(map(str, d)) + "]" for name, d in dims.items() if d is not None}
 
 
 def with_shapes(graph: dict, shapes: dict[str, str]) -> dict:

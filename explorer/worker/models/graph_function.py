@@ -18,7 +18,9 @@ import numpy as np
 from ...errors import SpecError
 from ...model.graph import parse_input
 
-NAME_PREFIX = "__inference_model_"  # how Grappler's log and dumps tell the model (worker.grappler.MAIN_PREFIX)
+# A traced body named "model" (models.imported._named) gets this prefix from tf.function; Grappler's log
+# and per-pass dumps tell the model's function by it (worker.grappler.MAIN_PREFIX).
+NAME_PREFIX = "__inference_model_"
 _NAMES = itertools.count()
 CONSTANT_BYTES = 4096  # larger constants are weights, never a shape or an axis that inference reads
 
@@ -164,18 +166,6 @@ class GraphFunction:
 
     # ---- what a trace would have told ------------------------------------------------------------
 
-    def constant_bytes(self, min_bytes: int) -> int:
-        """Bytes of the graph's constants of more than ``min_bytes`` each, from their shapes."""
-        total = 0
-        for node in self.graph_def.node:
-            if node.op == "Const" and "value" in node.attr:
-                tensor = node.attr["value"].tensor
-                dims = [d.size for d in tensor.tensor_shape.dim]
-                if all(d >= 0 for d in dims):
-                    size = int(np.prod(dims, dtype=np.int64)) * self.tf.as_dtype(tensor.dtype).size
-                    total += size if size > min_bytes else 0
-        return total
-
     def static_shapes(self, *args) -> dict[str, list[int] | None]:
         """Shape of every node's first output (-1: unknown dimension; None: unknown rank), by node name,
         inferred over a copy where each input and each variable read is an ``Empty`` of its shape.
@@ -219,9 +209,7 @@ class GraphFunction:
                 tf.graph_util.import_graph_def(graph_def, name="")
             except (ValueError, tf.errors.OpError):  # shapes are for display: a graph without them still shows
                 return {}
-        return {op.name: (None if op.outputs[0].shape.rank is None else
-                          [-1 if d is None else d for d in op.outputs[0].shape.as_list()])
-                for op in graph.get_operations() if op.outputs}
+        return {op.name: static_dims(op.outputs[0].shape) for op in graph.get_operations() if op.outputs}
 
     def _shape_graph(self, args):
         """The graph with its inputs, variable reads and large constants as ``Empty`` of their shapes."""
@@ -258,6 +246,11 @@ class GraphFunction:
                 if handle is not None and not handle.shape.unknown_rank and all(d.size >= 0 for d in handle.shape.dim):
                     _as_empty(graph_def, node, [d.size for d in handle.shape.dim], self.tf)
         return graph_def
+
+
+def static_dims(shape) -> list[int] | None:
+    """A tf.TensorShape as a list, -1 for an unknown dimension; None for an unknown rank."""
+    return None if shape.rank is None else [-1 if d is None else d for d in shape.as_list()]
 
 
 def _tensor(name: str) -> str:
