@@ -81,7 +81,21 @@ def tf_warnings(result: InspectResult, graphs: dict[str, Graph]) -> list[str]:
     if traced is not None and optimized is not None and traced.nodes == optimized.nodes:
         warnings.append("The graph after Grappler is identical to the traced graph: Grappler changed nothing "
                         "(or did not run).")
+    if _auto_clustering_asked(result) and not result.get("xla_clusters") and (result.get("fingerprint") or {}).get("onednn"):
+        # Measured on TF 2.21 (x86 CPU): the same preset forms a cluster with TF_ENABLE_ONEDNN_OPTS=0, none with 1.
+        warnings.append("XLA auto-clustering was asked for (TF_XLA_FLAGS) but formed no cluster: with oneDNN on, "
+                        "TensorFlow left the CPU graph to oneDNN (measured on TF 2.21). Set TF_ENABLE_ONEDNN_OPTS=0 "
+                        "to see what XLA clusters.")
     return warnings
+
+
+def _auto_clustering_asked(result: InspectResult) -> bool:
+    config = result.get("config") or {}
+    if config.get("device", "cpu") != "cpu":
+        return False
+    flags = ((config.get("env") or {}).get("TF_XLA_FLAGS") or "").split()
+    levels = [f.split("=", 1)[1] for f in flags if f.startswith("--tf_xla_auto_jit=")]
+    return bool(levels) and levels[-1] not in ("0", "-1", "off")
 
 
 def annotate_bench(result: BenchResult) -> BenchResult:

@@ -137,8 +137,11 @@ def test_a_model_xla_refuses_names_the_op_and_grappler_still_works(engine):
 
 
 def test_three_way_benchmark_agrees_proves_and_times_compile_apart(engine):
+    from explorer.model.flags import Config
+
     spec = {"preset": "matmul_bias_gelu_approx", "params": {"m": 64, "k": 32, "n": 16}}
-    result = engine.bench(spec, reps=5, warmup=1, compiler="both")
+    stock = Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "0"})  # oneDNN's default differs by CPU; its node is _Mkl…
+    result = engine.bench(spec, stock, reps=5, warmup=1, compiler="both")
     assert set(result["samples_ns"]) == {"unfused", "fused", "xla"}
     assert all(len(v) == result["reps_done"] for v in result["samples_ns"].values())
     proof = result["proof_summary"]
@@ -204,7 +207,9 @@ def test_pass_pipeline_of_the_compile_shown(results):
 def test_auto_clustering_names_the_ops_each_xla_cluster_took(engine):
     from explorer.model.flags import Config
 
-    config = Config.make("cpu", {"TF_XLA_FLAGS": "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"})
+    # oneDNN off (its default depends on the CPU): with it on, TF 2.21 forms no cluster (checked below)
+    jit = "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"
+    config = Config.make("cpu", {"TF_XLA_FLAGS": jit, "TF_ENABLE_ONEDNN_OPTS": "0"})
     result = engine.inspect({"preset": "matmul_bias_gelu_approx", "params": {"m": 64, "k": 32, "n": 16}}, config,
                             use_cache=False)
     clusters = result["xla_clusters"]
@@ -215,10 +220,16 @@ def test_auto_clustering_names_the_ops_each_xla_cluster_took(engine):
     members = {o["name"] for c in clusters for o in c["ops"]}
     assert tanh in members
     assert not members & set(optimized), "an op XLA took still runs as a node of the graph"
+    assert not any("auto-clustering" in w for w in result["warnings"])
     # without auto-clustering there is none
     plain = engine.inspect({"preset": "matmul_bias_gelu_approx", "params": {"m": 64, "k": 32, "n": 16}},
-                           use_cache=False)
-    assert plain["xla_clusters"] == []
+                           Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "0"}), use_cache=False)
+    assert plain["xla_clusters"] == [] and not any("auto-clustering" in w for w in plain["warnings"])
+    # with oneDNN on, none either, and the result says why instead of showing an empty cluster list
+    onednn = engine.inspect({"preset": "matmul_bias_gelu_approx", "params": {"m": 64, "k": 32, "n": 16}},
+                            Config.make("cpu", {"TF_XLA_FLAGS": jit, "TF_ENABLE_ONEDNN_OPTS": "1"}), use_cache=False)
+    assert onednn["xla_clusters"] == [] and not any(n["op"] == "_XlaCompile" for n in onednn["stages"]["optimized"]["nodes"])
+    assert any("formed no cluster" in w and "TF_ENABLE_ONEDNN_OPTS=0" in w for w in onednn["warnings"]), onednn["warnings"]
 
 
 def test_cli_bench_compiler_both_prints_the_three_way():
