@@ -11,6 +11,11 @@ there (the three stages, fusions, report):
 - cold: a new worker process (TensorFlow imported) and the model new to it;
 - warm: the same worker, already running, and the next copy of the model (new to it);
 - again: the same model on the same worker once more (loaded model reused, nothing cached).
+- passes: then the graph after every Grappler pass, as the pass tab asks for it (a model over
+  ``PASS_GRAPHS_AUTO_NODES`` nodes gets its first graphs without them).
+
+``--pass-graphs`` times first graphs that carry every pass's graph too (what they did before
+2026-11-24), to compare on the same machine.
 
 Targets (issue 11): cold < 10 s, warm < 2 s. Prints each repetition with the worker's own split
 (TF start, load+trace, Grappler+run, convert) and the result's size, then the medians.
@@ -66,10 +71,11 @@ def make_models(directory: str, size: int, copies: int, formats: list[str]) -> N
                    env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
 
 
-def timed(engine: Engine, path: str, config: Config, use_cache: bool = True) -> tuple[float, dict]:
+def timed(engine: Engine, path: str, config: Config, use_cache: bool = True,
+          pass_graphs: bool = False) -> tuple[float, dict]:
     spec = uploads.spec_for_path(path)
     started = time.perf_counter()
-    result = engine.inspect(spec, config, use_cache=use_cache)
+    result = engine.inspect(spec, config, use_cache=use_cache, pass_graphs=pass_graphs)
     return time.perf_counter() - started, result
 
 
@@ -85,6 +91,8 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--size", type=int, default=224, help="input height and width (default 224)")
     parser.add_argument("--formats", nargs="+", default=list(FILES), choices=list(FILES))
+    parser.add_argument("--pass-graphs", action="store_true",
+                        help="first graphs with the graph after every pass (as before 2026-11-24)")
     args = parser.parse_args()
     config = Config.make("cpu", {})
     print(f"load average at start: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)", flush=True)
@@ -95,26 +103,32 @@ def main() -> int:
               f"{time.perf_counter() - started:.0f} s", flush=True)
         medians = {}
         for fmt in args.formats:
-            figures: dict[str, list[float]] = {"cold": [], "warm": [], "again": []}
+            figures: dict[str, list[float]] = {"cold": [], "warm": [], "again": [], "passes": []}
             for i in range(args.reps):
                 engine = Engine(cache_dir=None)
                 try:
-                    cold_s, cold = timed(engine, os.path.join(directory, FILES[fmt].format(i)), config)
+                    cold_s, cold = timed(engine, os.path.join(directory, FILES[fmt].format(i)), config,
+                                         pass_graphs=args.pass_graphs)
                     warm_path = os.path.join(directory, FILES[fmt].format(i + 1))
-                    warm_s, warm = timed(engine, warm_path, config)
-                    again_s, again = timed(engine, warm_path, config, use_cache=False)
+                    warm_s, warm = timed(engine, warm_path, config, pass_graphs=args.pass_graphs)
+                    again_s, again = timed(engine, warm_path, config, use_cache=False, pass_graphs=args.pass_graphs)
+                    passes_s, passes = timed(engine, warm_path, config, use_cache=False, pass_graphs=True)
                 finally:
                     engine.close()
-                for name, value in (("cold", cold_s), ("warm", warm_s), ("again", again_s)):
+                for name, value in (("cold", cold_s), ("warm", warm_s), ("again", again_s), ("passes", passes_s)):
                     figures[name].append(value)
+                deferred = " (pass graphs left for the pass tab)" if warm["grappler"].get("pass_graphs_deferred") else ""
                 print(f"{fmt} rep {i + 1}: cold {cold_s:.2f} s {split(cold)}\n"
-                      f"{' ' * len(fmt)}        warm {warm_s:.2f} s {split(warm)}\n"
-                      f"{' ' * len(fmt)}        again {again_s:.2f} s {split(again)}", flush=True)
+                      f"{' ' * len(fmt)}        warm {warm_s:.2f} s {split(warm)}{deferred}\n"
+                      f"{' ' * len(fmt)}        again {again_s:.2f} s {split(again)}\n"
+                      f"{' ' * len(fmt)}        passes {passes_s:.2f} s {split(passes)} "
+                      f"{len(passes['grappler']['pass_graphs'])} pass graphs", flush=True)
             medians[fmt] = {name: statistics.median(values) for name, values in figures.items()}
     print(f"\nload average at end: {os.getloadavg()[0]:.2f}")
     for fmt, m in medians.items():
         print(f"{fmt:<10} median cold {m['cold']:.2f} s (target < {TARGETS['cold']:.0f} s), warm {m['warm']:.2f} s "
-              f"(target < {TARGETS['warm']:.0f} s), same model again {m['again']:.2f} s")
+              f"(target < {TARGETS['warm']:.0f} s), same model again {m['again']:.2f} s, "
+              f"then its pass graphs {m['passes']:.2f} s")
     return 0
 
 

@@ -30,6 +30,7 @@ from .model.flags import Config, parse_assignment
 from .model.graph import STAGES
 from .model import stack_examples
 from .model.layers import field_help
+from .model.limits import PASS_GRAPHS_AUTO_NODES
 from .model.results import BenchResult, InspectResult
 from .model.spec import resolve
 from .model.stack import to_text
@@ -82,6 +83,9 @@ def _parser() -> argparse.ArgumentParser:
         if name == "inspect":
             p.add_argument("--export", metavar="DIR", help="also write repro.py, the three graphs as pbtxt and a "
                            "summary.json into DIR (for a bug report)")
+            p.add_argument("--pass-graphs", action="store_true",
+                           help=f"with --json, the graph after every Grappler pass even for a model over "
+                           f"{PASS_GRAPHS_AUTO_NODES} nodes (left out by default: they slow its first graphs)")
         p.add_argument("--json", action="store_true", help="machine-readable output")
         if name == "bench":
             p.add_argument("--reps", type=int, default=60, help="timed repetitions of each variant (default 60)")
@@ -484,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "inspect" and args.compiler != "grappler":
             _inspect_xla(engine, spec, config, args)
         elif args.command == "inspect":
-            result = engine.inspect(spec, config, use_cache=not args.no_cache)
+            result = engine.inspect(spec, config, use_cache=not args.no_cache, pass_graphs=args.pass_graphs)
             print(json.dumps(result, indent=1)) if args.json else _print_inspect(result)
             if args.export:
                 _export(result, args.export)

@@ -37,6 +37,11 @@ MAX_PROCESSES = 20  # fresh worker processes of one replicated benchmark (pyperf
 
 
 
+def inspect_key(spec, config: Config, pass_graphs: bool = False) -> str:
+    """The cache key of an inspect result; with every pass's graph, a key of its own."""
+    return ResultCache.key("inspect", spec, config, {"pass_graphs": True} if pass_graphs else None)
+
+
 def _config(config) -> Config:
     if isinstance(config, Config):
         return config
@@ -111,13 +116,19 @@ class Engine:
             worker = self.pool.get(config)
         return worker.fingerprint
 
-    def inspect(self, spec, config=None, *, on_progress=None, use_cache: bool = True) -> InspectResult:
-        """The model's graphs at every stage, the fusions found and Grappler's own account."""
+    def inspect(self, spec, config=None, *, on_progress=None, use_cache: bool = True,
+                pass_graphs: bool = False) -> InspectResult:
+        """The model's graphs at every stage, the fusions found and Grappler's own account.
+
+        The graph after every Grappler pass comes with it for a model of up to
+        ``model.limits.PASS_GRAPHS_AUTO_NODES`` nodes; a bigger one's first graphs come without them
+        (``grappler.pass_graphs_deferred``) unless ``pass_graphs``, a request (and cache entry) of its own.
+        """
         spec, config = resolve(spec), _config(config)
         _check_import_device(spec, config)
-        key = ResultCache.key("inspect", spec, config)
+        key = inspect_key(spec, config, pass_graphs)
         if not use_cache:
-            return self._inspect(spec, config, key, on_progress)
+            return self._inspect(spec, config, key, on_progress, pass_graphs)
         cached = self.cache.get(key)
         if cached is not None:
             return dict(cached, cached=True)
@@ -138,16 +149,17 @@ class Engine:
                                  "configuration; waiting for its result"})
             cached = self.cache.get(key)
             return dict(cached, cached=True, shared=True) if cached is not None else \
-                self.inspect(spec, config, on_progress=on_progress)
+                self.inspect(spec, config, on_progress=on_progress, pass_graphs=pass_graphs)
         try:
-            return self._inspect(spec, config, key, on_progress)
+            return self._inspect(spec, config, key, on_progress, pass_graphs)
         finally:
             with self._lock:
                 self._inflight.pop(key, None)
             running.set()
 
-    def _inspect(self, spec: ModelSpec, config: Config, key: str, on_progress) -> dict:
-        payload = {"spec": spec.to_dict(), "grappler": config.grappler_dict}
+    def _inspect(self, spec: ModelSpec, config: Config, key: str, on_progress, pass_graphs: bool = False) -> dict:
+        payload = {"spec": spec.to_dict(), "grappler": config.grappler_dict,
+                   "pass_graphs": "all" if pass_graphs else "auto"}
         with self.queue(config.device).slot("graph", on_progress):
             result, info = self._run(config, "inspect", payload, self.pool.limits.inspect_s, on_progress)
         result = dict(result, config=config.to_dict(), worker=info, cached=False, key=key, spec=_public(spec))

@@ -35,8 +35,10 @@ class ReplayEngine:
                                 f"with {config.shell_env() or 'default flags'} (replaying {self.directory})")
         return result
 
-    def inspect(self, spec, config=None, *, on_progress=None, use_cache: bool = True) -> InspectResult:
-        return dict(self._recorded("inspect", spec, config), cached=True)
+    def inspect(self, spec, config=None, *, on_progress=None, use_cache: bool = True,
+                pass_graphs: bool = False) -> InspectResult:
+        return dict(self._recorded("inspect", spec, config, {"pass_graphs": True} if pass_graphs else None),
+                    cached=True)
 
     def bench(self, spec, config=None, *, on_progress=None, **_options) -> BenchResult:
         return self._recorded("bench", spec, config)

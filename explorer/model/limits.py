@@ -5,3 +5,8 @@ from __future__ import annotations
 MAX_DIM = 1 << 20
 MAX_TENSOR_BYTES = 512 << 20
 MAX_MODEL_BYTES = 2 << 30
+
+# Above this many nodes in the model's function, its first graphs come without the graph after every
+# Grappler pass (asked for separately when the pass tab draws them): TF writing, and the worker reading
+# and comparing, ~30 dumps of a 1,500-node network is a large share of a warm import's first graphs.
+PASS_GRAPHS_AUTO_NODES = 500

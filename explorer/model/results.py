@@ -64,6 +64,9 @@ class GrapplerAccount(TypedDict, total=False):
     notable: list[str]
     items: list[dict]  # grappler items, their iterations and passes
     pass_graphs: dict[str, GraphDict]  # dump file name -> graph
+    pass_graphs_skipped: str | None  # why no pass graph was recorded (a frozen model's weights)
+    pass_graphs_deferred: bool  # a big model's first graphs came without them: ask with pass_graphs=True
+    function_nodes: int  # nodes of the model's function as Grappler received it
     log: list[str]
     log_remapper_off: list[str]
 

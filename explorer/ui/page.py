@@ -54,7 +54,7 @@ def render(engine) -> None:
         why.panel(result, choice.preset.id if choice.preset else "chain", choice.model.p,
                   gpu_here=bool((fingerprint or {}).get("gpus")))
     with tab_passes:
-        passes.panel(result)
+        passes.panel(result, choice)
     with tab_bench:
         bench.panel(choice) if not result.get("simulated") else bench.simulated_note()
     with tab_sweep:
@@ -79,7 +79,7 @@ def _imported_tabs(choice: sidebar.Choice, result: dict) -> None:
     with tab_report:
         report.panel(result)
     with tab_passes:
-        passes.panel(result)
+        passes.panel(result, choice)
     with tab_bench:
         bench.panel(choice)
     with tab_log:

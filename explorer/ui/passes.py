@@ -10,7 +10,10 @@ import streamlit as st
 from ..analysis.grappler_log import main_run
 from ..analysis.grappler_passes import base_name, default_pass, graphs_around, rows
 from ..present.scope_dot import LARGE
-from . import cached, graph_views, linked, state
+from ..engine.engine import inspect_key
+from ..errors import ExplorerError
+from ..model.limits import PASS_GRAPHS_AUTO_NODES
+from . import cached, frame, graph_views, linked, state
 
 
 def _delta(value: int) -> str:
@@ -71,7 +74,7 @@ def _label(r: dict) -> str:
     return f"pass {r['position']} of iteration {r['iteration']}: {r['pass']} ({what})"
 
 
-def panel(result: dict) -> None:
+def panel(result: dict, choice=None) -> None:
     grappler = result.get("grappler") or {}
     run = main_run(grappler)
     if run is None:
@@ -96,14 +99,44 @@ def panel(result: dict) -> None:
                    "the function as traced: the changes listed here never reached the graph that ran (see 'Why it "
                    "fused (or not)').", icon=":material/undo:")
     st.markdown(table_html(table), unsafe_allow_html=True)
-    _pass_graphs(result, run, table)
+    _pass_graphs(result, run, table, choice)
+
+
+def _recorded(result: dict, choice) -> dict | None:
+    """A big model's result again, with the graph after every pass (its own request and cache entry), once
+    this session asked for it; None (with the button that asks) until then."""
+    grappler = result.get("grappler") or {}
+    engine = cached.current()
+    wanted = st.session_state.setdefault(state.PASS_GRAPHS_WANTED, set())
+    ready = engine.cache.get(inspect_key(choice.model, choice.config, pass_graphs=True)) is not None
+    if not (ready or result.get("key") in wanted):
+        st.caption(f"The model's function has {grappler.get('function_nodes', 'many')} nodes, so its first graphs "
+                   f"came without the graph after every pass (recorded with them up to {PASS_GRAPHS_AUTO_NODES} "
+                   "nodes), to be quicker. Recording them runs Grappler again with a dump after each pass: "
+                   "a few seconds.")
+        if not st.button("Record the graph after every pass", icon=":material/layers:", key="passes.record"):
+            return None
+        wanted.add(result.get("key"))
+    try:
+        with st.spinner("Running Grappler again, with the graph after every pass…"):
+            return engine.inspect(choice.model, choice.config, pass_graphs=True)
+    except ExplorerError as exc:
+        frame.show_error(exc, "Recording the graph after every pass failed")
+        return None
 
 
 @st.fragment
-def _pass_graphs(result: dict, run: dict, table: list[dict]) -> None:
+def _pass_graphs(result: dict, run: dict, table: list[dict], choice=None) -> None:
+    st.markdown("**The graphs around one pass**")
+    if (result.get("grappler") or {}).get("pass_graphs_deferred") and choice is not None:
+        recorded = _recorded(result, choice)
+        recorded_run = main_run(recorded.get("grappler") or {}) if recorded else None
+        if recorded_run is None:
+            return
+        # The dumps' names are this request's: the pairs come from its own account of the passes.
+        result, run, table = recorded, recorded_run, rows(recorded_run)
     pass_graphs = (result.get("grappler") or {}).get("pass_graphs") or {}
     drawable = [r for r in table if base_name(r["dump"]) in pass_graphs]
-    st.markdown("**The graphs around one pass**")
     if not drawable:
         skipped = (result.get("grappler") or {}).get("pass_graphs_skipped")
         st.info(f"Per-pass graphs were not recorded: {skipped}" if skipped else

@@ -13,6 +13,7 @@ import time
 from contextlib import nullcontext
 
 from ..analysis import grappler_log, grappler_passes
+from ..model.limits import PASS_GRAPHS_AUTO_NODES
 from ..model.results import InspectResult
 from ..model.spec import resolve
 from .elide import (MAX_DUMPED_CONSTANT_BYTES, constant_bytes, elide_constants, graph_def_constant_bytes, graph_text,
@@ -34,16 +35,19 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
     body, args = rt.build(spec)
     fn = models.function(body, rt.tf)
     if isinstance(fn, models.GraphFunction):  # an imported graph: nothing to trace
-        heavy = graph_def_constant_bytes(fn.graph_def)
+        heavy, nodes = graph_def_constant_bytes(fn.graph_def), len(fn.graph_def.node)
     else:
-        heavy = constant_bytes(fn.get_concrete_function(*args).graph)  # traced here; the call below reuses it
+        graph = fn.get_concrete_function(*args).graph  # traced here; the call below reuses it
+        heavy, nodes = constant_bytes(graph), len(graph.get_operations())
     t1 = time.perf_counter()
-    skipped = None
+    skipped, deferred = None, False
     if heavy > MAX_DUMPED_CONSTANT_BYTES:
         skipped = (f"the model's constants hold {size_text(heavy)} (a frozen model's weights), and TensorFlow would "
                    "write them as text after every pass (MobileNetV2: 2.4 GB, two minutes); the pass list above is "
                    "from Grappler's log. Import the SavedModel or .keras file (weights as variables) to see them.")
-    with rt.without_dumps() if skipped else nullcontext():
+    elif request.get("pass_graphs", "auto") == "auto" and nodes > PASS_GRAPHS_AUTO_NODES:
+        deferred = True  # asked for again with "all" when someone opens them
+    with rt.without_dumps() if skipped or deferred else nullcontext():
         stages, out, entries = rt.capture(fn, args, switches)
     t2 = time.perf_counter()
     rt.reset_grappler()
@@ -66,6 +70,8 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
             "items": parsed["items"],
             "pass_graphs": passes,
             "pass_graphs_skipped": skipped,
+            "pass_graphs_deferred": deferred,
+            "function_nodes": nodes,
             "log": log,
         },
         "fingerprint": rt.fingerprint,

@@ -150,3 +150,19 @@ def test_a_savedmodels_signatures_are_a_dropdown_and_unknown_dims_are_set(models
     for miss in expected:  # each near-miss is a real chain of the optimized graph
         first, second = (optimized[name] for name in miss["nodes"][:2])
         assert any(edge["src"] == first["name"] for edge in second["inputs"])
+
+
+def test_a_big_models_pass_graphs_are_recorded_when_asked_for(models, monkeypatch):
+    monkeypatch.setenv(uploads.ALLOW_SETTING, "1")
+    at = upload(page("0"), "mobilenetv2.zip", zipped(models / "mobilenetv2_savedmodel"))
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    captions = "\n".join(str(c.value) for c in at.caption)
+    assert "came without the graph after every pass" in captions
+    assert not [s for s in at.selectbox if s.key == state.PASS]  # nothing drawn until asked
+    at = at.button(key="passes.record").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    chosen = at.selectbox(key=state.PASS)
+    assert "remapper" in chosen.options[chosen.index]  # the pass that fuses is the one shown first
+    assert "apply to these two graphs too" in "\n".join(str(c.value) for c in at.caption)  # drawn, as boxes
+    at = at.run()  # a rerun keeps them (the session asked; the engine's cache holds them)
+    assert at.selectbox(key=state.PASS).options == chosen.options
