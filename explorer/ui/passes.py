@@ -114,9 +114,10 @@ def _recorded(result: dict, choice) -> dict | None:
                    f"came without the graph after every pass (recorded with them up to {PASS_GRAPHS_AUTO_NODES} "
                    "nodes), to be quicker. Recording them runs Grappler again with a dump after each pass: "
                    "a few seconds.")
-        if not st.button("Record the graph after every pass", icon=":material/layers:", key="passes.record"):
-            return None
-        wanted.add(result.get("key"))
+        # A callback, so that the rerun it starts draws the graphs instead of this button again.
+        st.button("Record the graph after every pass", icon=":material/layers:", key="passes.record",
+                  on_click=wanted.add, args=(result.get("key"),))
+        return None
     try:
         with st.spinner("Running Grappler again, with the graph after every pass…"):
             return engine.inspect(choice.model, choice.config, pass_graphs=True)

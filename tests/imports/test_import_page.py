@@ -161,6 +161,7 @@ def test_a_big_models_pass_graphs_are_recorded_when_asked_for(models, monkeypatc
     assert not [s for s in at.selectbox if s.key == state.PASS]  # nothing drawn until asked
     at = at.button(key="passes.record").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
+    assert not [b for b in at.button if b.key == "passes.record"]  # the graphs instead of the button
     chosen = at.selectbox(key=state.PASS)
     assert "remapper" in chosen.options[chosen.index]  # the pass that fuses is the one shown first
     assert "apply to these two graphs too" in "\n".join(str(c.value) for c in at.caption)  # drawn, as boxes
