@@ -4,8 +4,9 @@ Both paths run in one real worker process on the same models: the exported Mobil
 model (SavedModel, frozen GraphDef), and hand-made GraphDefs whose ops have list outputs (Split,
 Unpack, IdentityN: the renaming to a function's "node:output_arg:i" is what could go wrong). Compared:
 the outputs' values, the optimized and executed graphs op for op, the traced graph's nodes and their
-static shapes. A GraphDef that calls a function of its library runs this way only (tf.function's
-import of it leaves the library out of the eager context): its values are checked against numpy.
+static shapes. A GraphDef that calls a function of its library runs both ways too (the traced way
+registers its library first: tf.function's import of it leaves the library out of the eager context),
+its values also checked against numpy. XLA, which traces, compiles imported graphs as well.
 """
 
 from __future__ import annotations
@@ -61,10 +62,10 @@ for path in json.loads(sys.argv[1]):
     spec = uploads.spec_for_path(path)
     body, args = worker.build(resolve(spec))
     direct = models.function(body, tf)
-    ways = ("direct",) if path.endswith("calls.pb") else ("direct", "traced")
-    values = {"direct": direct(*args)}
-    values["traced"] = ([np.maximum(args[0].numpy(), 0) * 3.0 + 1.0] if len(ways) == 1 else
-                        models.function(body, tf, trace=True)(*args))
+    ways = ("direct", "traced")
+    values = {"direct": direct(*args), "traced": models.function(body, tf, trace=True)(*args)}
+    if path.endswith("calls.pb"):  # what the graph computes, by numpy
+        values["numpy"] = [np.maximum(args[0].numpy(), 0) * 3.0 + 1.0]
     results = {}
     for way in ways:
         # The path is chosen where inspect asks for the function: the traced way forced for the second.
@@ -83,7 +84,8 @@ for path in json.loads(sys.argv[1]):
     report[path.rsplit("/", 1)[-1]] = {
         "graph_function": isinstance(direct, models.GraphFunction),
         "same_values": all(np.allclose(np.asarray(x), np.asarray(y), rtol=1e-5, atol=1e-5)
-                           for x, y in zip(values["direct"], values["traced"])),
+                           for other in ("traced", "numpy") if other in values
+                           for x, y in zip(values["direct"], values[other])),
         "outputs": len(values["direct"]),
         "optimized": [ops(a, "optimized"), ops(b, "optimized")],
         "executed": [ops(a, "executed"), ops(b, "executed")],
@@ -126,3 +128,29 @@ def test_a_registered_function_def_runs_what_tf_function_runs(models, graphs, on
         assert seen["placeholders_left"] == 0, name  # every placeholder became an argument
     assert report["lists.pb"]["optimized"][0]["Split"] == 1 and report["lists.pb"]["optimized"][0]["Unpack"] == 1
     assert report["calls.pb"]["outputs"] == 1
+
+
+def test_xla_compiles_imported_graphs_and_maps_its_fusions_to_their_nodes(models, graphs, engine):
+    """The traced import leaves out the placeholders it feeds (XLA refused them) and registers the library
+    a graph calls (XLA could not find the function)."""
+    import re
+
+    from explorer.engine.uploads import spec_for_path
+
+    for path in (models / "small.pb", models / "small_savedmodel", graphs / "calls.pb"):
+        result = engine.xla(spec_for_path(str(path)))
+        traced = {n["name"]: n["op"] for n in result["traced"]["nodes"]}
+        assert result["executed"]["xla_executable_ran"], path.name
+        # An op_name is "name", "its name in a function;its name inlined here", or for an op of a called
+        # function "the call node/its name there"
+        calls = [name for name, op in traced.items() if op in ("PartitionedCall", "StatefulPartitionedCall")]
+
+        def known(part):
+            return part in traced or any(part.startswith(call + "/") for call in calls)
+        named = [name.split(";") for name in re.findall(r'op_name="([^"]+)"', result["hlo"]["optimized_hlo"])
+                 if name not in ("XLA_Args", "XLA_Retvals")]
+        assert named and all(any(known(p) for p in parts) for parts in named), path.name
+        assert all(op in traced for g in result["fusions"] for op in g["tf_ops"]), path.name
+        if path.name != "calls.pb":
+            assert any(g["category"] == "fusion" and any(traced[op] == "BiasAdd" for op in g["tf_ops"])
+                       for g in result["fusions"]), path.name

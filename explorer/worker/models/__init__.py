@@ -13,7 +13,7 @@ from __future__ import annotations
 from ...model.imported import ImportSpec
 from ...model.stack import StackSpec
 from . import chain, imported, stack
-from .graph_function import GraphFunction, Unsupported
+from .graph_function import GraphFunction, Unsupported, register_library
 from .imported import FUNCTION_ATTRIBUTES, GRAPH
 
 
@@ -42,6 +42,8 @@ def function(body, tf, *, trace: bool = False, **options):
             return GraphFunction(*graph, tf)
         except Unsupported:
             pass  # traced the usual way
+    if graph is not None:
+        register_library(graph[0])  # what its nodes call: the trace's import leaves it out of the context
     attributes = getattr(body, FUNCTION_ATTRIBUTES, None)
     if attributes:
         options["experimental_attributes"] = dict(attributes)

@@ -69,16 +69,9 @@ class GraphFunction:
         if key not in self._registered:
             from tensorflow.python.eager import context
 
-            ctx = context.context()
-            for function in self.graph_def.library.function:  # what the graph's nodes call, by name
-                name = function.signature.name
-                if not ctx.has_function(name):
-                    ctx.add_function_def(function)
-                elif ctx.get_function_def(name) != function:
-                    raise SpecError("import", f"the graph's library function {name} has the name of a different "
-                                              "function of a model imported before; restart the worker to load it")
+            register_library(self.graph_def)
             name = f"{NAME_PREFIX}{next(_NAMES)}_graph"
-            ctx.add_function_def(self.function_def(name, args))
+            context.context().add_function_def(self.function_def(name, args))
             self._registered[key] = name
         return self._registered[key]
 
@@ -246,6 +239,22 @@ class GraphFunction:
                 if handle is not None and not handle.shape.unknown_rank and all(d.size >= 0 for d in handle.shape.dim):
                     _as_empty(graph_def, node, [d.size for d in handle.shape.dim], self.tf)
         return graph_def
+
+
+def register_library(graph_def) -> None:
+    """The functions of a GraphDef's library, registered with the eager context by name (what its nodes
+    call). A traced import needs this too: import_graph_def leaves them out of the context, so a graph
+    calling one fails to instantiate under XLA. A name held by a different function is refused."""
+    from tensorflow.python.eager import context
+
+    ctx = context.context()
+    for function in graph_def.library.function:
+        name = function.signature.name
+        if not ctx.has_function(name):
+            ctx.add_function_def(function)
+        elif ctx.get_function_def(name) != function:
+            raise SpecError("import", f"the graph's library function {name} has the name of a different "
+                                      "function of a model imported before; restart the worker to load it")
 
 
 def static_dims(shape) -> list[int] | None:

@@ -149,12 +149,20 @@ def _inline(graph_def, inputs: list[str], outputs: list[str], tf, handles=()):
     (graph_function.GraphFunction) and traces the body only when a Python graph is needed (XLA, the
     simulated GPU) or the graph is one that path does not take."""
     feeds = [name if ":" in name else name + ":0" for name in inputs]
+    # The fed placeholders stay out of the trace: import_graph_def would keep them as dangling nodes,
+    # which the runtime prunes but XLA's compile of the whole function refuses ("no XLA kernel for
+    # Placeholder"). Their consumers are fed through input_map all the same.
+    fed = {name.split(":")[0] for name in feeds} | {inner.split(":")[0] for inner, _ in handles}
+    traced_def = tf.compat.v1.GraphDef()
+    traced_def.library.CopyFrom(graph_def.library)
+    traced_def.versions.CopyFrom(graph_def.versions)
+    traced_def.node.extend(n for n in graph_def.node if not (n.op == "Placeholder" and n.name in fed))
 
     def body(*args):
         graph = tf.compat.v1.get_default_graph()
         input_map = dict(zip(feeds, args))
         input_map.update({inner: graph.capture(handle) for inner, handle in handles})
-        return tf.graph_util.import_graph_def(graph_def, input_map=input_map, return_elements=outputs, name="")
+        return tf.graph_util.import_graph_def(traced_def, input_map=input_map, return_elements=outputs, name="")
     # A body that only imports a GraphDef has no Python control flow for AutoGraph to rewrite, and
     # converting it costs ~0.2 s of a 1,600-node model's first graphs (a call per captured variable).
     body = tf.autograph.experimental.do_not_convert(_named(body))
