@@ -178,11 +178,19 @@ def account(groups: list[dict], nodes: list[dict], unoptimized_hlo: str | None =
 
 
 def summary(groups: list[dict]) -> str:
-    """'1 dot, 1 loop fusion (9 ops)': what XLA made of the model, at a glance."""
-    parts = []
+    """'dot, loop fusion (9 ops)': what XLA made of the model, at a glance, one entry per kind in order
+    of first appearance, counted where there are several ('104 loop fusions (2–11 ops each)')."""
+    kinds: dict[str, list[int]] = {}
     for g in groups:
-        size = f" ({len(g['tf_ops'])} op{'s' if len(g['tf_ops']) != 1 else ''})" if g["category"] == "fusion" else ""
-        parts.append(f"{g['words']}{size}")
+        kinds.setdefault(g["words"], []).append(len(g["tf_ops"]) if g["category"] == "fusion" else 0)
+    parts = []
+    for words, sizes in kinds.items():
+        count = words if len(sizes) == 1 else f"{len(sizes)} {words}" + ("" if words.endswith("s") else "s")
+        low, high = min(sizes), max(sizes)
+        if high:
+            span = f"{low}–{high}" if low != high else f"{high}"
+            count += f" ({span} op{'s' if high != 1 else ''}{' each' if len(sizes) > 1 else ''})"
+        parts.append(count)
     return ", ".join(parts) or "nothing"
 
 

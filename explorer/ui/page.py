@@ -68,12 +68,12 @@ def render(engine) -> None:
 
 
 def _imported_tabs(choice: sidebar.Choice, result: dict) -> None:
-    """An imported model: its graphs, fusion report, passes, benchmark and log (the pattern checklist reads op
-    chains; the report covers the whole model)."""
+    """An imported model: its graphs, fusion report, passes, benchmark, log and XLA (the pattern checklist reads
+    op chains; the report covers the whole model)."""
     with st.expander("Reproduce this run: command line", icon=":material/terminal:"):
         frame.reproduce(choice)
-    tab_graphs, tab_report, tab_passes, tab_bench, tab_log = st.tabs(
-        ["Graphs before → after", "Fusion report", "Pass pipeline", "Fused vs unfused", "Grappler's log"])
+    tab_graphs, tab_report, tab_passes, tab_bench, tab_log, tab_xla = st.tabs(
+        ["Graphs before → after", "Fusion report", "Pass pipeline", "Fused vs unfused", "Grappler's log", "XLA"])
     with tab_graphs:
         stages.panel(result)
     with tab_report:
@@ -84,6 +84,8 @@ def _imported_tabs(choice: sidebar.Choice, result: dict) -> None:
         bench.panel(choice)
     with tab_log:
         _grappler_log(result)
+    with tab_xla:
+        xla.panel(choice, result)
 
 
 def _fingerprint(engine) -> dict | None:

@@ -15,8 +15,11 @@ from ..engine.cache import ResultCache
 from ..errors import ExplorerError
 from ..model.devices import is_simulated
 from ..present import hlo_dot, xla_charts
+from ..present.scope_dot import LARGE
 from . import cached, frame, linked, sidebar, state
 from .bench import parse_values
+
+MANY_FUSIONS = 40  # above this, XLA's module is drawn on request
 
 INTRO = ("XLA is TensorFlow's other fusion engine: `tf.function(jit_compile=True)` lowers the whole model to "
          "HLO and XLA's own passes fuse it, instead of Grappler's remapper. This tab compiles the model shown "
@@ -59,8 +62,15 @@ def panel(choice: sidebar.Choice, grappler: dict) -> None:
     _downloads(result)
     _passes(result)
     _three_way(choice)
-    _sweep(choice)
+    if not choice.imported:  # an imported model has no size parameter to sweep
+        _sweep(choice)
     _gpu_note(grappler)
+
+
+def _some(names: list, shown: int = 8) -> str:
+    """A few names, and how many more: a network's module runs hundreds of instructions."""
+    head = ", ".join(names[:shown])
+    return head + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def _summary(grappler: dict, result: dict) -> None:
@@ -68,13 +78,13 @@ def _summary(grappler: dict, result: dict) -> None:
     st.markdown(f"**Grappler** made: {made}.  \n**XLA** made: {result['summary']}.")
     times, ran = result["timings"], result["executed"]
     proof = (f"A profiled call ran the compiled XLA module `{', '.join(ran['modules'])}` "
-             f"({', '.join(ran['hlo_instructions'])})." if ran["xla_executable_ran"]
+             f"({_some(ran['hlo_instructions'])})." if ran["xla_executable_ran"]
              else "A profiled call showed no XLA executable running.")
     same = result.get("executed_vs_shown") or {}
     if ran["xla_executable_ran"]:
         proof += (" It ran the same instructions as the module shown." if same.get("same") else
-                  f" Its instructions differ from the module shown (ran only: {', '.join(same.get('only_ran', []))}; "
-                  f"shown only: {', '.join(same.get('only_shown', []))}).")
+                  f" Its instructions differ from the module shown (ran only: {_some(same.get('only_ran', []))}; "
+                  f"shown only: {_some(same.get('only_shown', []))}).")
     st.caption(f"Shown: module `{result['module']['name']}`, from {result['source']}. XLA compile "
                f"{times['compile_s'] * 1e3:.0f} ms; first call {times['first_call_s'] * 1e3:.0f} ms (trace and "
                f"compile of the module a call runs). {proof}")
@@ -94,10 +104,20 @@ def _fusion_table(result: dict) -> None:
 
 def _graphs(grappler: dict, result: dict) -> None:
     xla_dot = _hlo_dot(result["key"], result)
-    st.markdown("**After Grappler (left) and XLA's optimised HLO (right), one box per XLA fusion**")
-    if "optimized" not in (grappler.get("stages") or {}):
-        st.graphviz_chart(xla_dot, width="stretch")
+    optimized = (grappler.get("stages") or {}).get("optimized")
+    if optimized is None or len(optimized["nodes"]) > LARGE:
+        st.markdown("**XLA's optimised HLO, one box per XLA fusion**")
+        if optimized is not None:  # every node of a real network beside the HLO would be unreadable
+            st.caption(f"The graph after Grappler has {len(optimized['nodes'])} nodes: it is drawn in *Graphs before "
+                       "→ after* (one box per layer); the table above maps each XLA fusion to its TF ops.")
+        if len(result["fusions"]) > MANY_FUSIONS:  # drawn to the column's width, a network's module is a smudge
+            with st.expander(f"Draw XLA's module ({len(result['fusions'])} fusions and library calls: a tall drawing; "
+                             "zoom in, or take its DOT below)"):
+                st.graphviz_chart(xla_dot, width="stretch")
+        else:
+            st.graphviz_chart(xla_dot, width="stretch")
         return
+    st.markdown("**After Grappler (left) and XLA's optimised HLO (right), one box per XLA fusion**")
     drawn = cached.stage_pair(grappler["key"], "traced", "optimized", True, grappler)
     groups = hlo_dot.link_groups(result["fusions"], grappler.get("fusions") or [], drawn["names"]["after"], "a-")
     hint = "Hover over an XLA fusion or a Grappler node: the TF ops it computes light up on the other side."
@@ -108,7 +128,8 @@ def _graphs(grappler: dict, result: dict) -> None:
 
 
 def _downloads(result: dict) -> None:
-    name = result.get("spec", {}).get("preset") or "chain"
+    spec = result.get("spec", {})
+    name = spec.get("preset") or ("chain" if "chain" in spec else "model")
     cols = st.columns(4)
     files = (("HLO before optimisation", result["hlo"]["hlo"], f"{name}-hlo.txt", "text/plain"),
              ("Optimised HLO", result["hlo"]["optimized_hlo"], f"{name}-optimized-hlo.txt", "text/plain"),

@@ -63,6 +63,11 @@ def report_fusions(at) -> dict:
     return {op.replace(" [", "[").replace(", ", ","): int(n) for op, n in zip(frame["fused op"], frame["count"])}
 
 
+def engine_result(at) -> dict:
+    """The engine's result the page shows, from the result cache of the engine the page ran on."""
+    return at.session_state[state.ENGINE].cache.get(at.session_state[state.SHOWN]["key"])
+
+
 def zipped(directory: Path) -> bytes:
     data = io.BytesIO()
     with zipfile.ZipFile(data, "w") as archive:
@@ -90,6 +95,14 @@ def test_a_graphdef_upload_shows_what_tensorflow_fuses(models, direct_counts):
     directory = at.session_state[state.UPLOAD_DIR]
     assert Path(directory).parent == Path(os.environ["EXPLORER_UPLOAD_DIR"])
     assert [p.suffix for p in Path(directory).iterdir()] == [".pb"]
+    # XLA compiles the imported graph too, its fusions named by the graph's own nodes
+    at.toggle(key=state.XLA_ON).set_value(True).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    table = next(df.value for df in at.dataframe if "XLA instruction" in df.value.columns)
+    nodes = {n["name"] for n in engine_result(at)["stages"]["traced"]["nodes"]}
+    ops = {op for cell in table[table["what"] == "loop fusion"]["TF ops"] for op in cell.split(", ")}
+    assert ops and ops <= nodes, ops - nodes
+    assert "Size sweep with XLA" not in texts(at)  # an imported model has no size to sweep
     other = page("0")
     other = upload(other, "small.pb", (models / "small.pb").read_bytes())
     assert other.session_state[state.UPLOAD_DIR] != directory  # another session, another directory

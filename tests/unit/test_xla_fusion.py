@@ -132,6 +132,16 @@ def test_annotate_adds_fusions_accounting_and_summary():
     assert set(result["accounting"]) == {n["name"] for n in data["traced"]["nodes"]}
 
 
+def test_the_summary_counts_each_kind_once_for_a_real_network():
+    def group(words, ops, category="fusion"):
+        return {"words": words, "tf_ops": [f"op{i}" for i in range(ops)], "category": category}
+    groups = [group("convolution", 1, "library"), group("loop fusion", 2), group("dot", 1, "library"),
+              group("loop fusion", 11), group("convolution", 1, "library"), group("loop fusion", 5)]
+    assert xla_fusion.summary(groups) == "2 convolutions, 3 loop fusions (2–11 ops each), dot"
+    assert xla_fusion.summary([group("loop fusion", 3), group("loop fusion", 3)]) == "2 loop fusions (3 ops each)"
+    assert xla_fusion.summary([]) == "nothing"
+
+
 def test_an_op_carried_only_by_a_bitcast_is_said_to_compute_nothing():
     data = load("matmul_bias_gelu_approx")
     nodes = data["traced"]["nodes"] + [{"name": "Reshape", "op": "Reshape"}]
