@@ -104,3 +104,13 @@ class ResultCache:
                 path.unlink()
             except OSError:
                 pass
+
+
+def inspect_key(spec, config, pass_graphs: bool = False) -> str:
+    """The cache key of an inspect result; with every pass's graph (Engine.inspect(pass_graphs=True)),
+    a key of its own."""
+    return ResultCache.key("inspect", spec, config, inspect_extra(pass_graphs))
+
+
+def inspect_extra(pass_graphs: bool) -> dict | None:
+    return {"pass_graphs": True} if pass_graphs else None

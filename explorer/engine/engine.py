@@ -25,7 +25,7 @@ from ..model.imported import ImportSpec
 from ..model.spec import ModelSpec, resolve
 from . import machine_profile
 from .admission import HOST, AdmissionQueue
-from .cache import DEFAULT_CACHE_DIR, ResultCache
+from .cache import DEFAULT_CACHE_DIR, ResultCache, inspect_key
 from .runner import Limits, Pool, WorkerProcess
 
 # Bounds a request must stay within; the page and the CLI state them.
@@ -35,11 +35,6 @@ MAX_BENCH_SECONDS = 300.0
 MAX_SWEEP_POINTS = 12
 MAX_PROCESSES = 20  # fresh worker processes of one replicated benchmark (pyperf's default for CPython)
 
-
-
-def inspect_key(spec, config: Config, pass_graphs: bool = False) -> str:
-    """The cache key of an inspect result; with every pass's graph, a key of its own."""
-    return ResultCache.key("inspect", spec, config, {"pass_graphs": True} if pass_graphs else None)
 
 
 def _config(config) -> Config:

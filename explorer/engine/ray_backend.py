@@ -26,7 +26,7 @@ from ..model.devices import is_simulated
 from ..model.flags import Config
 from ..model.spec import resolve
 from . import matrix
-from .cache import ResultCache
+from .cache import inspect_key
 from .runner import PROJECT_ROOT, Limits, WorkerProcess
 
 RAY_ADDED_ENV = ("OMP_NUM_THREADS", "PYTHONBREAKPOINT", "SPT_NOENV")
@@ -194,7 +194,7 @@ def _run(ray, engine, cells, bench, use_cache, on_progress, stop, deadline_s) ->
         work = []
         for cell in group:
             cell.status, cell.reason, cell.row = "planned", "", {}
-            key = ResultCache.key("inspect", resolve(cell.spec), cell.config)
+            key = inspect_key(resolve(cell.spec), cell.config)
             cached = engine.cache.get(key) if use_cache else None
             cached_bench = None
             if bench is not None and use_cache and not is_simulated(cell.config.device):

@@ -14,7 +14,7 @@ from ..errors import ExplorerError
 from ..model.flags import Config
 from ..model.results import BenchResult, InspectResult, SweepResult
 from ..model.spec import resolve
-from .cache import ResultCache
+from .cache import ResultCache, inspect_extra
 
 
 def _config(config) -> Config:
@@ -37,8 +37,7 @@ class ReplayEngine:
 
     def inspect(self, spec, config=None, *, on_progress=None, use_cache: bool = True,
                 pass_graphs: bool = False) -> InspectResult:
-        return dict(self._recorded("inspect", spec, config, {"pass_graphs": True} if pass_graphs else None),
-                    cached=True)
+        return dict(self._recorded("inspect", spec, config, inspect_extra(pass_graphs)), cached=True)
 
     def bench(self, spec, config=None, *, on_progress=None, **_options) -> BenchResult:
         return self._recorded("bench", spec, config)

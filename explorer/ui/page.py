@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..engine.cache import ResultCache
+from ..engine.cache import inspect_key
 from ..errors import ExplorerError
 from ..model.graph import STAGES
 from ..model.stack import StackSpec, to_text
@@ -112,7 +112,7 @@ def provenance(result: dict) -> str:
 def inspect(choice: sidebar.Choice) -> dict | None:
     """The engine's inspect result for the current choice, with progress while it works."""
     engine = cached.current()
-    key = ResultCache.key("inspect", choice.model, choice.config)
+    key = inspect_key(choice.model, choice.config)
     placeholder = st.empty()
     cached_result = engine.cache.get(key)
     try:

@@ -10,7 +10,7 @@ import streamlit as st
 from ..analysis.grappler_log import main_run
 from ..analysis.grappler_passes import base_name, default_pass, graphs_around, rows
 from ..present.scope_dot import LARGE
-from ..engine.engine import inspect_key
+from ..engine.cache import inspect_key
 from ..errors import ExplorerError
 from ..model.limits import PASS_GRAPHS_AUTO_NODES
 from . import cached, frame, graph_views, linked, state
