@@ -86,6 +86,19 @@ def test_cli_inspect_and_bench_take_a_model(models, direct_counts):
     assert "_Fused" not in out.stdout.split("unfused ran:")[1].split("\n")[0]
 
 
+def test_cli_pass_graphs_of_a_big_model_on_request_and_xla_on_an_import(models):
+    path = str(models / "mobilenetv2_savedmodel")
+    first = json.loads(run_cli("inspect", "--model", path, "--no-cache", "--json").stdout)["grappler"]
+    assert first["pass_graphs_deferred"] and first["pass_graphs"] == {}
+    out = run_cli("inspect", "--model", path, "--no-cache", "--json", "--pass-graphs")
+    assert out.returncode == 0, out.stderr
+    full = json.loads(out.stdout)["grappler"]
+    assert not full["pass_graphs_deferred"] and full["pass_graphs"]
+    out = run_cli("inspect", "--model", str(models / "small.pb"), "--compiler", "xla", "--no-cache")
+    assert out.returncode == 0, out.stderr
+    assert "XLA fusions (optimised HLO -> the traced TF ops its metadata names):" in out.stdout
+
+
 def test_cli_refusals_exit_2_with_one_line(models, tmp_path):
     out = run_cli("inspect", "--model", str(models / "small_savedmodel"), "--signature", "nope")
     assert out.returncode == 2 and "serving_default" in out.stderr and len(out.stderr.strip().splitlines()) == 1
