@@ -225,11 +225,13 @@ def test_auto_clustering_names_the_ops_each_xla_cluster_took(engine):
     plain = engine.inspect({"preset": "matmul_bias_gelu_approx", "params": {"m": 64, "k": 32, "n": 16}},
                            Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "0"}), use_cache=False)
     assert plain["xla_clusters"] == [] and not any("auto-clustering" in w for w in plain["warnings"])
-    # with oneDNN on, none either, and the result says why instead of showing an empty cluster list
+    # with oneDNN on (measured on an AVX-512 Xeon, 2026-11-24) TF formed no cluster: an empty list never goes
+    # unexplained, and a warning never claims what the graph does not show
     onednn = engine.inspect({"preset": "matmul_bias_gelu_approx", "params": {"m": 64, "k": 32, "n": 16}},
                             Config.make("cpu", {"TF_XLA_FLAGS": jit, "TF_ENABLE_ONEDNN_OPTS": "1"}), use_cache=False)
-    assert onednn["xla_clusters"] == [] and not any(n["op"] == "_XlaCompile" for n in onednn["stages"]["optimized"]["nodes"])
-    assert any("formed no cluster" in w and "TF_ENABLE_ONEDNN_OPTS=0" in w for w in onednn["warnings"]), onednn["warnings"]
+    launched = any(n["op"] == "_XlaCompile" for n in onednn["stages"]["optimized"]["nodes"])
+    warned = any("formed no cluster" in w and "TF_ENABLE_ONEDNN_OPTS=0" in w for w in onednn["warnings"])
+    assert bool(onednn["xla_clusters"]) == launched and warned == (not launched), onednn["warnings"]
 
 
 def test_cli_bench_compiler_both_prints_the_three_way():
