@@ -16,6 +16,9 @@ from ..model.limits import PASS_GRAPHS_AUTO_NODES
 from . import cached, frame, graph_views, linked, state
 
 
+RECORD = "passes.record"  # the button that records a big model's every-pass graphs
+
+
 def _delta(value: int) -> str:
     if not value:
         return "<span style='color:#888'>±0</span>"
@@ -74,7 +77,7 @@ def _label(r: dict) -> str:
     return f"pass {r['position']} of iteration {r['iteration']}: {r['pass']} ({what})"
 
 
-def panel(result: dict, choice=None) -> None:
+def panel(result: dict, choice) -> None:
     grappler = result.get("grappler") or {}
     run = main_run(grappler)
     if run is None:
@@ -107,16 +110,14 @@ def _recorded(result: dict, choice) -> dict | None:
     this session asked for it; None (with the button that asks) until then."""
     grappler = result.get("grappler") or {}
     engine = cached.current()
-    wanted = st.session_state.setdefault(state.PASS_GRAPHS_WANTED, set())
     ready = engine.cache.get(inspect_key(choice.model, choice.config, pass_graphs=True)) is not None
-    if not (ready or result.get("key") in wanted):
+    # Once recorded, the engine's cache holds them; until then the click itself (its rerun) asks.
+    if not (ready or st.session_state.get(RECORD)):
         st.caption(f"The model's function has {grappler.get('function_nodes', 'many')} nodes, so its first graphs "
                    f"came without the graph after every pass (recorded with them up to {PASS_GRAPHS_AUTO_NODES} "
                    "nodes), to be quicker. Recording them runs Grappler again with a dump after each pass: "
                    "a few seconds.")
-        # A callback, so that the rerun it starts draws the graphs instead of this button again.
-        st.button("Record the graph after every pass", icon=":material/layers:", key="passes.record",
-                  on_click=wanted.add, args=(result.get("key"),))
+        st.button("Record the graph after every pass", icon=":material/layers:", key=RECORD)
         return None
     try:
         with st.spinner("Running Grappler again, with the graph after every pass…"):
@@ -127,9 +128,9 @@ def _recorded(result: dict, choice) -> dict | None:
 
 
 @st.fragment
-def _pass_graphs(result: dict, run: dict, table: list[dict], choice=None) -> None:
+def _pass_graphs(result: dict, run: dict, table: list[dict], choice) -> None:
     st.markdown("**The graphs around one pass**")
-    if (result.get("grappler") or {}).get("pass_graphs_deferred") and choice is not None:
+    if (result.get("grappler") or {}).get("pass_graphs_deferred"):
         recorded = _recorded(result, choice)
         recorded_run = main_run(recorded.get("grappler") or {}) if recorded else None
         if recorded_run is None:

@@ -67,7 +67,6 @@ FOLD = "graphs.fold"  # fold constants, argument and identity nodes away
 # The pass pipeline.
 PASS = "passes.selected"  # "<result key>|<iteration>:<position>" of the pass whose graphs are shown, or None
 PASS_FOLD = "passes.fold"
-PASS_GRAPHS_WANTED = "passes.wanted"  # result keys whose every-pass graphs this session asked for
 
 # Fused against unfused, and the size sweep.
 BENCH_REPS = "bench.reps"

@@ -152,13 +152,14 @@ def _inline(graph_def, inputs: list[str], outputs: list[str], tf, handles=()):
     # The fed placeholders stay out of the trace: import_graph_def would keep them as dangling nodes,
     # which the runtime prunes but XLA's compile of the whole function refuses ("no XLA kernel for
     # Placeholder"). Their consumers are fed through input_map all the same.
+    # Made when a trace runs: the usual call (GraphFunction) never needs this copy.
     fed = {name.split(":")[0] for name in feeds} | {inner.split(":")[0] for inner, _ in handles}
-    traced_def = tf.compat.v1.GraphDef()
-    traced_def.library.CopyFrom(graph_def.library)
-    traced_def.versions.CopyFrom(graph_def.versions)
-    traced_def.node.extend(n for n in graph_def.node if not (n.op == "Placeholder" and n.name in fed))
 
     def body(*args):
+        traced_def = tf.compat.v1.GraphDef()
+        traced_def.library.CopyFrom(graph_def.library)
+        traced_def.versions.CopyFrom(graph_def.versions)
+        traced_def.node.extend(n for n in graph_def.node if not (n.op == "Placeholder" and n.name in fed))
         graph = tf.compat.v1.get_default_graph()
         input_map = dict(zip(feeds, args))
         input_map.update({inner: graph.capture(handle) for inner, handle in handles})
