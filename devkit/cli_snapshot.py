@@ -3,19 +3,27 @@
     .venv/bin/python devkit/cli_snapshot.py snapshot PROJECT_DIR OUT.json   # runs `python -m explorer` there
     .venv/bin/python devkit/cli_snapshot.py compare BEFORE.json AFTER.json
 
-Sizes are small. What varies from run to run (timings, pids, cache keys, log lines, dump paths,
-samples and their statistics) is masked. ``compare`` prints, per command, whether its output is the
-same; for JSON, the keys removed and added and every value that differs. Used for issue 10 (the
-package's new layout), and worth rerunning around any refactoring of the CLI's path.
+Besides the seven presets: `stacks` (list, one, --layers), a layer stack and an imported model (a
+small Keras model as frozen GraphDef and SavedModel, made once under MODELS_DIR by
+tests/imported/make_models.py; set EXPLORER_SNAPSHOT_MODELS to reuse a directory), a two-cell
+`matrix` (text, JSON, CSV), XLA's inspect and three-way bench, and bad arguments (exit status and
+stderr). Sizes are small. What varies from run to run (timings, pids, cache keys, log lines, dump
+paths, samples and their statistics) is masked. ``compare`` prints, per command, whether its
+output is the same; for JSON, the keys removed and added and every value that differs. Used for
+issue 10 (the package's new layout) and issue 21 (the source and compiler tables), and worth
+rerunning around any refactoring of the CLI's path.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 SEVEN = ("matmul_bias_gelu_approx", "matmul_bias_gelu_exact", "matmul_bias_relu", "conv2d_bias_relu",
          "conv2d_batchnorm_relu", "conv2d_squeeze_bias", "batchnorm_add_relu")
@@ -50,11 +58,35 @@ def mask(value, key=None):
     return "F" if isinstance(value, float) else value
 
 
+STACK = {"name": "snap", "input": {"shape": [1, 8, 8, 4], "dtype": "float32"}, "seed": 0,
+         "layers": [{"type": "Conv2D", "filters": 4, "kernel_size": 3, "activation": "relu"},
+                    {"type": "GlobalAveragePooling2D"}, {"type": "Dense", "units": 3, "activation": "gelu_approximate"}]}
+BAD = (("inspect", "no_such_preset"), ("inspect", "matmul_bias_relu", "--env", "NOPE=1"),
+       ("inspect", "matmul_bias_relu", "--set", "m=-3"), ("bench", "matmul_bias_relu", "--reps", "1"),
+       ("inspect", "--model", "/nonexistent.pb"), ("inspect", "matmul_bias_relu", "--dim", "4"),
+       ("inspect", "chain", "--chain", "contraction=Nope"), ("matrix", "--presets", "nope", "--vary", "x=1"),
+       ("stacks", "nope"))
+
+
+def models_dir(root: str) -> Path:
+    directory = Path(os.environ.get("EXPLORER_SNAPSHOT_MODELS") or Path(tempfile.gettempdir()) / "cli-snapshot-models")
+    if not (directory / "small.pb").exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        script = Path(root) / "tests" / "imported" / "make_models.py"
+        subprocess.run([sys.executable, str(script), "export", str(directory)], check=True, timeout=900,
+                       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    return directory
+
+
 def snapshot(root: str, out: str) -> None:
     def run(*args) -> tuple[int, str]:
         proc = subprocess.run([sys.executable, "-m", "explorer", *args], cwd=root, capture_output=True, text=True,
                               timeout=900)
         return proc.returncode, proc.stdout
+
+    def run_json(*args):
+        code, text = run(*args)
+        return code, mask(json.loads(text)) if code == 0 else text
 
     snap = {"presets": run("presets")}
     code, text = run("presets", "--json")
@@ -66,6 +98,40 @@ def snapshot(root: str, out: str) -> None:
         snap[f"inspect --json {preset}"] = (code, mask(json.loads(text)) if code == 0 else text)
         code, text = run("bench", preset, "--reps", "3", "--warmup", "0", "--json", *size_args(preset))
         snap[f"bench --json {preset}"] = (code, mask(json.loads(text)) if code == 0 else text)
+    snap.update({"stacks": run("stacks"), "stacks --layers": run("stacks", "--layers"),
+                 "stacks transformer_ffn": run("stacks", "transformer_ffn")})
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = Path(tmp) / "stack.json"
+        spec.write_text(json.dumps(STACK))
+        code, text = run("inspect", "--spec", str(spec), "--no-cache")
+        snap["inspect --spec"] = (code, NUMBER.sub("F", text))
+        snap["inspect --json --spec"] = run_json("inspect", "--spec", str(spec), "--no-cache", "--json")
+        snap["bench --json --spec"] = run_json("bench", "--spec", str(spec), "--reps", "3", "--warmup", "0", "--json")
+    models = models_dir(root)
+    for name in ("small.pb", "small_savedmodel"):
+        path = str(models / name)
+        code, text = run("inspect", "--model", path, "--no-cache")
+        snap[f"inspect --model {name}"] = (code, NUMBER.sub("F", text.replace(path, "MODEL")))
+        snap[f"inspect --json --model {name}"] = run_json("inspect", "--model", path, "--no-cache", "--json")
+    snap["bench --json --model small.pb"] = run_json("bench", "--model", str(models / "small.pb"), "--reps", "3",
+                                                     "--warmup", "0", "--json")
+    grid = ("matrix", "--presets", "matmul_bias_relu,conv2d_bias_relu", "--vary", "TF_ENABLE_ONEDNN_OPTS=0,1",
+            "--set", "m=64", "--set", "k=32", "--set", "n=16", "--set", "height=8", "--set", "width=8", "--no-cache")
+    code, text = run(*grid)
+    snap["matrix"] = (code, NUMBER.sub("F", text))
+    snap["matrix --json"] = run_json(*grid, "--json")
+    code, text = run(*grid, "--csv")
+    snap["matrix --csv"] = (code, NUMBER.sub("F", text))
+    xla = ("matmul_bias_gelu_approx", *size_args("matmul_bias_gelu_approx"))
+    code, text = run("inspect", *xla, "--compiler", "xla", "--no-cache")
+    snap["inspect --compiler xla"] = (code, NUMBER.sub("F", re.sub(r"module \S+", "module M", text)))
+    snap["inspect --json --compiler both"] = run_json("inspect", *xla, "--compiler", "both", "--no-cache", "--json")
+    snap["bench --json --compiler both"] = run_json("bench", *xla, "--compiler", "both", "--reps", "3", "--warmup",
+                                                    "0", "--json")
+    for args in BAD:
+        proc = subprocess.run([sys.executable, "-m", "explorer", *args], cwd=root, capture_output=True, text=True,
+                              timeout=900)
+        snap["error: " + " ".join(args)] = (proc.returncode, proc.stdout + proc.stderr)
     with open(out, "w") as handle:
         json.dump(snap, handle, indent=1, sort_keys=True)
     print(f"wrote {out}: {len(snap)} outputs")
