@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+
 import pytest
 
 from explorer.ui import state
@@ -17,9 +21,10 @@ def texts(at) -> str:
 
 
 def xla_results_computed() -> int:
-    from explorer.ui import cached
-
-    return sum(1 for r in cached.engine().cache._memory.values() if r.get("compiler") == "xla")
+    """XLA results the page's engine has made this session: the result files in its cache directory
+    (conftest's EXPLORER_CACHE_DIR, new for the session)."""
+    directory = Path(os.environ["EXPLORER_CACHE_DIR"])
+    return sum(1 for path in directory.glob("*.json") if json.loads(path.read_text()).get("compiler") == "xla")
 
 
 def test_default_page_compiles_nothing_with_xla(make_app):

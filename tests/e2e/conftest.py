@@ -6,7 +6,8 @@
 - ``browser`` (session scope): headless Debian chromium through Playwright.
 - ``page`` (per test): a new page in a fresh context (1400x1000 viewport, its own Streamlit session).
 
-Wait with ``devkit.browser.wait_idle(page)`` after every interaction, never with sleep.
+Wait with ``devkit.browser.wait_idle(page)`` after every interaction, never with sleep. The ``e2e``
+marker comes from tests/conftest.py (by directory).
 When a test fails, the report carries the server log's tail and a screenshot's path.
 """
 
@@ -19,14 +20,7 @@ from pathlib import Path
 import pytest
 from devkit.browser import full_page_screenshot, launch_browser, new_context, start_app
 
-_HERE = Path(__file__).resolve().parent
 _servers: dict[str, object] = {}  # base URL -> AppServer, for failure reports
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if _HERE in Path(str(item.fspath)).resolve().parents:
-            item.add_marker(pytest.mark.e2e)
 
 
 @pytest.fixture(scope="session")

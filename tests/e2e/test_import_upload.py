@@ -2,7 +2,7 @@
 
 The .pb is made by TensorFlow in a process of its own (Conv2D+BiasAdd+Relu, then MatMul+BiasAdd+Relu,
 non-zero weights); the same process then counts the fused ops of its optimized graph with no explorer
-code (tests/imports/make_models.py's oracle), under the app server's oneDNN setting. The page must draw
+code (tests/imported/make_models.py's oracle), under the app server's oneDNN setting. The page must draw
 those fused nodes and list them in the report's CSV download.
 """
 
@@ -21,7 +21,7 @@ from playwright.sync_api import expect
 
 from explorer.present.dot import html_id
 
-ORACLE = Path(__file__).resolve().parents[1] / "imports" / "make_models.py"
+ORACLE = Path(__file__).resolve().parents[1] / "imported" / "make_models.py"
 MAKE = """
 import sys, numpy as np, tensorflow as tf
 from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2

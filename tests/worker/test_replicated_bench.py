@@ -50,15 +50,21 @@ def test_several_processes_each_fresh_with_per_process_samples(engine):
 def test_a_graph_request_waits_for_the_whole_replicated_benchmark(engine):
     """The bench slot is held from the first process to the last: nothing times beside it."""
     done = {}
+    holding = threading.Event()
+
+    def progress(p):
+        # "process 1/2: ..." comes from inside the bench slot: the benchmark holds it from then on.
+        if p.get("message", "").startswith("process 1/"):
+            holding.set()
 
     def bench():
-        result = engine.bench(SMALL, reps=6, warmup=1, processes=2)
+        result = engine.bench(SMALL, reps=6, warmup=1, processes=2, on_progress=progress)
         done["bench"] = time.monotonic()
         done["result"] = result
 
     thread = threading.Thread(target=bench)
     thread.start()
-    time.sleep(1.0)  # the benchmark holds the slot by now (its first process is starting)
+    assert holding.wait(timeout=120), "the benchmark never reached its first process"
     engine.inspect({"preset": "matmul_bias_relu", "params": {"m": 8, "k": 8, "n": 8}}, use_cache=False)
     done["inspect"] = time.monotonic()
     thread.join()

@@ -1,0 +1,31 @@
+"""Markers by directory, so that a selection such as ``-m "not tf and not e2e"`` starts no TensorFlow.
+
+    unit/       no TensorFlow, no server: pure functions on plain data and fixtures
+    replay/     the page on recorded results (a ReplayEngine): no TensorFlow, no worker
+    worker/     real worker processes                                  -> tf
+    imported/   real user models (SavedModel, .keras, GraphDef)        -> tf
+    app/        the page (AppTest) on the real engine                  -> tf
+    gpu/        a real GPU (skipped without one)                       -> tf (and gpu, in the file)
+    e2e/        the app in headless Chromium                           -> e2e
+
+A test file may add markers of its own (``slow``, ``gpu``); the directory's come on top.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+DIRECTORY_MARKS = {"worker": ("tf",), "imported": ("tf",), "app": ("tf",), "gpu": ("tf",), "e2e": ("e2e",)}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        try:
+            top = Path(str(item.fspath)).resolve().relative_to(HERE).parts[0]
+        except ValueError:  # a test outside tests/ (given on the command line)
+            continue
+        for mark in DIRECTORY_MARKS.get(top, ()):
+            item.add_marker(getattr(pytest.mark, mark))
