@@ -73,7 +73,7 @@ class GraphDiff:
             raise KeyError(f"no node {name!r} on the {side} side") from None
 
     def overlay(self, side: str) -> dict[str, str]:
-        """Status of every node on one side: what render.to_dot colours by."""
+        """Status of every node on one side: what present.dot.to_dot colours by."""
         if side not in SIDES:
             raise ValueError(f"side must be one of {SIDES}, not {side!r}")
         return dict(self._index[side])
@@ -87,7 +87,7 @@ class GraphDiff:
         return self._index["fusion"].get(name)
 
     def clusters(self, side: str = "before") -> dict[str, list[str]]:
-        """One group per fusion, for render.to_dot(clusters=...): the absorbed nodes (before) or the fused node (after).
+        """One group per fusion, for present.dot.to_dot(clusters=...): the absorbed nodes (before) or the fused node (after).
 
         Keys name the fused node, so two fusions into the same op stay apart.
         """

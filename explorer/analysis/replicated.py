@@ -36,7 +36,7 @@ import math
 
 import numpy as np
 
-from .stats import MIN_PAIRS_FOR_CI, VARIANTS, VERDICTS, SampleError, _as_ns, _f, speedup
+from .stats import MIN_PAIRS_FOR_CI, VARIANTS, VERDICTS, SampleError, complete_pairs, finite, speedup
 
 QUICK_MODE = "quick: one process"
 REPLICATED_MODE = "replicated"
@@ -45,17 +45,9 @@ QUICK_NOTE = ("quick: one process — the interval covers the noise inside one w
 
 
 def _pairs(fused_ns, unfused_ns, what: str, notes: list) -> tuple[np.ndarray, np.ndarray]:
-    """Complete pairs only (as ``stats.speedup``); 0 ns (below the timer) counts as 1 ns."""
-    fused, unfused = _as_ns(fused_ns, f"{what}: fused"), _as_ns(unfused_ns, f"{what}: unfused")
-    n = min(fused.size, unfused.size)
-    dropped = fused.size + unfused.size - 2 * n
-    if dropped:
-        notes.append(f"{what}: {dropped} unpaired sample(s) ignored; using the first {n} pairs")
-    fused, unfused = fused[:n], unfused[:n]
-    zeros = int(np.count_nonzero(fused == 0) + np.count_nonzero(unfused == 0))
-    if zeros:
-        notes.append(f"{what}: {zeros} zero-length sample(s) counted as 1 ns")
-        fused, unfused = np.maximum(fused, 1.0), np.maximum(unfused, 1.0)
+    """One process's complete pairs (``stats.complete_pairs``), its notes added to ``notes`` under ``what``."""
+    fused, unfused, _dropped, said = complete_pairs(fused_ns, unfused_ns, what)
+    notes.extend(f"{what}: {note}" for note in said)
     return fused, unfused
 
 
@@ -81,7 +73,7 @@ def t_interval(logratios: np.ndarray, confidence: float, rerun: bool = False) ->
 
     q = float(_sps.t.ppf(0.5 + confidence / 2, df=k - 1))
     mean = float(logratios.mean())
-    return _f(math.exp(mean - q * half_width)), _f(math.exp(mean + q * half_width))
+    return finite(math.exp(mean - q * half_width)), finite(math.exp(mean + q * half_width))
 
 
 def within_variances(procs: list, resamples: int, rng: np.random.Generator) -> np.ndarray:

@@ -33,7 +33,8 @@ class SampleError(ExplorerError, ValueError):
     """Samples that cannot be summarised; the message names the problem."""
 
 
-def _as_ns(samples: Iterable[float], what: str) -> np.ndarray:
+def as_ns(samples: Iterable[float], what: str) -> np.ndarray:
+    """One variant's samples as a flat array of nanoseconds; SampleError naming ``what`` if they are not."""
     try:
         arr = np.asarray(list(samples), dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -49,7 +50,8 @@ def _as_ns(samples: Iterable[float], what: str) -> np.ndarray:
     return arr
 
 
-def _f(value) -> float | None:
+def finite(value) -> float | None:
+    """The value as a float, or None where it is NaN or infinite (JSON has neither)."""
     value = float(value)
     return value if math.isfinite(value) else None
 
@@ -60,7 +62,7 @@ def summarize(samples_ns: Sequence[int]) -> dict:
     ``mad_ms`` is the raw median absolute deviation (not scaled by 1.4826); ``cv`` is the sample
     standard deviation over the mean (0.0 for a single sample or an all-zero list).
     """
-    arr = _as_ns(samples_ns, "summarize")
+    arr = as_ns(samples_ns, "summarize")
     ms = arr / 1e6
     n = int(ms.size)
     p10, p25, median, p75, p90 = np.percentile(ms, [10, 25, 50, 75, 90])
@@ -83,6 +85,25 @@ def summarize(samples_ns: Sequence[int]) -> dict:
     }
 
 
+def complete_pairs(fused_ns, unfused_ns, what: str) -> tuple[np.ndarray, np.ndarray, int, list[str]]:
+    """The complete pairs of two variants' samples (sample i of each is pair i), the number of unpaired
+    samples dropped from the longer side, and notes saying what was dropped or raised.
+
+    0 ns means "below the timer's resolution": it counts as 1 ns, which keeps every ratio finite."""
+    fused, unfused = as_ns(fused_ns, f"{what}: fused"), as_ns(unfused_ns, f"{what}: unfused")
+    n = min(fused.size, unfused.size)
+    dropped = int(fused.size + unfused.size - 2 * n)
+    notes = []
+    if dropped:
+        notes.append(f"{dropped} unpaired sample(s) ignored; using the first {n} pairs")
+    fused, unfused = fused[:n], unfused[:n]
+    zeros = int(np.count_nonzero(fused == 0) + np.count_nonzero(unfused == 0))
+    if zeros:
+        notes.append(f"{zeros} zero-length sample(s) counted as 1 ns")
+        fused, unfused = np.maximum(fused, 1.0), np.maximum(unfused, 1.0)
+    return fused, unfused, dropped, notes
+
+
 def _ratio_of_medians(unfused, fused, axis=-1):
     return np.median(unfused, axis=axis) / np.median(fused, axis=axis)
 
@@ -98,20 +119,8 @@ def speedup(fused_ns: Sequence[int], unfused_ns: Sequence[int], *, confidence: f
         raise SampleError(f"speedup: confidence must be between 0 and 1, got {confidence}")
     if int(resamples) < 100:
         raise SampleError(f"speedup: resamples must be at least 100, got {resamples}")
-    fused = _as_ns(fused_ns, "speedup: fused")
-    unfused = _as_ns(unfused_ns, "speedup: unfused")
-    n = min(fused.size, unfused.size)
-    dropped = int(fused.size + unfused.size - 2 * n)
-    notes = []
-    if dropped:
-        notes.append(f"{dropped} unpaired sample(s) ignored; using the first {n} pairs")
-    fused, unfused = fused[:n], unfused[:n]
-    zeros = int(np.count_nonzero(fused == 0) + np.count_nonzero(unfused == 0))
-    if zeros:
-        # 0 ns means "below the timer's resolution"; 1 ns keeps every ratio finite.
-        notes.append(f"{zeros} zero-length sample(s) counted as 1 ns")
-        fused, unfused = np.maximum(fused, 1.0), np.maximum(unfused, 1.0)
-
+    fused, unfused, dropped, notes = complete_pairs(fused_ns, unfused_ns, "speedup")
+    n = fused.size
     estimate = float(_ratio_of_medians(unfused, fused))
     ratios = unfused / fused
     ci_low = ci_high = None
@@ -123,8 +132,8 @@ def speedup(fused_ns: Sequence[int], unfused_ns: Sequence[int], *, confidence: f
             n_resamples=int(resamples), confidence_level=confidence, method="percentile",
             rng=np.random.default_rng(seed), batch=500,
         )
-        ci_low = _f(result.confidence_interval.low)
-        ci_high = _f(result.confidence_interval.high)
+        ci_low = finite(result.confidence_interval.low)
+        ci_high = finite(result.confidence_interval.high)
     else:
         notes.append(f"only {n} pair(s): at least {MIN_PAIRS_FOR_CI} are needed for a confidence interval")
 

@@ -18,7 +18,7 @@ from ..analysis.replicated import QUICK_MODE
 from ..analysis.xla_bench import annotate_three_way
 from ..analysis.xla_fusion import annotate_xla
 from ..errors import SpecError, WorkerError
-from ..model.devices import is_simulated
+from ..model.devices import refuse_simulated
 from ..model.flags import Config
 from ..model.results import BenchResult, InspectResult, SweepResult
 from ..model.imported import ImportSpec
@@ -34,15 +34,6 @@ MAX_WARMUP = 200
 MAX_BENCH_SECONDS = 300.0
 MAX_SWEEP_POINTS = 12
 MAX_PROCESSES = 20  # fresh worker processes of one replicated benchmark (pyperf's default for CPython)
-
-
-
-def _config(config) -> Config:
-    if isinstance(config, Config):
-        return config
-    if config is None:
-        return Config()
-    return Config.from_dict(config)
 
 
 class Engine:
@@ -66,7 +57,7 @@ class Engine:
             return self.queues.setdefault(HOST, AdmissionQueue())
 
     def is_warm(self, config) -> bool:
-        return self.pool.has_warm(_config(config))
+        return self.pool.has_warm(Config.coerce(config))
 
     def prestart(self, config) -> None:
         """Start the worker of a configuration in the background, so its first view is warm.
@@ -74,7 +65,7 @@ class Engine:
         A new configuration costs a TensorFlow import (~3 s); the page calls this for the likely
         next one (e.g. the same flags with oneDNN flipped) while the person reads the current one.
         """
-        config = _config(config)
+        config = Config.coerce(config)
         if self.pool.has_warm(config) or len(self.pool.workers()) >= self.pool.limits.max_workers - 1:
             return
 
@@ -106,7 +97,7 @@ class Engine:
         return result, info
 
     def fingerprint(self, config=None) -> dict:
-        config = _config(config)
+        config = Config.coerce(config)
         with self.queue(config.device).slot("graph"):
             worker = self.pool.get(config)
         return worker.fingerprint
@@ -119,7 +110,7 @@ class Engine:
         ``model.limits.PASS_GRAPHS_AUTO_NODES`` nodes; a bigger one's first graphs come without them
         (``grappler.pass_graphs_deferred``) unless ``pass_graphs``, a request (and cache entry) of its own.
         """
-        spec, config = resolve(spec), _config(config)
+        spec, config = resolve(spec), Config.coerce(config)
         _check_import_device(spec, config)
         key = inspect_key(spec, config, pass_graphs)
         if not use_cache:
@@ -164,11 +155,9 @@ class Engine:
 
     def xla(self, spec, config=None, *, on_progress=None, use_cache: bool = True) -> dict:
         """The model compiled by XLA (jit_compile=True): HLO stages, fusions mapped to TF ops, compile time."""
-        spec, config = resolve(spec), _config(config)
+        spec, config = resolve(spec), Config.coerce(config)
         _check_import_device(spec, config)
-        if is_simulated(config.device):
-            raise SpecError("device", "a simulated GPU has no XLA compiler behind it: XLA's GPU fusions need a "
-                            "real GPU; choose the CPU to see XLA's CPU fusions")
+        refuse_simulated(config.device, "xla")
         key = ResultCache.key("xla", spec, config)
         cached = self.cache.get(key) if use_cache else None
         if cached is not None:
@@ -188,12 +177,10 @@ class Engine:
         another, each with its own warm-up (``max_seconds`` is per process): the speedup's interval
         then includes the process-to-process variation. 1 is the quick single-process run.
         """
-        spec, config = resolve(spec), _config(config)
+        spec, config = resolve(spec), Config.coerce(config)
         if compiler not in ("grappler", "xla", "both"):
             raise SpecError("compiler", f"{compiler!r} is not a compiler; choose grappler, xla or both")
-        if is_simulated(config.device):
-            raise SpecError("device", "a simulated GPU runs nothing, so there is nothing to time; "
-                            "benchmark on the CPU, or on a real GPU")
+        refuse_simulated(config.device, "bench")
         processes = self.check_bench_options(reps, warmup, max_seconds, processes)
         if processes > 1 and compiler != "grappler":
             raise SpecError("processes", "the three-way benchmark with XLA runs in one process: use 1 process "
@@ -281,11 +268,11 @@ class Engine:
 
     def machine(self, config=None, **options) -> dict | None:
         """This machine's bandwidth curve and matmul rate, measured once per machine (engine.machine_profile)."""
-        return machine_profile.profile(self, _config(config), **options)
+        return machine_profile.profile(self, Config.coerce(config), **options)
 
     def traffic(self, result: dict, config=None, **options) -> dict:
         """A benchmark result with its memory-traffic report (analysis.traffic) as ``result["traffic"]``."""
-        return machine_profile.attach(self, result, _config(config or result.get("config")), **options)
+        return machine_profile.attach(self, result, Config.coerce(config or result.get("config")), **options)
 
     def close(self) -> None:
         self.pool.close()
@@ -302,6 +289,5 @@ def _public(spec) -> dict:
 
 
 def _check_import_device(spec, config: Config) -> None:
-    if isinstance(spec, ImportSpec) and is_simulated(config.device):
-        raise SpecError("device", "the simulated GPU builds presets and op chains only; run an imported model on "
-                                  "the CPU (or a real GPU)")
+    if isinstance(spec, ImportSpec):
+        refuse_simulated(config.device, "import")

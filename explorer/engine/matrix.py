@@ -19,7 +19,7 @@ from ..analysis.annotate import annotate_bench, annotate_replicated
 from ..analysis.replicated import QUICK_MODE
 from ..errors import ExplorerError, SpecError
 from ..model.catalog import PRESETS
-from ..model.devices import is_simulated
+from ..model.devices import NOTHING_TO_TIME, is_simulated
 from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config, parse_assignment
 from ..model.spec import PARAMS, resolve
 from .cache import ResultCache
@@ -239,7 +239,7 @@ def run_local(engine, cells: list[Cell], *, bench: BenchOptions | None = None, u
 
 def _bench_local(engine, cell: Cell, options: BenchOptions, use_cache: bool) -> tuple[dict | None, str]:
     if is_simulated(cell.config.device):
-        return None, "a simulated GPU runs nothing, so there is nothing to time"
+        return None, NOTHING_TO_TIME
     key = bench_key(cell, options)
     cached = engine.cache.get(key) if use_cache else None
     if cached is not None:

@@ -22,7 +22,7 @@ import time
 
 from ..analysis.annotate import annotate
 from ..errors import ExplorerError, SpecError, WorkerError
-from ..model.devices import is_simulated
+from ..model.devices import NOTHING_TO_TIME, is_simulated
 from ..model.flags import Config
 from ..model.spec import resolve
 from . import matrix
@@ -264,7 +264,7 @@ def _wait(ray, engine, pending: dict, bench, stop, on_progress, done: int, total
 
 def _no_timing(cell, bench) -> str:
     if bench is not None and is_simulated(cell.config.device):
-        return "a simulated GPU runs nothing, so there is nothing to time"
+        return NOTHING_TO_TIME
     return ""
 
 

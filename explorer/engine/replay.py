@@ -17,10 +17,6 @@ from ..model.spec import resolve
 from .cache import ResultCache, inspect_extra
 
 
-def _config(config) -> Config:
-    return config if isinstance(config, Config) else Config.from_dict(config or {})
-
-
 class ReplayEngine:
     def __init__(self, directory: Path | str):
         self.directory = Path(directory)
@@ -28,7 +24,7 @@ class ReplayEngine:
         self.name = f"replay:{self.directory}"
 
     def _recorded(self, kind: str, spec, config, extra: dict | None = None) -> dict:
-        spec, config = resolve(spec), _config(config)
+        spec, config = resolve(spec), Config.coerce(config)
         result = self.cache.get(ResultCache.key(kind, spec, config, extra))
         if result is None:
             raise ExplorerError(f"no recorded {kind} result for {spec.label()} on {config.device} "
@@ -48,7 +44,7 @@ class ReplayEngine:
     def fingerprint(self, config=None) -> dict:
         """The fingerprint of a result recorded with this device and these flags, else with this device
         (the machine's devices and CPU are the same whatever the flags)."""
-        config = _config(config)
+        config = Config.coerce(config)
         same_device = None
         for path in sorted(self.directory.glob("*.json")):
             result = self.cache.get(path.stem) or {}
@@ -74,4 +70,4 @@ class ReplayEngine:
 
 def record(engine, kind: str, spec, config, result: dict, extra: dict | None = None) -> None:
     """Keep ``result`` in ``engine``'s result cache under the key a ReplayEngine looks it up by."""
-    engine.cache.put(ResultCache.key(kind, resolve(spec), _config(config), extra), result)
+    engine.cache.put(ResultCache.key(kind, resolve(spec), Config.coerce(config), extra), result)

@@ -38,6 +38,24 @@ def is_simulated(device: str) -> bool:
     return device.startswith("gpu-sim")
 
 
+# What a simulated GPU cannot do, and why: one set of words for the engine (which refuses before any
+# process starts), the worker (which refuses a request that reaches it anyway) and the matrix.
+NOTHING_TO_TIME = "a simulated GPU runs nothing, so there is nothing to time"
+SIMULATED_REFUSALS = {
+    "bench": f"{NOTHING_TO_TIME}; benchmark on the CPU, or on a real GPU",
+    "xla": "a simulated GPU has no XLA compiler behind it: XLA's GPU fusions need a real GPU; choose the CPU to "
+           "see XLA's CPU fusions",
+    "import": "the simulated GPU builds presets and op chains only; run an imported model on the CPU (or a real GPU)",
+}
+
+
+def refuse_simulated(device: str, what: str) -> None:
+    """SpecError("device", why) when ``device`` is a simulated GPU, which cannot do ``what``
+    (a key of SIMULATED_REFUSALS: "bench", "xla", "import")."""
+    if is_simulated(device):
+        raise SpecError("device", SIMULATED_REFUSALS[what])
+
+
 # Plain data. ``compute_capability`` is what TensorFlow puts in DeviceProperties.environment
 # ["architecture"] for a real GPU; num_cores is the number of SMs, as TensorFlow reports it.
 GPU_PROFILES: dict[str, dict] = {

@@ -179,6 +179,13 @@ class Config:
             raise SpecError("grappler", "expected an object of switch: on|off")
         return Config.make(data.get("device", "cpu"), env, grappler)
 
+    @staticmethod
+    def coerce(config) -> "Config":
+        """A Config as every entry point takes one: a Config, its dict, or None (the CPU, TF's defaults)."""
+        if isinstance(config, Config):
+            return config
+        return Config() if config is None else Config.from_dict(config)
+
     def to_dict(self) -> dict:
         return {"device": self.device, "env": dict(self.env), "grappler": dict(self.grappler)}
 

@@ -27,12 +27,14 @@ HEIGHT = 380
 MAX_POINTS_SHOWN = 300  # above this, distributions show outliers only; all points are clutter
 
 
-def _rgba(hex_color: str, alpha: float) -> str:
+def rgba(hex_color: str, alpha: float) -> str:
+    """'#1f77b4' at ``alpha`` as a CSS rgba() colour (a band or a fill under a line)."""
     r, g, b = (int(hex_color[i:i + 2], 16) for i in (1, 3, 5))
     return f"rgba({r},{g},{b},{alpha})"
 
 
-def _style(fig: go.Figure, title: str, height: int) -> go.Figure:
+def styled(fig: go.Figure, title: str, height: int) -> go.Figure:
+    """The explorer's look for every figure (template, title, fonts, margins, legend on top)."""
     fig.update_layout(
         template=TEMPLATE,
         height=height,
@@ -45,7 +47,7 @@ def _style(fig: go.Figure, title: str, height: int) -> go.Figure:
     return fig
 
 
-def _ms(samples_ns) -> list[float]:
+def to_ms(samples_ns) -> list[float]:
     return [v / 1e6 for v in samples_ns]
 
 
@@ -77,17 +79,17 @@ def latency_distribution(data: dict, *, kind: str = "violin", title: str | None 
             fig.add_trace(go.Box(
                 name=name, x=[name], q1=[s["p25_ms"]], median=[s["median_ms"]], q3=[s["p75_ms"]],
                 lowerfence=[s["p10_ms"]], upperfence=[s["p90_ms"]], mean=[s["mean_ms"]],
-                marker_color=COLORS[name], fillcolor=_rgba(COLORS[name], 0.25), showlegend=False,
+                marker_color=COLORS[name], fillcolor=rgba(COLORS[name], 0.25), showlegend=False,
             ))
         default_title = "Latency per call (box: quartiles, whiskers: p10–p90)"
     else:
         samples = _variant_samples(data)
         for name in stats.VARIANTS:
-            ms = _ms(samples[name])
+            ms = to_ms(samples[name])
             points = "all" if len(ms) <= MAX_POINTS_SHOWN else "outliers"
             common = dict(
                 y=ms, name=name, marker=dict(color=COLORS[name], size=4, opacity=0.55),
-                line=dict(color=COLORS[name]), fillcolor=_rgba(COLORS[name], 0.25), showlegend=False,
+                line=dict(color=COLORS[name]), fillcolor=rgba(COLORS[name], 0.25), showlegend=False,
                 hovertemplate=f"{LABELS[name]}<br>%{{y:.4f}} ms<extra></extra>",
             )
             if kind == "violin":
@@ -99,7 +101,7 @@ def latency_distribution(data: dict, *, kind: str = "violin", title: str | None 
         default_title = "Latency per call: fused (remapper on) vs unfused (remapper off)"
     fig.update_yaxes(title_text="latency per call (ms)", rangemode="tozero")
     fig.update_xaxes(title_text=None)
-    return _style(fig, title or default_title, height)
+    return styled(fig, title or default_title, height)
 
 
 def latency_trace(raw: dict, *, title: str | None = None, height: int = HEIGHT) -> go.Figure:
@@ -107,7 +109,7 @@ def latency_trace(raw: dict, *, title: str | None = None, height: int = HEIGHT) 
     samples = _variant_samples(raw)
     fig = go.Figure()
     for name in stats.VARIANTS:
-        ms = _ms(samples[name])
+        ms = to_ms(samples[name])
         # Pair i ran fused first on even i, unfused first on odd i (see worker.bench).
         first = ["first" if (i % 2 == 0) == (name == "fused") else "second" for i in range(len(ms))]
         fig.add_trace(go.Scatter(
@@ -120,7 +122,7 @@ def latency_trace(raw: dict, *, title: str | None = None, height: int = HEIGHT) 
         fig.add_hline(y=median, line=dict(color=COLORS[name], width=1, dash="dash"), opacity=0.8)
     fig.update_xaxes(title_text="iteration (pair index)")
     fig.update_yaxes(title_text="latency per call (ms)", rangemode="tozero")
-    return _style(fig, title or "Latency over the run (dashed: median)", height)
+    return styled(fig, title or "Latency over the run (dashed: median)", height)
 
 
 def speedup_figure(sp: dict, *, title: str | None = None, height: int = 260) -> go.Figure:
@@ -157,7 +159,7 @@ def speedup_figure(sp: dict, *, title: str | None = None, height: int = 260) -> 
                      title_text="speedup: median unfused ÷ median fused (×)")
     fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, range=[-0.6, 0.9])
     verdict = sp.get("verdict", stats.VERDICTS[code])
-    fig = _style(fig, title or f"Speedup of the fused graph: {verdict}", height)
+    fig = styled(fig, title or f"Speedup of the fused graph: {verdict}", height)
     fig.update_layout(margin=dict(l=20, r=20, t=60, b=70))
     return fig
 
@@ -181,7 +183,7 @@ def sweep_figure(rows: list[dict], param_name: str, *, title: str | None = None,
         fig.add_trace(go.Scatter(
             x=xs, y=med, name=name, mode="lines+markers", legendgroup=name,
             line=dict(color=COLORS[name], width=2), marker=dict(color=COLORS[name], size=7),
-            error_y=dict(type="data", symmetric=False, thickness=1, width=3, color=_rgba(COLORS[name], 0.6),
+            error_y=dict(type="data", symmetric=False, thickness=1, width=3, color=rgba(COLORS[name], 0.6),
                          array=[r[f"{name}_p90_ms"] - m for r, m in zip(rows, med)],
                          arrayminus=[m - r[f"{name}_p10_ms"] for r, m in zip(rows, med)]),
             hovertemplate=f"{LABELS[name]}<br>{param_name}=%{{x}}<br>median %{{y:.4f}} ms<extra></extra>",
@@ -191,7 +193,7 @@ def sweep_figure(rows: list[dict], param_name: str, *, title: str | None = None,
         band_x = [r["value"] for r in ci_rows]
         fig.add_trace(go.Scatter(
             x=band_x + band_x[::-1], y=[r["ci_high"] for r in ci_rows] + [r["ci_low"] for r in ci_rows][::-1],
-            mode="lines", fill="toself", fillcolor=_rgba(FUSED_COLOR, 0.15), line=dict(width=0),
+            mode="lines", fill="toself", fillcolor=rgba(FUSED_COLOR, 0.15), line=dict(width=0),
             name=f"{_confidence_label(rows)} CI", hoverinfo="skip",
         ), row=2, col=1)
     fig.add_trace(go.Scatter(
@@ -222,7 +224,7 @@ def sweep_figure(rows: list[dict], param_name: str, *, title: str | None = None,
         fig.add_annotation(x=math.log10(pays) if log_x else pays, xref="x2", y=1.0, yref="y2 domain",
                            xanchor="left", yanchor="top", text=text, showarrow=False,
                            font=dict(size=11, color=FUSED_COLOR), xshift=4)
-    return _style(fig, title or f"Fused vs unfused across {param_name}", height)
+    return styled(fig, title or f"Fused vs unfused across {param_name}", height)
 
 
 def row_speedup(row: dict) -> dict:
@@ -291,5 +293,5 @@ def matrix_heatmap(rows: list[dict], *, by: str = "verdict", title: str | None =
     fig = go.Figure(go.Heatmap(z=z, x=labels, y=presets, text=text, texttemplate="%{text}", customdata=index,
                                hovertemplate="%{y}<br>%{x}<br>%{text}<extra></extra>", xgap=2, ygap=2, **colors))
     fig.update_yaxes(autorange="reversed")
-    return _style(fig, title or ("Measured speedup per cell" if by == "speedup" else "What fused, per cell"),
+    return styled(fig, title or ("Measured speedup per cell" if by == "speedup" else "What fused, per cell"),
                   max(260, 90 + 70 * len(presets)))

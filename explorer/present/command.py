@@ -35,5 +35,7 @@ def command_line(spec, config: Config, command: str = "inspect") -> str:
     return " ".join(parts)
 
 
-def bench_command_line(spec, config: Config, reps: int, warmup: int, max_seconds: float) -> str:
-    return command_line(spec, config, "bench") + f" --reps {reps} --warmup {warmup} --max-seconds {max_seconds:g}"
+def bench_command_line(spec, config: Config, reps: int, warmup: int, max_seconds: float, processes: int = 1) -> str:
+    """The command that repeats a benchmark: the run's command line with its timing options."""
+    return (command_line(spec, config, "bench") + f" --reps {reps} --warmup {warmup} --max-seconds {max_seconds:g}"
+            + (f" --processes {processes}" if processes > 1 else ""))

@@ -11,10 +11,7 @@ Every string attribute is quoted here rather than by pydot, which does not escap
 
 from __future__ import annotations
 
-import hashlib
-import html
 import logging
-import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -24,6 +21,7 @@ import pydot
 from ..analysis.fusion import CONST_OPS, is_fused_node
 from ..errors import ExplorerError
 from ..model.graph import BOILERPLATE_OPS, INPUT_OPS, TRANSFER_OPS, Edge, Graph, Node
+from .dot_text import css_name, html_id, html_text, quoted, shorten, visible
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +38,6 @@ IMPLIED_FUSED_OPS = {
 }
 
 FONT = "Helvetica"
-MAX_NAME = 48  # longer names are shortened in the label (the tooltip has them whole)
 # More control inputs than this on one node (tf.function's NoOp waits for every variable read) are
 # counted on it, not drawn: hundreds of converging edges make Graphviz's layout take minutes.
 MAX_CONTROL_FANIN = 16
@@ -77,50 +74,6 @@ EDGE_LEGEND = (
 )
 
 
-# ---- escaping ------------------------------------------------------------------------------
-
-_CONTROL = {i: 0x2400 + i for i in range(32)}  # control chars -> their Unicode "control pictures"
-_CONTROL[127] = 0x2421
-
-
-def _visible(text: str) -> str:
-    return str(text).translate(_CONTROL)
-
-
-def _html(text: str) -> str:
-    """Text for inside an HTML-like label: escaped, control characters made visible.
-
-    Graphviz expands \\N, \\G ... even in HTML labels (after entities), so backslashes are doubled.
-    Graphviz 2.43 rejects a text of only "]" or "]]" (an op named "]"): a leading "]" is an entity.
-    """
-    return re.sub(r"^\]", "&#93;", html.escape(_visible(text), quote=False).replace('"', "&quot;").replace("\\", "\\\\"))
-
-
-def _quoted(text: str) -> str:
-    """A DOT double-quoted string; newlines become the escString line break."""
-    lines = [_visible(line).replace("\\", "\u29f5").replace('"', '\\"') for line in str(text).split("\n")]
-    # Backslashes are replaced, not escaped: Graphviz 2.43 expands tooltips' escapes twice.
-    return '"' + "\\n".join(lines) + '"'
-
-
-def html_id(name: str, prefix: str = "") -> str:
-    """A stable, HTML-safe element id for a TF node name (the same in every stage and run)."""
-    slug = re.sub(r"[^A-Za-z0-9_-]+", "_", name)[:40]
-    digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"fx-{prefix}{slug}-{digest}"
-
-
-def _css(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]+", "_", text)
-
-
-def _shorten(name: str, limit: int = MAX_NAME) -> str:
-    if len(name) <= limit:
-        return name
-    keep = (limit - 1) // 2
-    return name[:keep] + "…" + name[-(limit - 1 - keep):]
-
-
 # ---- labels --------------------------------------------------------------------------------
 
 def fused_ops_of(node: Node) -> tuple[str, ...]:
@@ -148,12 +101,12 @@ def node_label(node: Node, folded_consts: int = 0, hidden_control: int = 0) -> s
     """The HTML-like label: op (bold), fused ops, name, then dtype · device (· shape for inputs and constants)."""
     # A node TensorFlow left without an op (a remapper defect) must still be drawn: Graphviz
     # rejects an empty bold label.
-    rows = [f"<b>{_html(node.op or NO_OP)}</b>"]
+    rows = [f"<b>{html_text(node.op or NO_OP)}</b>"]
     fused = fused_ops_of(node)
     if fused:
         implied = "" if node.fused_ops else " (by op name)"
-        rows.append(f'<font point-size="9" color="#4b2a8a">[{_html(", ".join(fused))}]{implied}</font>')
-    rows.append(f'<font point-size="9">{_html(_shorten(node.name))}</font>')
+        rows.append(f'<font point-size="9" color="#4b2a8a">[{html_text(", ".join(fused))}]{implied}</font>')
+    rows.append(f'<font point-size="9">{html_text(shorten(node.name))}</font>')
     # Inputs and constants show their shape; every other node's is in its tooltip (a shape on every
     # node widens a graph past what fits beside another).
     shape = node.shape if node.op in INPUT_OPS | CONST_OPS else ""
@@ -175,7 +128,7 @@ DETAIL, COUNTED, FUSED_TEXT = "#555555", "#777777", "#4b2a8a"  # label text: det
 
 def small_row(text: str, color: str = DETAIL) -> str:
     """One small line of a node or box label (escaped here)."""
-    return f'<font point-size="8" color="{color}">{_html(text)}</font>'
+    return f'<font point-size="8" color="{color}">{html_text(text)}</font>'
 
 
 def rows_label(rows: list[str]) -> str:
@@ -197,7 +150,7 @@ def node_tooltip(node: Node, status: str = "", folded: list[str] | None = None) 
     lines += [f"in: {'^' if e.control else ''}{e.src}{f':{e.port}' if e.port else ''}" for e in node.inputs]
     if folded:
         lines.append(f"folded: {', '.join(folded)}")
-    return "\n".join(_visible(line) for line in lines)
+    return "\n".join(visible(line) for line in lines)
 
 
 # ---- folding -------------------------------------------------------------------------------
@@ -229,22 +182,22 @@ def _resolve(edge: Edge, graph: Graph, folded: set[str]) -> tuple[str, Edge | No
 
 def _style_attrs(style: Style) -> dict[str, str]:
     return {
-        "style": _quoted(style.style), "fillcolor": _quoted(style.fill), "color": _quoted(style.border),
+        "style": quoted(style.style), "fillcolor": quoted(style.fill), "color": quoted(style.border),
         "penwidth": str(style.penwidth),
     }
 
 
-def _new_dot(title: str) -> pydot.Dot:
+def new_dot(title: str) -> pydot.Dot:
     dot = pydot.Dot(graph_type="digraph")
     dot.set("rankdir", "TB")
     dot.set("nodesep", "0.25")
     dot.set("ranksep", "0.35")
-    dot.set("fontname", _quoted(FONT))
+    dot.set("fontname", quoted(FONT))
     if title:
-        dot.set("label", f"<<b>{_html(title)}</b>>")
+        dot.set("label", f"<<b>{html_text(title)}</b>>")
         dot.set("labelloc", "t")
-    dot.set_node_defaults(shape="box", fontname=_quoted(FONT), fontsize="10", margin=_quoted("0.08,0.04"))
-    dot.set_edge_defaults(fontname=_quoted(FONT), fontsize="8", arrowsize="0.6", color=_quoted("#444444"))
+    dot.set_node_defaults(shape="box", fontname=quoted(FONT), fontsize="10", margin=quoted("0.08,0.04"))
+    dot.set_edge_defaults(fontname=quoted(FONT), fontsize="8", arrowsize="0.6", color=quoted("#444444"))
     return dot
 
 
@@ -296,7 +249,7 @@ def to_dot(
     hidden = {dst: k for dst, k in fanin.items() if k > MAX_CONTROL_FANIN}
     edges = [(src, dst, e) for src, dst, e in edges if not (e.control and dst in hidden)]
 
-    dot = _new_dot(title)
+    dot = new_dot(title)
     membership: dict[str, int] = {}
     cluster_list = list((clusters or {}).items())
     for i, (_, names) in enumerate(cluster_list):
@@ -307,10 +260,10 @@ def to_dot(
     for i, (label, _) in enumerate(cluster_list):
         if i in membership.values():
             sub = pydot.Cluster(
-                f"fusion{i}", label=f"<<i>{_html(label)}</i>>", style=_quoted("rounded,filled"),
-                fillcolor=_quoted("#f3effc"), color=_quoted("#9b7fd4"), fontsize="9", fontname=_quoted(FONT),
+                f"fusion{i}", label=f"<<i>{html_text(label)}</i>>", style=quoted("rounded,filled"),
+                fillcolor=quoted("#f3effc"), color=quoted("#9b7fd4"), fontsize="9", fontname=quoted(FONT),
             )
-            sub.set("id", _quoted(f"fx-{id_prefix}cluster-{i}"))
+            sub.set("id", quoted(f"fx-{id_prefix}cluster-{i}"))
             subgraphs[i] = sub
 
     for n in shown:
@@ -321,33 +274,33 @@ def to_dot(
         consts = const_counts.get(n.name, [])
         attrs = {
             "label": node_label(n, len(consts), hidden.get(n.name, 0)),
-            "tooltip": _quoted(node_tooltip(n, overlay.get(n.name, ""), consts)),
-            "id": _quoted(html_id(n.name, id_prefix)),
-            "class": _quoted(f"fx-node fx-{_css(status)} fx-op-{_css(n.op)}" + (" fx-highlight" if n.name in highlight else "")),
+            "tooltip": quoted(node_tooltip(n, overlay.get(n.name, ""), consts)),
+            "id": quoted(html_id(n.name, id_prefix)),
+            "class": quoted(f"fx-node fx-{css_name(status)} fx-op-{css_name(n.op)}" + (" fx-highlight" if n.name in highlight else "")),
             **_style_attrs(style),
         }
         _merge(attrs, (node_attrs or {}).get(n.name))
         if n.name in highlight:
-            attrs["color"] = _quoted(HIGHLIGHT_COLOR)
+            attrs["color"] = quoted(HIGHLIGHT_COLOR)
             attrs["penwidth"] = "3.5"
         target = subgraphs.get(membership.get(n.name, -1), dot)
         target.add_node(pydot.Node(ids[n.name], **attrs))
     for name, mid in missing.items():
         dot.add_node(pydot.Node(
-            mid, label=f"<<i>missing</i><br/>{_html(_shorten(name))}>", shape="ellipse",
-            tooltip=_quoted(f"{_visible(name)}\nnot a node of this graph"), id=_quoted(html_id(name, id_prefix + "missing-")),
-            **{"class": _quoted("fx-node fx-missing")}, **_style_attrs(MISSING),
+            mid, label=f"<<i>missing</i><br/>{html_text(shorten(name))}>", shape="ellipse",
+            tooltip=quoted(f"{visible(name)}\nnot a node of this graph"), id=quoted(html_id(name, id_prefix + "missing-")),
+            **{"class": quoted("fx-node fx-missing")}, **_style_attrs(MISSING),
         ))
     for i in sorted(subgraphs):
         dot.add_subgraph(subgraphs[i])
     for src, dst, e in edges:
-        attrs = {"class": _quoted("fx-edge fx-control" if e.control else "fx-edge")}
+        attrs = {"class": quoted("fx-edge fx-control" if e.control else "fx-edge")}
         if e.control:
-            attrs.update(style="dashed", color=_quoted("#8a8a8a"), arrowhead="odot")
+            attrs.update(style="dashed", color=quoted("#8a8a8a"), arrowhead="odot")
         if e.port:
-            attrs["taillabel"] = _quoted(f":{e.port}")
+            attrs["taillabel"] = quoted(f":{e.port}")
         tip = f"{'^' if e.control else ''}{src}{f':{e.port}' if e.port else ''} → {dst}"
-        attrs["tooltip"] = _quoted(tip)
+        attrs["tooltip"] = quoted(tip)
         _merge(attrs, (edge_attrs or {}).get((src, dst)))
         dot.add_edge(pydot.Edge(ids.get(src) or missing[src], ids[dst], **attrs))
     return dot.to_string()
@@ -365,27 +318,27 @@ def _merge(attrs: dict[str, str], extra: dict[str, str] | None) -> None:
 
 def legend_dot() -> str:
     """A small DOT picture of LEGEND and the edge styles, for the page to show beside a graph."""
-    dot = _new_dot("")
+    dot = new_dot("")
     rows = []
     for style in LEGEND:
         cell_style = ' style="dashed"' if "dashed" in style.style else ""
         rows.append(
             f'<tr><td bgcolor="{style.fill}" color="{style.border}" border="{2 if "bold" in style.style else 1}"'
-            f'{cell_style} width="26"> </td><td align="left"><b>{_html(style.status)}</b></td>'
-            f'<td align="left"><font point-size="9">{_html(style.meaning)}</font></td></tr>'
+            f'{cell_style} width="26"> </td><td align="left"><b>{html_text(style.status)}</b></td>'
+            f'<td align="left"><font point-size="9">{html_text(style.meaning)}</font></td></tr>'
         )
     table = f'<<table border="0" cellborder="0" cellspacing="3" cellpadding="2">{"".join(rows)}</table>>'
-    dot.add_node(pydot.Node("statuses", label=table, shape="plaintext", id=_quoted("fx-legend-statuses")))
+    dot.add_node(pydot.Node("statuses", label=table, shape="plaintext", id=quoted("fx-legend-statuses")))
     for i, (name, style, meaning) in enumerate(EDGE_LEGEND):
         a, b = f"e{i}a", f"e{i}b"
         for nid in (a, b):
             dot.add_node(pydot.Node(nid, label='""', shape="point", width="0.08"))
         dot.add_edge(pydot.Edge("statuses", a, style="invis"))
-        attrs = {"label": _quoted(f" {name}: {meaning}"), "style": style}
+        attrs = {"label": quoted(f" {name}: {meaning}"), "style": style}
         if name == "control":
-            attrs.update(color=_quoted("#8a8a8a"), arrowhead="odot")
+            attrs.update(color=quoted("#8a8a8a"), arrowhead="odot")
         if name == ":1":
-            attrs["taillabel"] = _quoted(":1")
+            attrs["taillabel"] = quoted(":1")
         dot.add_edge(pydot.Edge(a, b, **attrs))
     return dot.to_string()
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import pydot
 
-from .dot import FONT, _html, _new_dot, _quoted, _shorten, html_id
+from .dot import FONT, new_dot
+from .dot_text import html_id, html_text, quoted, shorten
 
 PREFIX = "x-"
 KIND_COLOURS = {"fusion": ("#f3effc", "#9b7fd4"), "library": ("#e6f1fb", "#3b7dc4")}
-NODE_STYLE = {"style": _quoted("rounded,filled"), "fillcolor": _quoted("#ffffff"), "color": _quoted("#777777")}
-PARAM_STYLE = {"shape": "ellipse", "style": _quoted("filled"), "fillcolor": _quoted("#eeeeee"),
-               "color": _quoted("#999999")}
+NODE_STYLE = {"style": quoted("rounded,filled"), "fillcolor": quoted("#ffffff"), "color": quoted("#777777")}
+PARAM_STYLE = {"shape": "ellipse", "style": quoted("filled"), "fillcolor": quoted("#eeeeee"),
+               "color": quoted("#999999")}
 
 
 def cluster_id(index: int) -> str:
@@ -30,10 +31,10 @@ def instruction_id(name: str) -> str:
 
 
 def _label(ins: dict, consts: int) -> str:
-    lines = [f"<b>{_html(ins['opcode'])}</b> {_html(_shorten(ins['name'], 32))}",
-             f"<font point-size='8'>{_html(ins['shape'])}</font>"]
+    lines = [f"<b>{html_text(ins['opcode'])}</b> {html_text(shorten(ins['name'], 32))}",
+             f"<font point-size='8'>{html_text(ins['shape'])}</font>"]
     if ins.get("op_name") and ins["op_name"] not in ("XLA_Args", "XLA_Retvals"):
-        lines.append(f"<font point-size='8' color='#5b2c9f'>TF {_html(_shorten(ins['op_name'], 40))}</font>")
+        lines.append(f"<font point-size='8' color='#5b2c9f'>TF {html_text(shorten(ins['op_name'], 40))}</font>")
     if consts:
         lines.append(f"<font point-size='8' color='#777777'>+{consts} const</font>")
     return "<" + "<br/>".join(lines) + ">"
@@ -62,7 +63,7 @@ def to_dot(module: dict, groups: list[dict], title: str = "") -> str:
     entry = next(c for c in module["computations"] if c["is_entry"])
     group_index = {g["node"]: i for i, g in enumerate(groups)}
     group_of = {g["node"]: g for g in groups}
-    dot = _new_dot(title)
+    dot = new_dot(title)
     dot.set("compound", "true")
     ids: dict[str, str] = {}  # instruction name -> DOT id
     edges: list[tuple[str, str]] = []
@@ -74,8 +75,8 @@ def to_dot(module: dict, groups: list[dict], title: str = "") -> str:
     def add(target, ins: dict, consts: int = 0) -> None:
         ids[ins["name"]] = f"h{len(ids)}"
         style = PARAM_STYLE if ins["opcode"] == "parameter" else NODE_STYLE
-        target.add_node(pydot.Node(ids[ins["name"]], label=_label(ins, consts), tooltip=_quoted(_tooltip(ins)),
-                                   id=_quoted(instruction_id(ins["name"])), **style))
+        target.add_node(pydot.Node(ids[ins["name"]], label=_label(ins, consts), tooltip=quoted(_tooltip(ins)),
+                                   id=quoted(instruction_id(ins["name"])), **style))
 
     for ins in entry["instructions"]:
         for op in ins["operands"]:
@@ -95,10 +96,10 @@ def to_dot(module: dict, groups: list[dict], title: str = "") -> str:
         fill, border = KIND_COLOURS.get(category, KIND_COLOURS["fusion"])
         index = group_index.get(ins["name"], len(groups) + len(source))
         words = group["words"] if group else f"{ins.get('fusion_kind')} fusion"
-        sub = pydot.Cluster(f"fusion{index}", label=f"<<i>{_html(words)}</i><br/>{_html(ins['name'])}>",
-                            style=_quoted("rounded,filled"), fillcolor=_quoted(fill), color=_quoted(border),
-                            fontsize="9", fontname=_quoted(FONT), tooltip=_quoted(_tooltip(ins)))
-        sub.set("id", _quoted(cluster_id(index)))
+        sub = pydot.Cluster(f"fusion{index}", label=f"<<i>{html_text(words)}</i><br/>{html_text(ins['name'])}>",
+                            style=quoted("rounded,filled"), fillcolor=quoted(fill), color=quoted(border),
+                            fontsize="9", fontname=quoted(FONT), tooltip=quoted(_tooltip(ins)))
+        sub.set("id", quoted(cluster_id(index)))
         folded = _folded(body["instructions"])
         params = {i["name"]: i["parameter_number"] for i in body["instructions"] if i["opcode"] == "parameter"}
         inner_consts: dict[str, int] = {}

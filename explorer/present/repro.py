@@ -40,12 +40,6 @@ FUSED_PREFIXES = tuple(prefix for prefix, _ in FUSED_OP_PREFIXES)
 STOCK_FUSED = tuple(sorted(STOCK_FUSED_NAMES))
 
 
-def _config(config) -> Config:
-    if isinstance(config, Config):
-        return config
-    return Config.from_dict(config or {})
-
-
 # ---- the model: the worker's builders, fed the resolved spec ----------------------------------
 
 def builders_source() -> str:
@@ -214,7 +208,7 @@ def _grappler(config: Config) -> dict[str, bool]:
 
 def script(spec, config=None) -> str:
     """A standalone Python script (TensorFlow and numpy only) that reproduces the explorer's run."""
-    spec, config = resolve(spec), _config(config)
+    spec, config = resolve(spec), Config.coerce(config)
     device, device_notes = _device(config)
     label = spec.preset or "custom op chain"
     params = ", ".join(f"{k}={v}" for k, v in spec.params)

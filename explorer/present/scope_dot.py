@@ -9,7 +9,8 @@ from __future__ import annotations
 from ..analysis import scope
 from ..analysis.scope import ELIDED_OP, Collapsed, Region
 from ..model.graph import INPUT_OPS
-from .dot import COUNTED, FOLDED_OPS, FUSED_TEXT, PALETTE, _html, _quoted, _shorten, _visible, rows_label, small_row, to_dot
+from .dot import COUNTED, FOLDED_OPS, FUSED_TEXT, PALETTE, rows_label, small_row, to_dot
+from .dot_text import html_text, quoted, shorten, visible
 
 BOX_OPS_SHOWN = 3  # op types named in a box's label; the tooltip has them all
 
@@ -32,11 +33,11 @@ def box_attrs(box, prefix: tuple[str, ...], fold: bool, shared_consts: int = 0) 
     fused = box.fused
     args = sum(k for op, k in box.ops if op in INPUT_OPS)
     count = f'{total} op{"s" if total != 1 else ""}' + (f" · {args} argument{'s' if args != 1 else ''}" if args else "")
-    rows = [f"<b>{_html(_shorten(box.short(prefix)))}</b>", f'<font point-size="9">{count} ▸</font>']
+    rows = [f"<b>{html_text(shorten(box.short(prefix)))}</b>", f'<font point-size="9">{count} ▸</font>']
     if short:
         rows.append(small_row(short))
     if fused:
-        rows.append(small_row(f"fused: {_shorten(', '.join(fused), 40)}", FUSED_TEXT))
+        rows.append(small_row(f"fused: {shorten(', '.join(fused), 40)}", FUSED_TEXT))
     if shared_consts:
         rows.append(small_row(f"+{shared_consts} shared const", COUNTED))
     style = PALETTE.get(box.status, PALETTE["unchanged"])
@@ -48,11 +49,11 @@ def box_attrs(box, prefix: tuple[str, ...], fold: bool, shared_consts: int = 0) 
     tip.append("open it with 'Open scopes' above")
     return {
         "label": rows_label(rows),
-        "tooltip": _quoted("\n".join(_visible(t) for t in tip)),
-        "shape": "box3d", "style": _quoted("filled" + (",bold" if box.status == "fused" else "")
+        "tooltip": quoted("\n".join(visible(t) for t in tip)),
+        "shape": "box3d", "style": quoted("filled" + (",bold" if box.status == "fused" else "")
                                            + (",dashed" if box.status == "absorbed" else "")),
-        "fillcolor": _quoted(style.fill), "color": _quoted(style.border), "penwidth": str(max(style.penwidth, 1.4)),
-        "class": _quoted("fx-box"),
+        "fillcolor": quoted(style.fill), "color": quoted(style.border), "penwidth": str(max(style.penwidth, 1.4)),
+        "class": quoted("fx-box"),
     }
 
 
@@ -60,14 +61,14 @@ def collapsed_dot(c: Collapsed, prefix: tuple[str, ...], *, fold: bool = False,
                   clusters=None, id_prefix: str = "") -> str:
     """DOT of a collapsed graph; an edge between two drawn nodes that stands for several says how many."""
     node_attrs = {name: box_attrs(box, prefix, fold, c.shared_consts.get(name, 0)) for name, box in c.boxes.items()}
-    edge_attrs = {pair: {"label": _quoted(f"×{k}"), "fontcolor": _quoted("#777777")}
+    edge_attrs = {pair: {"label": quoted(f"×{k}"), "fontcolor": quoted("#777777")}
                   for pair, k in c.edge_counts.items() if k > 1}
     return to_dot(c.graph, c.overlay, fold_boilerplate=fold, clusters=clusters, id_prefix=id_prefix,
                   node_attrs=node_attrs, edge_attrs=edge_attrs)
 
 
-DIM = {"fillcolor": _quoted("#f7f7f7"), "color": _quoted("#c4c4c4"), "fontcolor": _quoted("#8a8a8a"),
-       "class": _quoted("fx-context")}
+DIM = {"fillcolor": quoted("#f7f7f7"), "color": quoted("#c4c4c4"), "fontcolor": quoted("#8a8a8a"),
+       "class": quoted("fx-context")}
 
 
 def region_dot(r: Region, overlay: dict[str, str], *, fold: bool = False, clusters=None, id_prefix: str = "") -> str:
@@ -79,15 +80,15 @@ def region_dot(r: Region, overlay: dict[str, str], *, fold: bool = False, cluste
             continue
         k = r.elided[n.name]
         node_attrs[n.name] = {
-            "label": _quoted(f"⋯ {k}"), "shape": "plaintext", "fontcolor": _quoted("#8a8a8a"), "fontsize": "9",
-            "tooltip": _quoted(f"{k} edge{'s' if k != 1 else ''} to nodes this view leaves out"),
-            "class": _quoted("fx-elided")}
+            "label": quoted(f"⋯ {k}"), "shape": "plaintext", "fontcolor": quoted("#8a8a8a"), "fontsize": "9",
+            "tooltip": quoted(f"{k} edge{'s' if k != 1 else ''} to nodes this view leaves out"),
+            "class": quoted("fx-elided")}
         for e in n.inputs:  # a marker of hidden consumers
-            edge_attrs[(e.src, n.name)] = {"style": "dotted", "color": _quoted("#aaaaaa"), "arrowhead": "none"}
+            edge_attrs[(e.src, n.name)] = {"style": "dotted", "color": quoted("#aaaaaa"), "arrowhead": "none"}
     for n in r.graph.nodes:
         for e in n.inputs:
             if e.src in r.elided:  # a marker of hidden inputs
-                edge_attrs[(e.src, n.name)] = {"style": "dotted", "color": _quoted("#aaaaaa"), "arrowhead": "none"}
+                edge_attrs[(e.src, n.name)] = {"style": "dotted", "color": quoted("#aaaaaa"), "arrowhead": "none"}
     return to_dot(r.graph, overlay, fold_boilerplate=fold, clusters=clusters, id_prefix=id_prefix,
                   node_attrs=node_attrs, edge_attrs=edge_attrs)
 

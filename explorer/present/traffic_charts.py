@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..analysis import traffic
-from .charts import COLORS, NEUTRAL_COLOR, _rgba, _style
+from .charts import COLORS, NEUTRAL_COLOR, rgba, styled
 
 MEASURED_COLOR = "#333333"
 ESTIMATE_COLOR = "#56B4E9"  # Okabe-Ito sky blue
@@ -44,7 +44,7 @@ def estimate_figure(report: dict, *, height: int = 420) -> go.Figure:
         hovertemplate="%{x}<br>measured %{y:.4f} ms<extra></extra>"))
     fig.add_trace(go.Bar(
         x=groups, y=est, name="estimate: bandwidth at each op's working set", marker=dict(
-            color=_rgba(ESTIMATE_COLOR, 0.85), pattern=dict(shape="/", fgcolor="white")),
+            color=rgba(ESTIMATE_COLOR, 0.85), pattern=dict(shape="/", fgcolor="white")),
         hovertemplate="%{x}<br>estimate %{y:.4f} ms<extra></extra>"))
     fig.add_trace(go.Bar(
         x=groups, y=dram, name="estimate: all traffic at DRAM bandwidth",
@@ -67,7 +67,7 @@ def estimate_figure(report: dict, *, height: int = 420) -> go.Figure:
     fig.update_layout(barmode="group", bargap=0.25)
     fig.update_yaxes(title_text="time per call (ms)", rangemode="tozero")
     fig.add_hline(y=0, line=dict(color=NEUTRAL_COLOR, width=1))
-    fig = _style(fig, "Measured time beside what the traffic and FLOPs need", height)
+    fig = styled(fig, "Measured time beside what the traffic and FLOPs need", height)
     return _legend_below(fig)
 
 
@@ -110,7 +110,7 @@ def bandwidth_figure(profile: dict, report: dict | None = None, *, height: int =
     fp = profile.get("fingerprint") or {}
     title = (f"Memory bandwidth of {fp.get('cpu_model') or 'this CPU'}"
              f"<br><sup>{profile.get('key', '')} · {profile.get('measured_at', '?')}</sup>")
-    fig = _style(fig, title, height + 40)
+    fig = styled(fig, title, height + 40)
     fig = _legend_below(fig)
     fig.update_layout(margin=dict(t=80, b=40), legend=dict(y=-0.3))
     return fig
@@ -168,7 +168,7 @@ def sweep_estimate_figure(rows: list[dict], param: str, *, height: int = 520) ->
         ticks = [m * 10 ** e for e in range(-4, 5) for m in (1, 2, 5) if min(times) / 2 <= m * 10 ** e <= max(times) * 2]
         fig.update_yaxes(tickvals=ticks, ticktext=[f"{v:g}" for v in ticks], row=1, col=1)
     fig.update_yaxes(title_text="speedup (×)", row=2, col=1)
-    fig = _style(fig, f"Measured against the traffic estimate across {param}", height + 60)
+    fig = styled(fig, f"Measured against the traffic estimate across {param}", height + 60)
     fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.14, xanchor="left", x=0),
                       margin=dict(t=60, b=40))
     return fig

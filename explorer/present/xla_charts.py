@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from ..analysis.xla_bench import COMPARISONS, VARIANTS, WORDS
-from .charts import COLORS, HEIGHT, _ms, _rgba, _style
+from .charts import COLORS, HEIGHT, rgba, styled, to_ms
 
 XLA_COLOR = "#009E73"  # Okabe-Ito green, beside the two-way charts' blue and orange
 THREE_COLORS = {**COLORS, "xla": XLA_COLOR}
@@ -17,12 +17,12 @@ def three_way_distribution(raw: dict, *, height: int = HEIGHT) -> go.Figure:
     for name in VARIANTS:
         color = THREE_COLORS[name]
         fig.add_trace(go.Box(
-            y=_ms(raw["samples_ns"][name]), name=WORDS[name], boxpoints="all", jitter=0.35, pointpos=0,
+            y=to_ms(raw["samples_ns"][name]), name=WORDS[name], boxpoints="all", jitter=0.35, pointpos=0,
             marker={"color": color, "size": 4, "opacity": 0.55}, line={"color": color},
-            fillcolor=_rgba(color, 0.25), showlegend=False,
+            fillcolor=rgba(color, 0.25), showlegend=False,
             hovertemplate=f"{WORDS[name]}<br>%{{y:.4f}} ms<extra></extra>"))
     fig.update_yaxes(title_text="latency per call (ms)", rangemode="tozero")
-    return _style(fig, "Latency per call: unfused, Grappler-fused, XLA (XLA's compile not included)", height)
+    return styled(fig, "Latency per call: unfused, Grappler-fused, XLA (XLA's compile not included)", height)
 
 
 def three_way_speedups(summary: dict, *, height: int = 300) -> go.Figure:
@@ -41,7 +41,7 @@ def three_way_speedups(summary: dict, *, height: int = 300) -> go.Figure:
     fig.add_vline(x=1.0, line={"dash": "dash", "color": "#444444"})
     fig.update_xaxes(title_text="times faster (median ratio, 95% CI)")
     fig.update_yaxes(autorange="reversed")
-    return _style(fig, "Speedups", height)
+    return styled(fig, "Speedups", height)
 
 
 def three_way_sweep(points: list[dict], param: str, *, height: int = HEIGHT) -> go.Figure:
@@ -59,4 +59,4 @@ def three_way_sweep(points: list[dict], param: str, *, height: int = HEIGHT) -> 
     wide = len(xs) > 1 and max(xs) / max(min(xs), 1) >= 8
     fig.update_xaxes(title_text=param, type="log" if wide else "linear")
     fig.update_yaxes(title_text="median latency per call (ms)", type="log" if wide else "linear")
-    return _style(fig, f"Unfused, Grappler-fused and XLA against {param}", height)
+    return styled(fig, f"Unfused, Grappler-fused and XLA against {param}", height)

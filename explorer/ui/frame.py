@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ..errors import ExplorerError, WorkerError
-from ..present.command import command_line
+from ..present.command import bench_command_line, command_line
 from .sidebar import Choice
 
 INTRO = (
@@ -54,6 +54,4 @@ def reproduce(choice: Choice) -> None:
 
 
 def bench_command(choice: Choice, reps: int, warmup: int, max_seconds: float, processes: int = 1) -> str:
-    return (command_line(choice.spec, choice.config, "bench")
-            + f" --reps {reps} --warmup {warmup} --max-seconds {max_seconds:g}"
-            + (f" --processes {processes}" if processes > 1 else ""))
+    return bench_command_line(choice.spec, choice.config, reps, warmup, max_seconds, processes)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..present.dot import FOLDED_OPS, html_id
+from ..present.dot import FOLDED_OPS
+from ..present.dot_text import html_id
 from ..present.scope_dot import LARGE
 from . import state
 

@@ -2,8 +2,8 @@
 
 A fused node on the after side is linked to every node it absorbed on the before side (and its
 cluster), a node that kept its name to its namesake. The drawings are Graphviz SVGs made by
-``render.to_svg`` from ``render.to_dot`` with id prefixes "b-" (before) and "a-" (after), so a
-node's element id is ``render.html_id(name, prefix)``. The links travel as JSON of those ids
+``present.dot.to_svg`` from ``present.dot.to_dot`` with id prefixes "b-" (before) and "a-" (after), so a
+node's element id is ``present.dot.html_id(name, prefix)``. The links travel as JSON of those ids
 (ids are ``[A-Za-z0-9_-]`` only; labels are set with ``textContent``), with ``<``, ``>`` and
 ``&`` escaped so that nothing in it can close the script.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..present.dot import html_id
+from ..present.dot_text import html_id
 
 BEFORE, AFTER = "b-", "a-"
 PANE_PX = 540  # the width one pane gets on a wide page; only used to guess the frame's height
@@ -150,7 +150,7 @@ def link_groups(fusions: list[dict], before_names, after_names, cluster_order: l
 
     ``fusions`` are fusion dicts (``node``, ``absorbed``, ``describe``); ``before_names`` and
     ``after_names`` are the names of each side, or dicts name -> op (the label then tells an op
-    that changed); ``cluster_order`` lists the fused node of each cluster as render.to_dot
+    that changed); ``cluster_order`` lists the fused node of each cluster as present.dot.to_dot
     numbered them (``fx-<prefix>cluster-<i>``). ``drawn_of`` (before, after) maps a node that is
     not drawn as itself to what stands for it (a scope's box) or to None (left out): links then
     join the boxes, one group per pair of boxes.

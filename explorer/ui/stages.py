@@ -106,7 +106,7 @@ def _fusions(drawn: dict, pair: str) -> None:
 
 
 def _legend() -> None:
-    """What the colours and edge styles mean (render.LEGEND), as small swatches."""
+    """What the colours and edge styles mean (present.dot.LEGEND), as small swatches."""
     rows = []
     for s in LEGEND:
         border = f"{2 if s.status == 'fused' else 1}px {'dashed' if s.status == 'absorbed' else 'solid'} {s.border}"

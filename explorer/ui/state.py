@@ -148,7 +148,9 @@ def init() -> None:
     defaults = dict(DEFAULTS, **{env_key(name): value for name, value in env.items()})
     for key, value in defaults.items():
         if key not in st.session_state:
-            st.session_state[key] = value.copy() if isinstance(value, dict) else value
+            # A session's own copy of a dict or list default (GRAPH_OPEN, BENCH_RESULTS ...): one shared object
+            # would carry one session's choices into every other.
+            st.session_state[key] = value.copy() if isinstance(value, (dict, list)) else value
 
 
 def default_param(model_id: str, name: str):

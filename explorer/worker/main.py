@@ -13,7 +13,7 @@ import sys
 import traceback
 
 from ..errors import SpecError
-from ..model.devices import is_simulated, no_gpu_words, nvidia_gpus_present
+from ..model.devices import is_simulated, no_gpu_words, nvidia_gpus_present, refuse_simulated
 from . import bench, grappler, probe, xla, xla_bench
 from .protocol import BadRequest, NoGpu, Protocol
 from .runtime import Runtime
@@ -27,18 +27,13 @@ def handle(rt: Runtime, request: dict) -> dict:
         return rt.fingerprint
     if op == "inspect":
         return grappler.simulate(rt, request) if is_simulated(rt.device) else grappler.inspect(rt, request)
-    if op == "bench" and is_simulated(rt.device):
-        raise BadRequest("a simulated GPU runs nothing, so it cannot be timed; benchmark on the CPU or a real GPU")
+    if op in ("bench", "bench_xla", "xla"):
+        refuse_simulated(rt.device, "xla" if op == "xla" else "bench")
     if op == "bench":
         with rt.without_dumps():  # a benchmark reads no per-pass graph
             return bench.run(rt, request)
-    if op == "xla" and is_simulated(rt.device):
-        raise BadRequest("a simulated GPU has no XLA compiler behind it: XLA's GPU fusions need a real GPU "
-                         "(--device gpu); on the CPU, XLA's CPU fusions are shown")
     if op == "xla":
         return xla.inspect(rt, request)
-    if op == "bench_xla" and is_simulated(rt.device):
-        raise BadRequest("a simulated GPU runs nothing, so it cannot be timed; benchmark on the CPU or a real GPU")
     if op == "bench_xla":
         with rt.without_dumps():
             return xla_bench.run(rt, request)
