@@ -32,8 +32,10 @@ def tensorflow_version() -> str:
 class ResultCache:
     """Graph results on disk, keyed by request, so repeat visits survive a server restart."""
 
-    def __init__(self, directory: Path | None):
+    def __init__(self, directory: Path | None, read_only: bool = False):
+        """``read_only``: results put are kept in memory only (a replay must not write into its recordings)."""
         self.directory = Path(directory) if directory else None
+        self.read_only = read_only
         self._memory: dict[str, dict] = {}
         self._lock = threading.Lock()
 
@@ -55,9 +57,7 @@ class ResultCache:
 
     @staticmethod
     def key(kind: str, spec: ModelSpec, config: Config, extra: dict | None = None) -> str:
-        # An imported model is its content (digest), never the temporary path it was saved under.
-        identity = spec.identity() if hasattr(spec, "identity") else spec.to_dict()
-        payload = {"kind": kind, "spec": identity, "config": config.to_dict(), "tf": tensorflow_version(),
+        payload = {"kind": kind, "spec": spec_identity(spec), "config": config.to_dict(), "tf": tensorflow_version(),
                    "code": ResultCache.code_version(), "extra": extra or {}}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
 
@@ -81,7 +81,7 @@ class ResultCache:
             self._memory[key] = value
             if len(self._memory) > 256:
                 self._memory.pop(next(iter(self._memory)))
-        if self.directory is None:
+        if self.directory is None or self.read_only:
             return
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -104,6 +104,12 @@ class ResultCache:
                 path.unlink()
             except OSError:
                 pass
+
+
+def spec_identity(spec) -> dict:
+    """What makes a model's results: its spec as data, an imported model by its content (digest), never
+    the temporary path it was saved under."""
+    return spec.identity() if hasattr(spec, "identity") else spec.to_dict()
 
 
 def inspect_key(spec, config, pass_graphs: bool = False) -> str:

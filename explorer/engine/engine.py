@@ -37,6 +37,12 @@ MAX_PROCESSES = 20  # fresh worker processes of one replicated benchmark (pyperf
 
 
 class Engine:
+    """The live engine: worker processes per configuration, one admission queue, a disk cache of results.
+
+    It implements ``interface.EngineInterface``; ``replay.ReplayEngine`` is the same engine answered by
+    recordings instead of worker processes (it replaces ``_run``, ``_run_fresh`` and the pool's queries).
+    """
+
     name = "live"  # what the page keys its per-engine caches by (a ReplayEngine names its directory)
 
     def __init__(self, limits: Limits | None = None, cache_dir: Path | str | None = DEFAULT_CACHE_DIR):
@@ -58,6 +64,20 @@ class Engine:
 
     def is_warm(self, config) -> bool:
         return self.pool.has_warm(Config.coerce(config))
+
+    # ---- results by request: what the page keys its session by and asks before it waits ----------
+
+    def result_key(self, kind: str, spec, config=None, extra: dict | None = None) -> str:
+        return ResultCache.key(kind, resolve(spec), Config.coerce(config), extra)
+
+    def stored(self, kind: str, spec, config=None, extra: dict | None = None) -> dict | None:
+        return self.cache.get(self.result_key(kind, spec, config, extra))
+
+    def is_ready(self, kind: str, spec, config=None, extra: dict | None = None) -> bool:
+        return self.stored(kind, spec, config, extra) is not None
+
+    def store(self, kind: str, spec, config, result: dict, extra: dict | None = None) -> None:
+        self.cache.put(self.result_key(kind, spec, config, extra), result)
 
     def prestart(self, config) -> None:
         """Start the worker of a configuration in the background, so its first view is warm.
@@ -144,10 +164,9 @@ class Engine:
             running.set()
 
     def _inspect(self, spec: ModelSpec, config: Config, key: str, on_progress, pass_graphs: bool = False) -> dict:
-        payload = {"spec": spec.to_dict(), "grappler": config.grappler_dict,
-                   "pass_graphs": "all" if pass_graphs else "auto"}
         with self.queue(config.device).slot("graph", on_progress):
-            result, info = self._run(config, "inspect", payload, self.pool.limits.inspect_s, on_progress)
+            result, info = self._run(config, "inspect", inspect_payload(spec, config, pass_graphs),
+                                     self.pool.limits.inspect_s, on_progress)
         result = dict(result, config=config.to_dict(), worker=info, cached=False, key=key, spec=_public(spec))
         result = annotate(result)
         self.cache.put(key, result)
@@ -163,7 +182,7 @@ class Engine:
         if cached is not None:
             return dict(cached, cached=True)
         with self.queue(config.device).slot("graph", on_progress):
-            result, info = self._run(config, "xla", {"spec": spec.to_dict()}, self.pool.limits.inspect_s, on_progress)
+            result, info = self._run(config, "xla", xla_payload(spec), self.pool.limits.inspect_s, on_progress)
         result = annotate_xla(dict(result, config=config.to_dict(), worker=info, cached=False, key=key))
         self.cache.put(key, result)
         return result
@@ -208,6 +227,7 @@ class Engine:
         result = annotate_bench(dict(result, worker=info, **extra))
         result["summary"]["speedup"]["mode"] = QUICK_MODE
         return dict(result, mode=QUICK_MODE, processes=1)
+
     @staticmethod
     def check_bench_options(reps, warmup, max_seconds, processes=1) -> int:
         """The bounds of a benchmark request, checked before anything runs; the process count as an int."""
@@ -232,17 +252,21 @@ class Engine:
                                  "message": f"process {i + 1}/{processes}: {p.get('message', '')}"})
 
             progress({"fraction": 0.0, "message": "starting TensorFlow in a new worker process"})
-            started = time.perf_counter()
-            worker = WorkerProcess(Config.make(config.device, config.env_dict), self.pool.limits)
-            try:
-                # Which variant goes first alternates by process: no variant always leads.
-                result = worker.request("bench", dict(payload, rotate=i), timeout, progress)
-            finally:
-                worker.close()
-            runs.append(dict(result, worker={"pid": worker.pid, "new_process": True,
-                                             "startup_s": round(worker.startup_s, 3),
-                                             "wall_s": round(time.perf_counter() - started, 3)}))
+            # Which variant goes first alternates by process: no variant always leads.
+            result, info = self._run_fresh(config, "bench", dict(payload, rotate=i), timeout, progress)
+            runs.append(dict(result, worker=info))
         return runs
+
+    def _run_fresh(self, config: Config, op: str, payload: dict, timeout: float, on_progress) -> tuple[dict, dict]:
+        """One request in a worker process of its own, closed afterwards."""
+        started = time.perf_counter()
+        worker = WorkerProcess(Config.make(config.device, config.env_dict), self.pool.limits)
+        try:
+            result = worker.request(op, payload, timeout, on_progress)
+        finally:
+            worker.close()
+        return result, {"pid": worker.pid, "new_process": True, "startup_s": round(worker.startup_s, 3),
+                        "wall_s": round(time.perf_counter() - started, 3)}
 
     def sweep(self, spec, config=None, *, param: str, values: list, reps: int = 30, warmup: int = 3,
               max_seconds: float = 30.0, on_progress=None, compiler: str = "grappler") -> SweepResult:
@@ -266,16 +290,28 @@ class Engine:
             points.append({"value": point_spec.p[param], "result": result})
         return annotate_sweep(param, points)
 
-    def machine(self, config=None, **options) -> dict | None:
+    def machine(self, config=None, *, fingerprint: dict | None = None, use_cache: bool = True, measure: bool = True,
+                request: dict | None = None, on_progress=None) -> dict | None:
         """This machine's bandwidth curve and matmul rate, measured once per machine (engine.machine_profile)."""
-        return machine_profile.profile(self, Config.coerce(config), **options)
+        return machine_profile.profile(self, Config.coerce(config), fingerprint=fingerprint, use_cache=use_cache,
+                                       measure=measure, request=request, on_progress=on_progress)
 
-    def traffic(self, result: dict, config=None, **options) -> dict:
+    def traffic(self, result: dict, config=None, *, measure: bool = True, on_progress=None) -> dict:
         """A benchmark result with its memory-traffic report (analysis.traffic) as ``result["traffic"]``."""
-        return machine_profile.attach(self, result, Config.coerce(config or result.get("config")), **options)
+        return machine_profile.attach(self, result, Config.coerce(config or result.get("config")), measure=measure,
+                                      on_progress=on_progress)
 
     def close(self) -> None:
         self.pool.close()
+
+
+def inspect_payload(spec, config: Config, pass_graphs: bool = False) -> dict:
+    """What an inspect request sends the worker."""
+    return {"spec": spec.to_dict(), "grappler": config.grappler_dict, "pass_graphs": "all" if pass_graphs else "auto"}
+
+
+def xla_payload(spec) -> dict:
+    return {"spec": spec.to_dict()}
 
 
 def _check_range(name: str, value, low, high) -> None:

@@ -22,7 +22,6 @@ from ..model.catalog import PRESETS
 from ..model.devices import NOTHING_TO_TIME, is_simulated
 from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config, parse_assignment
 from ..model.spec import PARAMS, resolve
-from .cache import ResultCache
 
 MAX_CELLS = 256
 UNSET = ("default", "unset")
@@ -201,10 +200,6 @@ def rows(cells: list[Cell]) -> list[dict]:
     return [c.row for c in cells]
 
 
-def bench_key(cell: Cell, options: BenchOptions) -> str:
-    return ResultCache.key("bench", resolve(cell.spec), cell.config, options.extra())
-
-
 def run_local(engine, cells: list[Cell], *, bench: BenchOptions | None = None, use_cache: bool = True,
               on_progress=None, stop: threading.Event | None = None) -> list[dict]:
     """Every runnable cell through the engine (its queue, warm workers and cache), a configuration at a time."""
@@ -240,8 +235,7 @@ def run_local(engine, cells: list[Cell], *, bench: BenchOptions | None = None, u
 def _bench_local(engine, cell: Cell, options: BenchOptions, use_cache: bool) -> tuple[dict | None, str]:
     if is_simulated(cell.config.device):
         return None, NOTHING_TO_TIME
-    key = bench_key(cell, options)
-    cached = engine.cache.get(key) if use_cache else None
+    cached = engine.stored("bench", cell.spec, cell.config, options.extra()) if use_cache else None
     if cached is not None:
         return dict(cached, cached=True), ""
     try:
@@ -249,7 +243,7 @@ def _bench_local(engine, cell: Cell, options: BenchOptions, use_cache: bool) -> 
                               max_seconds=options.max_seconds, processes=options.processes)
     except ExplorerError as exc:
         return None, str(exc)
-    engine.cache.put(key, result)
+    engine.store("bench", cell.spec, cell.config, result, options.extra())
     return result, ""
 
 
@@ -262,7 +256,7 @@ def store_bench(engine, cell: Cell, options: BenchOptions, raw_runs: list[dict])
         result["summary"]["speedup"]["mode"] = QUICK_MODE
         result.update(mode=QUICK_MODE, processes=1)
     result = dict(result, config=cell.config.to_dict(), measured_at=time.strftime("%Y-%m-%d %H:%M:%S"))
-    engine.cache.put(bench_key(cell, options), result)
+    engine.store("bench", cell.spec, cell.config, result, options.extra())
     return result
 
 

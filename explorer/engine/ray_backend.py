@@ -26,7 +26,6 @@ from ..model.devices import NOTHING_TO_TIME, is_simulated
 from ..model.flags import Config
 from ..model.spec import resolve
 from . import matrix
-from .cache import inspect_key
 from .runner import PROJECT_ROOT, Limits, WorkerProcess
 
 RAY_ADDED_ENV = ("OMP_NUM_THREADS", "PYTHONBREAKPOINT", "SPT_NOENV")
@@ -194,11 +193,11 @@ def _run(ray, engine, cells, bench, use_cache, on_progress, stop, deadline_s) ->
         work = []
         for cell in group:
             cell.status, cell.reason, cell.row = "planned", "", {}
-            key = inspect_key(resolve(cell.spec), cell.config)
-            cached = engine.cache.get(key) if use_cache else None
+            key = engine.result_key("inspect", cell.spec, cell.config)
+            cached = engine.stored("inspect", cell.spec, cell.config) if use_cache else None
             cached_bench = None
             if bench is not None and use_cache and not is_simulated(cell.config.device):
-                cached_bench = engine.cache.get(matrix.bench_key(cell, bench))
+                cached_bench = engine.stored("bench", cell.spec, cell.config, bench.extra())
             need_bench = bench is not None and not is_simulated(cell.config.device) and cached_bench is None
             if cached is not None and not need_bench:
                 cell.status = "ok"
@@ -300,7 +299,7 @@ def _collect(ray, engine, ref, work, bench) -> None:
                 continue
             if req["op"] == "inspect":
                 inspect_result = annotate(dict(answer["result"], config=cell.config.to_dict(), cached=False, key=key))
-                engine.cache.put(key, inspect_result)
+                engine.store("inspect", cell.spec, cell.config, inspect_result)
             else:
                 try:
                     bench_result = matrix.store_bench(engine, cell, bench, answer["result"])

@@ -1,57 +1,103 @@
-"""An engine that answers from recorded results instead of running TensorFlow.
+"""The engine with its worker processes replaced by recordings: the page and the CLI on results made elsewhere.
 
-It serves what a live ``Engine`` recorded in its result cache (``ResultCache``, one JSON file per
-request key), through the same calls the page makes. The page is given the engine it uses, so a
-test can draw it from results captured elsewhere (another machine, a GPU) with no worker process.
-A request nothing was recorded for is answered with an ``ExplorerError`` naming it.
+``ReplayEngine(directory)`` is an ``Engine`` whose worker requests are answered from recordings, so
+everything the engine adds to a worker's answer (the analysis, the cache, sweeps, the matrix, the
+memory-traffic report) runs as it does live, with no TensorFlow and no process. It answers from two
+kinds of file in ``directory``:
+
+- a live engine's result cache (``Engine(cache_dir=directory)``): results by the cache's key, which
+  names the code and TensorFlow version that made them;
+- recordings of worker answers (``<request key>.worker.json``, written by ``RecordingEngine``): one per
+  request, keyed by what was asked (the process's device and flags, the op, the payload; an imported
+  model by its content), not by the code, so they stay valid while the parent's analysis changes.
+
+A request nothing was recorded for is an ``ExplorerError`` naming it. ``RecordingEngine(directory)``
+is the live engine writing a recording of every worker answer it gets (tests/replay records its
+pages with it: ``EXPLORER_RECORD=1 pytest tests/replay``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from pathlib import Path
 
 from ..errors import ExplorerError
 from ..model.flags import Config
-from ..model.results import BenchResult, InspectResult, SweepResult
 from ..model.spec import resolve
-from .cache import ResultCache, inspect_extra
+from .cache import ResultCache, spec_identity
+from .engine import Engine, inspect_payload, xla_payload
+
+SUFFIX = ".worker.json"
 
 
-class ReplayEngine:
+def request_key(config: Config, op: str, payload: dict) -> str:
+    """What identifies a worker request apart from the code that sends it: the process (device and
+    environment flags), the op and its payload, the model by its identity."""
+    payload = dict(payload)
+    if "spec" in payload:
+        payload["spec"] = spec_identity(resolve(payload["spec"]))
+    data = {"device": config.device, "env": config.env_dict, "op": op, "payload": payload}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+class ReplayEngine(Engine):
     def __init__(self, directory: Path | str):
+        super().__init__(cache_dir=None)
         self.directory = Path(directory)
-        self.cache = ResultCache(self.directory)
+        self.cache = ResultCache(self.directory, read_only=True)
         self.name = f"replay:{self.directory}"
 
-    def _recorded(self, kind: str, spec, config, extra: dict | None = None) -> dict:
+    def _recording(self, config: Config, op: str, payload: dict) -> dict | None:
+        path = self.directory / f"{request_key(config, op, payload)}{SUFFIX}"
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def _run(self, config: Config, op: str, payload: dict, timeout: float, on_progress=None) -> tuple[dict, dict]:
+        recording = self._recording(config, op, payload)
+        if recording is None:
+            what = f"{op} result for {resolve(payload['spec']).label()}" if "spec" in payload else f"{op} answer"
+            raise ExplorerError(f"no recorded {what} on {config.device} with {config.shell_env() or 'default flags'} "
+                                f"(replaying {self.directory})")
+        pid = (recording.get("fingerprint") or {}).get("pid")
+        return recording["answer"], {"pid": pid, "new_process": False, "startup_s": 0.0, "wall_s": 0.0,
+                                     "replayed": True}
+
+    def _run_fresh(self, config: Config, op: str, payload: dict, timeout: float, on_progress) -> tuple[dict, dict]:
+        result, info = self._run(config, op, payload, timeout, on_progress)
+        return result, dict(info, new_process=True)
+
+    def is_ready(self, kind: str, spec, config=None, extra: dict | None = None) -> bool:
+        """Stored, or recorded: a replay answers either at once."""
+        if super().is_ready(kind, spec, config, extra):
+            return True
         spec, config = resolve(spec), Config.coerce(config)
-        result = self.cache.get(ResultCache.key(kind, spec, config, extra))
-        if result is None:
-            raise ExplorerError(f"no recorded {kind} result for {spec.label()} on {config.device} "
-                                f"with {config.shell_env() or 'default flags'} (replaying {self.directory})")
-        return result
-
-    def inspect(self, spec, config=None, *, on_progress=None, use_cache: bool = True,
-                pass_graphs: bool = False) -> InspectResult:
-        return dict(self._recorded("inspect", spec, config, inspect_extra(pass_graphs)), cached=True)
-
-    def bench(self, spec, config=None, *, on_progress=None, **_options) -> BenchResult:
-        return self._recorded("bench", spec, config)
-
-    def sweep(self, spec, config=None, *, param: str, values: list, on_progress=None, **_options) -> SweepResult:
-        return self._recorded("sweep", spec, config, {"param": param, "values": list(values)})
+        if kind == "inspect":
+            payload = inspect_payload(spec, config, bool((extra or {}).get("pass_graphs")))
+        elif kind == "xla":
+            payload = xla_payload(spec)
+        else:
+            return False
+        return self._recording(config, kind, payload) is not None
 
     def fingerprint(self, config=None) -> dict:
-        """The fingerprint of a result recorded with this device and these flags, else with this device
-        (the machine's devices and CPU are the same whatever the flags)."""
+        """The fingerprint recorded with this device and these flags, else with this device (the machine's
+        devices and CPU are the same whatever the flags)."""
         config = Config.coerce(config)
         same_device = None
         for path in sorted(self.directory.glob("*.json")):
-            result = self.cache.get(path.stem) or {}
-            recorded, fingerprint = result.get("config") or {}, result.get("fingerprint")
+            try:
+                data = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            recorded = data.get("request") or data.get("config") or {}
+            fingerprint = data.get("fingerprint")
             if fingerprint is None or recorded.get("device") != config.device:
                 continue
-            if recorded.get("env") == config.env_dict:
+            if (recorded.get("env") or {}) == config.env_dict:
                 return fingerprint
             same_device = same_device or fingerprint
         if same_device is not None:
@@ -64,10 +110,30 @@ class ReplayEngine:
     def prestart(self, config) -> None:
         pass
 
-    def close(self) -> None:
-        pass
 
+class RecordingEngine(Engine):
+    """The live engine, writing every worker answer it gets into ``directory`` as a recording."""
 
-def record(engine, kind: str, spec, config, result: dict, extra: dict | None = None) -> None:
-    """Keep ``result`` in ``engine``'s result cache under the key a ReplayEngine looks it up by."""
-    engine.cache.put(ResultCache.key(kind, resolve(spec), Config.coerce(config), extra), result)
+    def __init__(self, directory: Path | str, **options):
+        super().__init__(**options)
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    def _record(self, config: Config, op: str, payload: dict, answer: dict) -> None:
+        request = {"device": config.device, "env": config.env_dict, "op": op, "payload": payload}
+        fingerprint = answer.get("fingerprint") or self.pool.get(config).fingerprint  # the process that answered
+        key = request_key(config, op, payload)
+        tmp = self.directory / f".{key}.{os.getpid()}.tmp"
+        # In the answer's own key order: some answers are ordered dicts (the per-pass graphs, in dump order).
+        tmp.write_text(json.dumps({"request": request, "fingerprint": fingerprint, "answer": answer}))
+        os.replace(tmp, self.directory / f"{key}{SUFFIX}")
+
+    def _run(self, config: Config, op: str, payload: dict, timeout: float, on_progress=None) -> tuple[dict, dict]:
+        answer, info = super()._run(config, op, payload, timeout, on_progress)
+        self._record(config, op, payload, answer)
+        return answer, info
+
+    def _run_fresh(self, config: Config, op: str, payload: dict, timeout: float, on_progress) -> tuple[dict, dict]:
+        answer, info = super()._run_fresh(config, op, payload, timeout, on_progress)
+        self._record(config, op, payload, answer)
+        return answer, info

@@ -1,0 +1,81 @@
+"""The engine's interface: every call the page and the command line make, written down once.
+
+``Engine`` (live worker processes) and ``ReplayEngine`` (recorded answers, no TensorFlow) both implement
+all of it; the page is given the one it uses (``page.render(engine)``) and hands it to its panels.
+tests/unit/test_engine_interface.py checks that both match these signatures.
+
+Results are plain data (``model.results``). ``spec`` is anything ``model.spec.resolve`` takes (a dict as
+the page and the CLI build it, or a resolved spec); ``config`` a ``Config``, its dict, or None (the
+CPU with TensorFlow's defaults). ``on_progress`` is called with {"fraction", "message"} while a
+request waits or runs. Errors are ``ExplorerError``s (``SpecError`` for a request that is wrong).
+
+A result is known by ``result_key(kind, spec, config, extra)``: the engine's cache key of a request of
+that kind ("inspect", "xla", "bench", "sweep", ...; ``extra`` what else tells two requests apart,
+such as {"pass_graphs": True} for an inspect result with the graph after every pass). The page keys
+what it keeps per session by it, and asks ``is_ready`` before a call, to say whether it will wait.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from ..model.results import BenchResult, InspectResult, SweepResult
+from .admission import AdmissionQueue
+
+
+@runtime_checkable
+class EngineInterface(Protocol):
+    name: str  # what the page keys its per-engine caches by ("live", "replay:DIR")
+
+    def inspect(self, spec, config=None, *, on_progress=None, use_cache: bool = True,
+                pass_graphs: bool = False) -> InspectResult:
+        """The model's graphs at every stage, the fusions found and Grappler's own account."""
+
+    def xla(self, spec, config=None, *, on_progress=None, use_cache: bool = True) -> dict:
+        """The model compiled by XLA: HLO stages, XLA's fusions mapped to the model's TF ops."""
+
+    def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
+              processes: int = 1, on_progress=None, compiler: str = "grappler") -> BenchResult:
+        """Fused against unfused (and XLA, for compiler "xla" or "both"), with proof of what ran."""
+
+    def sweep(self, spec, config=None, *, param: str, values: list, reps: int = 30, warmup: int = 3,
+              max_seconds: float = 30.0, on_progress=None, compiler: str = "grappler") -> SweepResult:
+        """``bench`` at each value of one size parameter, and where fusion starts to pay."""
+
+    def traffic(self, result: dict, config=None, *, measure: bool = True, on_progress=None) -> dict:
+        """A benchmark result with its memory-traffic report as ``result["traffic"]``."""
+
+    def machine(self, config=None, *, fingerprint: dict | None = None, use_cache: bool = True,
+                measure: bool = True, request: dict | None = None, on_progress=None) -> dict | None:
+        """This machine's bandwidth curve and matmul rate (measured once, then kept)."""
+
+    def fingerprint(self, config=None) -> dict:
+        """What TensorFlow sees where a configuration runs: version, devices, CPU, flags."""
+
+    def is_warm(self, config) -> bool:
+        """Whether a request of this configuration starts at once (no TensorFlow to import first)."""
+
+    def prestart(self, config) -> None:
+        """Start this configuration's worker in the background (the likely next question)."""
+
+    def result_key(self, kind: str, spec, config=None, extra: dict | None = None) -> str:
+        """The key a result of this request is known by (the same for the same request)."""
+
+    def is_ready(self, kind: str, spec, config=None, extra: dict | None = None) -> bool:
+        """True when the result of this request is answered at once, with nothing to run."""
+
+    def stored(self, kind: str, spec, config=None, extra: dict | None = None) -> dict | None:
+        """The stored result of this request, or None; never runs anything."""
+
+    def store(self, kind: str, spec, config, result: dict, extra: dict | None = None) -> None:
+        """Keep a result made elsewhere (a matrix cell's benchmark, a Ray task's answer) under its key."""
+
+    def queue(self, device: str) -> AdmissionQueue:
+        """The admission queue requests of this device wait in (one for the host's cores)."""
+
+    @staticmethod
+    def check_bench_options(reps, warmup, max_seconds, processes=1) -> int:
+        """The bounds of a benchmark request, checked before anything runs; the process count as an int."""
+
+    def close(self) -> None:
+        """Stop every worker process this engine started."""
