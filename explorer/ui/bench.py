@@ -7,23 +7,22 @@ import re
 import streamlit as st
 
 from ..analysis import replicated, stats
-from ..engine.cache import ResultCache
 from ..engine.engine import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_SWEEP_POINTS, MAX_WARMUP
 from ..errors import ExplorerError
 from ..model.spec import PARAMS
 from ..model.stack import StackSpec
 from ..present import charts
-from . import cached, frame, state
+from . import frame, state
 from . import traffic as traffic_ui
 from .sidebar import PARAM_LABELS, Choice
 
 MAX_SWEEP_REPS = 200  # per point; a sweep of 12 points at 200 reps is already minutes
 
 
-def run_key(choice: Choice, processes: int = 1) -> str:
+def run_key(engine, choice: Choice, processes: int = 1) -> str:
     """Which model, configuration and number of processes a benchmark belongs to (the engine's own key)."""
     extra = {"processes": processes} if processes > 1 else None
-    return ResultCache.key("bench", choice.model, choice.config, extra)
+    return engine.result_key("bench", choice.model, choice.config, extra)
 
 
 def chosen_processes() -> int:
@@ -48,29 +47,29 @@ def _progress_runner(label: str):
     return status, bar, on_progress
 
 
-def run(choice: Choice, reps: int, warmup: int, max_seconds: float, processes: int = 1) -> dict | None:
+def run(engine, choice: Choice, reps: int, warmup: int, max_seconds: float, processes: int = 1) -> dict | None:
     """Benchmark the current choice with progress shown; keeps the result in the session."""
     if processes > 1:
         label = f"Timing fused against unfused in {processes} fresh worker processes, one after another"
     else:
-        cold = not cached.current().is_warm(choice.config)
+        cold = not engine.is_warm(choice.config)
         label = "Timing fused against unfused" + (" (starting TensorFlow in a new worker process first)" if cold else "")
-    return measure(choice.model, choice.config, run_key(choice, processes), label, reps=reps, warmup=warmup,
+    return measure(engine, choice.model, choice.config, run_key(engine, choice, processes), label, reps=reps, warmup=warmup,
                    max_seconds=max_seconds, processes=processes)
 
 
-def measure(model, config, key: str, label: str, *, reps: int, warmup: int, max_seconds: float,
+def measure(engine, model, config, key: str, label: str, *, reps: int, warmup: int, max_seconds: float,
             processes: int = 1) -> dict | None:
     """One benchmark under a progress status, kept in the session under ``key``; None (error shown) on failure."""
     status, bar, on_progress = _progress_runner(label)
     try:
-        result = cached.current().bench(model, config, reps=reps, warmup=warmup, max_seconds=max_seconds,
-                                       processes=processes, on_progress=on_progress)
+        result = engine.bench(model, config, reps=reps, warmup=warmup, max_seconds=max_seconds,
+                              processes=processes, on_progress=on_progress)
     except ExplorerError as exc:
         status.update(label="The benchmark failed", state="error", expanded=False)
         frame.show_error(exc, "The benchmark failed")
         return None
-    result = traffic_ui.attach(result, on_progress)
+    result = traffic_ui.attach(engine, result, on_progress)
     bar.progress(1.0, text=f"{result['reps_done']} pairs timed in {result.get('elapsed_s', 0):.1f} s")
     status.update(label=f"Timed {result['reps_done']} interleaved pairs", state="complete", expanded=False)
     state.remember(state.BENCH_RESULTS, key, result)
@@ -82,7 +81,7 @@ def simulated_note() -> None:
             "Pin this result and switch the device to CPU to compare the graphs side by side.")
 
 
-def panel(choice: Choice) -> None:
+def panel(engine, choice: Choice) -> None:
     st.caption(
         "The same model is run twice in one worker: with the remapper on (**fused**) and with it off "
         "(**unfused**), call by call in alternating order, so both see the same machine load. The engine "
@@ -112,16 +111,16 @@ def panel(choice: Choice) -> None:
                              "is wide (2 processes give it 1 degree of freedom)")
     processes = chosen_processes()
     if submitted:
-        result = run(choice, int(reps), int(warmup), float(seconds), processes)
+        result = run(engine, choice, int(reps), int(warmup), float(seconds), processes)
     else:
-        result = state.recall(state.BENCH_RESULTS, run_key(choice, processes))
+        result = state.recall(state.BENCH_RESULTS, run_key(engine, choice, processes))
     if result is None:
         st.info("Not measured yet for this model and configuration: press **Run fused vs unfused**.")
         return
-    show(result, choice)
+    show(engine, result, choice)
 
 
-def show(result: dict, choice: Choice) -> None:
+def show(engine, result: dict, choice: Choice) -> None:
     summary = result["summary"]
     sp = summary["speedup"]
     fused, unfused = summary["fused"], summary["unfused"]
@@ -157,7 +156,7 @@ def show(result: dict, choice: Choice) -> None:
     left.plotly_chart(charts.latency_distribution(result), width="stretch", key="bench.distribution")
     right.plotly_chart(charts.latency_trace(result), width="stretch", key="bench.trace")
 
-    traffic_ui.panel(result)
+    traffic_ui.panel(engine, result)
     with st.container(border=True):
         st.markdown("**Which graph each variant ran** (ops the executed graph contained, plumbing left out)")
         st.markdown(f"Fused: `{' '.join(proof.get('fused_executed', [])) or '(nothing)'}`  \n"
@@ -229,7 +228,7 @@ def _on_param_change() -> None:
     st.session_state[state.SWEEP_VALUES] = ""  # refilled with suggestions for the new parameter
 
 
-def sweep_panel(choice: Choice) -> None:
+def sweep_panel(engine, choice: Choice) -> None:
     st.caption("Fused against unfused at several values of one size: small tensors are dominated by per-op "
                "overhead, large ones by memory traffic, and the fusion pays where the removed passes over "
                "memory start to cost more than the call itself.")
@@ -258,9 +257,9 @@ def sweep_panel(choice: Choice) -> None:
     except ValueError as exc:
         st.error(f"sweep values: {exc}")
         return
-    key = ResultCache.key("sweep", choice.model, choice.config, {"param": param, "values": values})
+    key = engine.result_key("sweep", choice.model, choice.config, {"param": param, "values": values})
     if clicked:
-        _run_sweep(choice, param, values, int(reps), key)
+        _run_sweep(engine, choice, param, values, int(reps), key)
     stored = state.recall(state.SWEEP_RESULTS, key)
     if stored is None:
         st.info(f"Not run yet: {len(values)} points × 2 variants × {int(reps)} calls, on the current configuration.")
@@ -278,15 +277,15 @@ def sweep_panel(choice: Choice) -> None:
     traffic_ui.sweep_section(stored.get("traffic_rows") or [], param)
 
 
-def _run_sweep(choice: Choice, param: str, values: list[int], reps: int, key: str) -> None:
+def _run_sweep(engine, choice: Choice, param: str, values: list[int], reps: int, key: str) -> None:
     status, bar, on_progress = _progress_runner(f"Sweeping {param} over {len(values)} values")
     try:
-        sweep = cached.current().sweep(choice.model, choice.config, param=param, values=values, reps=reps,
-                                      warmup=3, max_seconds=min(30.0, MAX_BENCH_SECONDS), on_progress=on_progress)
+        sweep = engine.sweep(choice.model, choice.config, param=param, values=values, reps=reps,
+                             warmup=3, max_seconds=min(30.0, MAX_BENCH_SECONDS), on_progress=on_progress)
     except ExplorerError as exc:
         status.update(label="The sweep failed", state="error", expanded=False)
         frame.show_error(exc, "The sweep failed")
         return
     status.update(label=f"Swept {param} over {len(values)} values", state="complete", expanded=False)
     state.remember(state.SWEEP_RESULTS, key, {"param": param, "rows": sweep["rows"], "pays_from": sweep["pays_from"],
-                                              "traffic_rows": traffic_ui.sweep_rows(sweep, on_progress)})
+                                              "traffic_rows": traffic_ui.sweep_rows(engine, sweep, on_progress)})

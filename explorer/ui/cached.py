@@ -59,11 +59,6 @@ def engine() -> Engine:
     return instance
 
 
-def current():
-    """The engine the page was given (page.render), else the server's one."""
-    return st.session_state.get(state.ENGINE) or engine()
-
-
 def shutdown() -> None:
     """Stop every worker process the page's Engine started (for tests and clean exits)."""
     while _engines:

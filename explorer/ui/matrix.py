@@ -17,7 +17,7 @@ from ..model.catalog import PRESETS
 from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES
 from ..present import charts
 from ..present import matrix as table
-from . import cached, state
+from . import state
 from .sidebar import Choice
 
 PRESETS_KEY = "matrix.presets"
@@ -67,7 +67,7 @@ def _open_picked() -> None:
         open_cell(rows[i])
 
 
-def panel(choice: Choice) -> None:
+def panel(engine, choice: Choice) -> None:
     st.caption("Presets × every combination of the values you vary (env flags, Grappler switches, model "
                "parameters or `device`): which fuse, into what, and with timing how much faster. One warm worker "
                "per configuration runs all of its cells; cells already run come from the cache.")
@@ -99,7 +99,7 @@ def panel(choice: Choice) -> None:
                                    if r["status"] == "planned" else r for r in ss[RESULT_KEY]["rows"]],
                           "running": False}
     if run:
-        _run(cells, bench, address if on_ray else None)
+        _run(engine, cells, bench, address if on_ray else None)
     result = ss.get(RESULT_KEY)
     if not result:
         st.info(f"{len(cells)} cells planned: press **Run matrix**.")
@@ -107,7 +107,7 @@ def panel(choice: Choice) -> None:
     show(result["rows"])
 
 
-def _run(cells: list, bench: bool, ray_address: str | None = None) -> None:
+def _run(engine, cells: list, bench: bool, ray_address: str | None = None) -> None:
     bar = st.progress(0.0, text="starting")
     options = matrix.BenchOptions(reps=20, warmup=3, max_seconds=20) if bench else None
 
@@ -119,10 +119,10 @@ def _run(cells: list, bench: bool, ray_address: str | None = None) -> None:
     if ray_address:
         from ..engine import ray_backend  # imports Ray only when a matrix goes there
 
-        rows = ray_backend.run(cached.current(), cells, ray_address, bench=options, on_progress=on_progress,
+        rows = ray_backend.run(engine, cells, ray_address, bench=options, on_progress=on_progress,
                                keep_connected=True)
     else:
-        rows = matrix.run_local(cached.current(), cells, bench=options, on_progress=on_progress)
+        rows = matrix.run_local(engine, cells, bench=options, on_progress=on_progress)
     st.session_state[RESULT_KEY] = {"rows": rows, "running": False}
     bar.empty()
 

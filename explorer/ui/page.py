@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..engine.cache import inspect_key
 from ..errors import ExplorerError
 from ..model.graph import STAGES
 from ..model.stack import StackSpec, to_text
@@ -13,9 +12,10 @@ from . import bench, cached, frame, matrix, passes, report, sidebar, stages, sta
 
 
 def render(engine) -> None:
-    """The page, run on ``engine`` (the server's live Engine; a test may give a ReplayEngine)."""
+    """The page, run on ``engine`` (the server's live Engine; a test may give a ReplayEngine). Every panel
+    that asks the engine for something is handed it."""
     state.init()
-    st.session_state[state.ENGINE] = engine
+    st.session_state[state.ENGINE] = engine  # for a test to look at what the page showed; panels are handed it
     frame.header()
     problem = state.server_env_defaults()[1]
     if problem:
@@ -26,25 +26,25 @@ def render(engine) -> None:
         for problem in choice.problems:
             st.error(problem)
         st.info("Nothing runs until the choice in the sidebar is valid; your other settings are kept.")
-        whatif.panel(choice, None)
+        whatif.panel(engine, choice, None)
         return
-    result = inspect(choice)
+    result = inspect(engine, choice)
     if result is None:
         frame.reproduce(choice)
-        whatif.panel(choice, None)
+        whatif.panel(engine, choice, None)
         return
     if choice.imported and upload.remember(result):
         st.rerun()  # the sidebar offers the model's signatures and shows its inputs, known from this result
-    _summary_line(choice, result)
+    _summary_line(engine, choice, result)
     if choice.imported:
-        _imported_tabs(choice, result)
+        _imported_tabs(engine, choice, result)
         return
     # Folded: for the engineer taking the run elsewhere; open, it would push the graphs below the fold.
     with st.expander("Reproduce this run elsewhere: command line, repro.py, bug-report bundle",
                      icon=":material/terminal:"):
         frame.reproduce(choice)
         export(choice, result)
-    whatif.panel(choice, result)
+    whatif.panel(engine, choice, result)
     tab_graphs, tab_why, tab_passes, tab_bench, tab_sweep, tab_log, tab_xla, tab_matrix = st.tabs(
         ["Graphs before → after", "Why it fused (or not)", "Pass pipeline", "Fused vs unfused", "Size sweep",
          "Grappler's log", "XLA", "What-if matrix"])
@@ -54,20 +54,20 @@ def render(engine) -> None:
         why.panel(result, choice.preset.id if choice.preset else "chain", choice.model.p,
                   gpu_here=bool((fingerprint or {}).get("gpus")))
     with tab_passes:
-        passes.panel(result, choice)
+        passes.panel(engine, result, choice)
     with tab_bench:
-        bench.panel(choice) if not result.get("simulated") else bench.simulated_note()
+        bench.panel(engine, choice) if not result.get("simulated") else bench.simulated_note()
     with tab_sweep:
-        bench.sweep_panel(choice) if not result.get("simulated") else bench.simulated_note()
+        bench.sweep_panel(engine, choice) if not result.get("simulated") else bench.simulated_note()
     with tab_log:
         _grappler_log(result)
     with tab_xla:
-        xla.panel(choice, result)
+        xla.panel(engine, choice, result)
     with tab_matrix:
-        matrix.panel(choice)
+        matrix.panel(engine, choice)
 
 
-def _imported_tabs(choice: sidebar.Choice, result: dict) -> None:
+def _imported_tabs(engine, choice: sidebar.Choice, result: dict) -> None:
     """An imported model: its graphs, fusion report, passes, benchmark, log and XLA (the pattern checklist reads
     op chains; the report covers the whole model)."""
     with st.expander("Reproduce this run: command line", icon=":material/terminal:"):
@@ -79,13 +79,13 @@ def _imported_tabs(choice: sidebar.Choice, result: dict) -> None:
     with tab_report:
         report.panel(result)
     with tab_passes:
-        passes.panel(result, choice)
+        passes.panel(engine, result, choice)
     with tab_bench:
-        bench.panel(choice)
+        bench.panel(engine, choice)
     with tab_log:
         _grappler_log(result)
     with tab_xla:
-        xla.panel(choice, result)
+        xla.panel(engine, choice, result)
 
 
 def _fingerprint(engine) -> dict | None:
@@ -103,20 +103,19 @@ def provenance(result: dict) -> str:
     if result.get("cached"):
         return "served from cache (this configuration ran before)"
     worker = result.get("worker") or {}
+    if worker.get("replayed"):
+        return "replayed from a recording (no worker ran)"
     if worker.get("new_process"):
         return (f"ran in a new TensorFlow worker process (TensorFlow started in {worker.get('startup_s', 0):.1f} s, "
                 f"{worker.get('wall_s', 0):.1f} s in all)")
     return f"ran in the warm worker of this configuration in {worker.get('wall_s', 0):.2f} s"
 
 
-def inspect(choice: sidebar.Choice) -> dict | None:
+def inspect(engine, choice: sidebar.Choice) -> dict | None:
     """The engine's inspect result for the current choice, with progress while it works."""
-    engine = cached.current()
-    key = inspect_key(choice.model, choice.config)
     placeholder = st.empty()
-    cached_result = engine.cache.get(key)
     try:
-        if cached_result is not None:
+        if engine.is_ready("inspect", choice.model, choice.config):
             result = engine.inspect(choice.model, choice.config)
         else:
             cold = not engine.is_warm(choice.config)
@@ -141,14 +140,14 @@ def inspect(choice: sidebar.Choice) -> dict | None:
             flipped = "0" if (result.get("fingerprint") or {}).get("onednn") else "1"
         engine.prestart(choice.config.with_env("TF_ENABLE_ONEDNN_OPTS", flipped))
     shown = st.session_state.get(state.SHOWN)
-    if not shown or shown.get("key") != key:
-        shown = {"key": key, "provenance": provenance(result)}
+    if not shown or shown.get("key") != result["key"]:
+        shown = {"key": result["key"], "provenance": provenance(result)}
         st.session_state[state.SHOWN] = shown
     result = dict(result, provenance=shown["provenance"])
     return result
 
 
-def _summary_line(choice: sidebar.Choice, result: dict) -> None:
+def _summary_line(engine, choice: sidebar.Choice, result: dict) -> None:
     fp = result.get("fingerprint") or {}
     fusions = result.get("fusions") or []
     left, right = st.columns([5, 1], vertical_alignment="center")
@@ -163,7 +162,7 @@ def _summary_line(choice: sidebar.Choice, result: dict) -> None:
         st.caption(f"TensorFlow {fp.get('tensorflow', '?')} · graphs {result['provenance']}.")
     with right:
         if not choice.imported:
-            whatif.pin_button(choice, result)
+            whatif.pin_button(engine, choice, result)
     for warning in result.get("warnings") or []:  # analysis.tf_warnings already merged those quoting one line
         st.warning(warning)
     if result.get("simulated"):

@@ -10,7 +10,6 @@ import streamlit as st
 from ..analysis.grappler_log import main_run
 from ..analysis.grappler_passes import base_name, default_pass, graphs_around, rows
 from ..present.scope_dot import LARGE
-from ..engine.cache import inspect_key
 from ..errors import ExplorerError
 from ..model.limits import PASS_GRAPHS_AUTO_NODES
 from . import cached, frame, graph_views, linked, state
@@ -77,7 +76,7 @@ def _label(r: dict) -> str:
     return f"pass {r['position']} of iteration {r['iteration']}: {r['pass']} ({what})"
 
 
-def panel(result: dict, choice) -> None:
+def panel(engine, result: dict, choice) -> None:
     grappler = result.get("grappler") or {}
     run = main_run(grappler)
     if run is None:
@@ -102,15 +101,14 @@ def panel(result: dict, choice) -> None:
                    "the function as traced: the changes listed here never reached the graph that ran (see 'Why it "
                    "fused (or not)').", icon=":material/undo:")
     st.markdown(table_html(table), unsafe_allow_html=True)
-    _pass_graphs(result, run, table, choice)
+    _pass_graphs(engine, result, run, table, choice)
 
 
-def _recorded(result: dict, choice) -> dict | None:
+def _recorded(engine, result: dict, choice) -> dict | None:
     """A big model's result again, with the graph after every pass (its own request and cache entry), once
     this session asked for it; None (with the button that asks) until then."""
     grappler = result.get("grappler") or {}
-    engine = cached.current()
-    ready = engine.cache.get(inspect_key(choice.model, choice.config, pass_graphs=True)) is not None
+    ready = engine.is_ready("inspect", choice.model, choice.config, {"pass_graphs": True})
     # Once recorded, the engine's cache holds them; until then the click itself (its rerun) asks.
     if not (ready or st.session_state.get(RECORD)):
         st.caption(f"The model's function has {grappler.get('function_nodes', 'many')} nodes, so its first graphs "
@@ -128,10 +126,10 @@ def _recorded(result: dict, choice) -> dict | None:
 
 
 @st.fragment
-def _pass_graphs(result: dict, run: dict, table: list[dict], choice) -> None:
+def _pass_graphs(engine, result: dict, run: dict, table: list[dict], choice) -> None:
     st.markdown("**The graphs around one pass**")
     if (result.get("grappler") or {}).get("pass_graphs_deferred"):
-        recorded = _recorded(result, choice)
+        recorded = _recorded(engine, result, choice)
         recorded_run = main_run(recorded.get("grappler") or {}) if recorded else None
         if recorded_run is None:
             return

@@ -7,16 +7,14 @@ import streamlit as st
 from ..analysis import traffic
 from ..errors import ExplorerError
 from ..present import traffic_charts
-from . import cached
 
 CHART_CONFIG = {"displayModeBar": False}
 
 
-def attach(result: dict, on_progress=None) -> dict:
+def attach(engine, result: dict, on_progress=None) -> dict:
     """The result with its traffic report; the first benchmark on a machine measures the machine (a few
-    seconds, once). An engine without the model (a replay of recorded results) leaves the result as is."""
-    engine = cached.current()
-    if "traffic" in result or not hasattr(engine, "traffic"):
+    seconds, once)."""
+    if "traffic" in result:
         return result
     try:
         return engine.traffic(result, on_progress=on_progress)
@@ -24,7 +22,7 @@ def attach(result: dict, on_progress=None) -> dict:
         return dict(result, traffic_error=str(exc))
 
 
-def panel(result: dict) -> None:
+def panel(engine, result: dict) -> None:
     """The traffic section under a benchmark's numbers."""
     report = result.get("traffic")
     if report is None:
@@ -57,15 +55,14 @@ def panel(result: dict) -> None:
         if st.button("Measure this machine again", key="traffic.remeasure", icon=":material/speed:",
                      help="The profile is measured once per machine and kept; measure again on a quiet machine "
                           "(a few seconds, in the benchmark queue)"):
-            if _remeasure(result):
+            if _remeasure(engine, result):
                 st.rerun()
         with st.expander("Per-op account"):
             st.dataframe(_op_rows(report), hide_index=True, width="stretch")
 
 
-def _remeasure(result: dict) -> bool:
+def _remeasure(engine, result: dict) -> bool:
     """A new machine profile, and this result's report redone with it (in place: the session keeps it)."""
-    engine = cached.current()
     try:
         with st.spinner("Measuring this machine's bandwidth and matmul rate"):
             engine.machine(result.get("config"), fingerprint=result.get("fingerprint"), use_cache=False)
@@ -108,11 +105,8 @@ def _op_rows(report: dict) -> list[dict]:
 
 # ---- the size sweep ------------------------------------------------------------------------------
 
-def sweep_rows(sweep: dict, on_progress=None) -> list[dict]:
+def sweep_rows(engine, sweep: dict, on_progress=None) -> list[dict]:
     """The sweep's points with their traffic estimates (rows of ``analysis.traffic.sweep_rows``)."""
-    engine = cached.current()
-    if not hasattr(engine, "traffic"):
-        return []
     try:
         points = [dict(p, result=engine.traffic(p["result"], on_progress=on_progress)) for p in sweep["points"]]
     except ExplorerError:

@@ -21,7 +21,7 @@ from .why import verdict_badge
 STAGE_WORDS = {"traced": "traced", "optimized": "after Grappler", "executed": "executed"}  # the tabs' words
 
 
-def summarize(choice: Choice, result: dict) -> dict:
+def summarize(engine, choice: Choice, result: dict) -> dict:
     """What the comparison shows of one result (plain data, kept in the session)."""
     stages = cached.stage_ops(result["key"], result)
     executed, optimized = stages.get("executed"), stages.get("optimized")
@@ -34,7 +34,7 @@ def summarize(choice: Choice, result: dict) -> dict:
         "model": choice.model.to_json() if isinstance(choice.model, StackSpec) else
         (choice.model.preset or choice.model.chain.describe()),
         "config": choice.config.to_dict(),
-        "run_key": bench.run_key(choice),
+        "run_key": bench.run_key(engine, choice),
         "fusions": [f["describe"] for f in result.get("fusions") or []],
         "executed": _op_counts(executed["compute_ops"]) if executed is not None else "",
         # Op types after Grappler: where the devices part before any kernel runs (the GPU keeps
@@ -66,9 +66,9 @@ def _unpin() -> None:
     st.session_state[state.PINNED] = None
 
 
-def pin_button(choice: Choice, result: dict) -> None:
+def pin_button(engine, choice: Choice, result: dict) -> None:
     pinned = st.session_state.get(state.PINNED)
-    summary = summarize(choice, result)
+    summary = summarize(engine, choice, result)
     is_pinned = bool(pinned) and pinned["run_key"] == summary["run_key"]
     st.button("Pinned" if is_pinned else "Pin this result", key="whatif.pin", icon=":material/push_pin:",
               on_click=_pin, args=(summary,), disabled=is_pinned, width="stretch",
@@ -98,7 +98,7 @@ def differences(pinned: dict, current: dict) -> list[str]:
     return out
 
 
-def panel(choice: Choice, result: dict | None) -> None:
+def panel(engine, choice: Choice, result: dict | None) -> None:
     pinned = st.session_state.get(state.PINNED)
     if not pinned:
         return
@@ -110,7 +110,7 @@ def panel(choice: Choice, result: dict | None) -> None:
             st.caption("The current choice has not produced a result; the pinned one is kept.")
             _side(st.container(), "Pinned", pinned, None)
             return
-        current = summarize(choice, result)
+        current = summarize(engine, choice, result)
         changes = differences(pinned, current)
         if not changes:
             st.caption("Nothing differs yet. Change one thing in the sidebar, e.g. set **TF_ENABLE_ONEDNN_OPTS** "
@@ -127,7 +127,7 @@ def panel(choice: Choice, result: dict | None) -> None:
             if st.button("Benchmark both", key="whatif.bench", icon=":material/timer:",
                          help="Time fused against unfused for the pinned and the current configuration, "
                               "with the settings of the 'Fused vs unfused' tab."):
-                _bench_both(pinned, current)
+                _bench_both(engine, pinned, current)
 
 
 def _side(col, title: str, mine: dict, other: dict | None) -> None:
@@ -163,7 +163,7 @@ def _side(col, title: str, mine: dict, other: dict | None) -> None:
             st.caption("Speedup: not measured for this configuration yet.")
 
 
-def _bench_both(pinned: dict, current: dict) -> None:
+def _bench_both(engine, pinned: dict, current: dict) -> None:
     reps = int(st.session_state.get(state.BENCH_REPS, 60))
     warmup = int(st.session_state.get(state.BENCH_WARMUP, 5))
     seconds = float(st.session_state.get(state.BENCH_SECONDS, 60))
@@ -171,7 +171,7 @@ def _bench_both(pinned: dict, current: dict) -> None:
         if state.recall(state.BENCH_RESULTS, side["run_key"]) is not None or side.get("simulated"):
             continue
         label = f"Timing {side['label']} ({side['config']['device']}, {side['config']['env'] or 'default flags'})"
-        if bench.measure(resolve(side["spec"]), Config.from_dict(side["config"]), side["run_key"], label,
+        if bench.measure(engine, resolve(side["spec"]), Config.from_dict(side["config"]), side["run_key"], label,
                          reps=reps, warmup=warmup, max_seconds=seconds) is None:
             return
     st.rerun()

@@ -11,7 +11,6 @@ import streamlit as st
 from ..analysis import xla_fusion, xla_passes
 from ..analysis.xla_bench import VARIANTS, WORDS
 from ..analysis.xla_fusion import GPU_NOT_MEASURED, STATUS_WORDS
-from ..engine.cache import ResultCache
 from ..errors import ExplorerError
 from ..model.devices import is_simulated
 from ..present import hlo_dot, xla_charts
@@ -32,7 +31,7 @@ def _hlo_dot(result_key: str, _result: dict) -> str:
 
 
 @st.fragment
-def panel(choice: sidebar.Choice, grappler: dict) -> None:
+def panel(engine, choice: sidebar.Choice, grappler: dict) -> None:
     st.markdown(INTRO)
     if grappler.get("xla_clusters"):
         st.markdown("**XLA auto-clustering is on** (TF_XLA_FLAGS): in the graph after Grappler these ops were "
@@ -48,7 +47,6 @@ def panel(choice: sidebar.Choice, grappler: dict) -> None:
         st.caption("Off: nothing is compiled until you switch it on.")
         _gpu_note(grappler)
         return
-    engine = cached.current()
     try:
         with st.spinner("Compiling the model with XLA…"):
             result = engine.xla(choice.model, choice.config)
@@ -61,9 +59,9 @@ def panel(choice: sidebar.Choice, grappler: dict) -> None:
     _graphs(grappler, result)
     _downloads(result)
     _passes(result)
-    _three_way(choice)
+    _three_way(engine, choice)
     if not choice.imported:  # an imported model has no size parameter to sweep
-        _sweep(choice)
+        _sweep(engine, choice)
     _gpu_note(grappler)
 
 
@@ -147,12 +145,12 @@ def _gpu_note(grappler: dict) -> None:
         st.info(GPU_NOT_MEASURED)
 
 
-def _three_way(choice: sidebar.Choice) -> None:
+def _three_way(engine, choice: sidebar.Choice) -> None:
     st.markdown("**Three-way benchmark: unfused, Grappler-fused, XLA**")
     st.caption("The same inputs, the three variants called in turn (each goes first in turn), after warm-up. Each "
                "variant is proved from what ran: the executed graph for Grappler's two, the profiled XLA module "
                "for XLA. XLA's first call (trace and compile) is reported apart and is not in the medians.")
-    key = ResultCache.key("bench_xla", choice.model, choice.config)
+    key = engine.result_key("bench_xla", choice.model, choice.config)
     with st.form("xla.bench.form", border=False):
         left, right = st.columns([1, 1], vertical_alignment="bottom")
         reps = left.number_input("Timed calls per variant", min_value=3, max_value=500, step=10,
@@ -161,8 +159,8 @@ def _three_way(choice: sidebar.Choice) -> None:
     if submitted:
         with st.spinner("Timing unfused, Grappler-fused and XLA…"):
             try:
-                result = cached.current().bench(choice.model, choice.config, reps=int(reps), warmup=3,
-                                               max_seconds=60.0, compiler="both")
+                result = engine.bench(choice.model, choice.config, reps=int(reps), warmup=3, max_seconds=60.0,
+                                      compiler="both")
             except ExplorerError as exc:
                 frame.show_error(exc, "The three-way benchmark failed")
                 return
@@ -219,7 +217,7 @@ def _passes(result: dict) -> None:
                     "(no textual change: the pass changed only what the text does not show)", language="diff")
 
 
-def _sweep(choice: sidebar.Choice) -> None:
+def _sweep(engine, choice: sidebar.Choice) -> None:
     """The size sweep's sizes (chosen in its own tab) timed three ways, XLA's line beside Grappler's."""
     param, text = st.session_state.get(state.SWEEP_PARAM), st.session_state.get(state.SWEEP_VALUES) or ""
     if not param:
@@ -229,14 +227,14 @@ def _sweep(choice: sidebar.Choice) -> None:
     except ValueError as exc:
         st.caption(f"Size sweep with XLA: the sweep's values are not valid ({exc}); set them in 'Size sweep'.")
         return
-    key = ResultCache.key("sweep_xla", choice.model, choice.config, {"param": param, "values": values})
+    key = engine.result_key("sweep_xla", choice.model, choice.config, {"param": param, "values": values})
     st.markdown(f"**Size sweep with XLA**: {param} = {', '.join(map(str, values))} (chosen in 'Size sweep')")
     if st.button("Sweep three ways", key="xla.sweep.run"):
         with st.spinner(f"Timing three variants at {len(values)} values of {param}…"):
             try:
-                points = cached.current().sweep(choice.model, choice.config, param=param, values=values,
-                                                reps=int(st.session_state.get(state.SWEEP_REPS) or 20), warmup=3,
-                                                max_seconds=30.0, compiler="both")["points"]
+                points = engine.sweep(choice.model, choice.config, param=param, values=values,
+                                      reps=int(st.session_state.get(state.SWEEP_REPS) or 20), warmup=3,
+                                      max_seconds=30.0, compiler="both")["points"]
             except ExplorerError as exc:
                 frame.show_error(exc, "The sweep failed")
                 return
