@@ -6,6 +6,27 @@ command line print ``str(error)`` and nothing else.
 
 from __future__ import annotations
 
+NAME_CHARS = 200  # a name from a user's file, as a message shows it
+MESSAGE_CHARS = 4000
+
+
+def shown(text, limit: int = NAME_CHARS) -> str:
+    """Text from a user's file as a message shows it: control characters escaped, cut to ``limit`` characters."""
+    text = str(text)
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def quoted(name) -> str:
+    """A name in a message: 'name', escaped and cut as ``shown`` does."""
+    return f"'{shown(name)}'"
+
+
+def one_line(message: str) -> str:
+    """A message for a person: one line (control characters escaped), at most MESSAGE_CHARS characters."""
+    return shown(message, MESSAGE_CHARS)
+
 
 class ExplorerError(Exception):
     """Base class: something the explorer can explain in one sentence."""
@@ -16,11 +37,8 @@ class SpecError(ExplorerError):
 
     def __init__(self, field: str, message: str):
         # Field names can come from user input: keep the message on one line and short.
-        field = str(field)
-        if not field.isprintable():
-            field = field.encode("unicode_escape").decode("ascii")
-        if len(field) > 80:
-            field = field[:77] + "..."
+        field = shown(field, 80)
+        message = one_line(message)
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
@@ -44,6 +62,7 @@ class WorkerError(ExplorerError):
     def __init__(self, kind: str, message: str, detail: str = ""):
         if kind not in self.KINDS:
             raise ValueError(f"unknown WorkerError kind {kind!r}; one of {', '.join(self.KINDS)}")
+        message = one_line(message)
         super().__init__(message)
         self.kind = kind
         self.message = message

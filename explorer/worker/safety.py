@@ -2,9 +2,10 @@
 
 Every node of a graph, every function of its library (called or not), and every function an
 attribute names (``f``, ``then_branch``, ``body`` ...) is checked against ``model.op_allowlist``;
-a refusal names the op, the node and where it sits. For a SavedModel, ``saved_model.pb`` is parsed
-and checked before ``tf.saved_model.load`` runs anything; for a ``.keras`` file, its config.json is
-read before Keras deserialises a layer.
+a refusal names the op, the node and where it sits. The library is read as the runtime will see it
+first (``library``: one function per name, no recursion, calls nested and inlined within limits).
+For a SavedModel, ``saved_model.pb`` is parsed and checked before ``tf.saved_model.load`` runs
+anything; for a ``.keras`` file, its config.json is read before Keras deserialises a layer.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import json
 import zipfile
 from dataclasses import dataclass, field
 
-from ..errors import SpecError
+from ..errors import SpecError, quoted, shown
 from ..model.imported import MAX_NODES
 from ..model.op_allowlist import ALLOWED_OPS, DENY_REASONS, SAVER_OPS
+from .library import check_calls, function_refs, functions_of
 
 
 @dataclass
@@ -27,7 +29,8 @@ class Problem:
     kind: str = "op"  # "layer" for a Keras class in config.json
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.op} ({'node' if self.kind == 'op' else 'named'} '{self.node}' in {self.where}): {self.reason}"
+        return (f"{self.kind} {shown(self.op)} ({'node' if self.kind == 'op' else 'named'} {quoted(self.node)} "
+                f"in {shown(self.where)}): {self.reason}")
 
 
 @dataclass
@@ -71,18 +74,6 @@ def reason(op: str) -> str:
     return "not on the explorer's allow-list of pure-compute ops"
 
 
-def function_refs(node) -> list[str]:
-    """Functions a NodeDef names in its attributes (func or list(func))."""
-    refs = []
-    for value in node.attr.values():
-        kind = value.WhichOneof("value")
-        if kind == "func":
-            refs.append(value.func.name)
-        elif kind == "list":
-            refs.extend(f.name for f in value.list.func)
-    return refs
-
-
 def _check_nodes(nodes, where: str, functions: dict, report: Report, pending: list, refs=None) -> None:
     """``refs``: function_refs of each node, when already known (a library's nodes are read once)."""
     for node, node_refs in zip(nodes, refs or map(function_refs, nodes)):
@@ -95,8 +86,8 @@ def _check_nodes(nodes, where: str, functions: dict, report: Report, pending: li
             if ref in functions:
                 pending.append(ref)
             elif ref:
-                report.problems.append(Problem(node.op, node.name, where, f"names function '{ref}', which is not "
-                                                                          "in the library"))
+                report.problems.append(Problem(node.op, node.name, where, f"names function {quoted(ref)}, which is "
+                                                                          "not in the library"))
 
 
 def _check_functions(names, functions: dict, report: Report, seen: set, refs=None) -> None:
@@ -111,13 +102,16 @@ def _check_functions(names, functions: dict, report: Report, seen: set, refs=Non
                      refs[name] if refs else None)
 
 
-def check_graphdef(graph_def) -> Report:
-    """Every node of the graph and every function of its library, reachable or not."""
+def check_graphdef(graph_def, what: str) -> Report:
+    """Every node of the graph and every function of its library, reachable or not; the library's calls
+    (``library.check_calls``). ``what`` names the model in a refusal."""
     report = Report()
-    functions = {f.signature.name: f for f in graph_def.library.function}
+    functions = functions_of(graph_def.library, what)
+    refs = library_refs(functions)
+    check_calls(graph_def.node, functions, what, refs)
     pending: list[str] = []
     _check_nodes(graph_def.node, "graph", functions, report, pending)
-    _check_functions(pending + sorted(functions), functions, report, set())
+    _check_functions(pending + sorted(functions), functions, report, set(), refs)
     return report
 
 
@@ -159,7 +153,7 @@ def reachable_functions(functions: dict, roots, refs=None) -> set[str]:
     return seen
 
 
-def check_saved_model(saved_model, signature: str) -> Report:
+def check_saved_model(saved_model, signature: str, what: str) -> Report:
     """What ``tf.saved_model.load`` and the signature would run, from the parsed proto (nothing loaded).
 
     Checked strictly: graph nodes the signatures reach, every function the object graph names (methods,
@@ -169,22 +163,23 @@ def check_saved_model(saved_model, signature: str) -> Report:
     with ops of its own, and that directory is the worker's own temporary copy.
     """
     report = Report()
-    where = "saved_model.pb"
+    if not saved_model.meta_graphs:
+        raise SpecError("model", f"{what}: saved_model.pb holds no graph (an empty or truncated file, or not a "
+                                 "SavedModel's saved_model.pb)")
     if len(saved_model.meta_graphs) != 1:
-        report.problems.append(Problem("-", "-", where, f"{len(saved_model.meta_graphs)} meta graphs; expected 1"))
-        return report
+        raise SpecError("model", f"{what}: saved_model.pb holds {len(saved_model.meta_graphs)} meta graphs; a TF2 "
+                                 "SavedModel has one")
     meta = saved_model.meta_graphs[0]
     graph = meta.graph_def
-    functions = {f.signature.name: f for f in graph.library.function}
     if not meta.HasField("object_graph_def") or not meta.object_graph_def.nodes:
-        report.problems.append(Problem("-", "-", where, "a TF1 SavedModel (no object graph): loading it would run "
-                                                        "its own restore and init ops; freeze it to a GraphDef"))
-        return report
+        raise SpecError("model", f"{what} refused before anything ran: a TF1 SavedModel (no object graph): loading it "
+                                 "would run its own restore and init ops; freeze it to a GraphDef")
+    functions = functions_of(graph.library, what)
     signatures = dict(meta.signature_def)
     if signature not in signatures:
         names = sorted(s for s in signatures if not s.startswith("__"))
-        raise SpecError("import.signature", f"the SavedModel has no signature {signature!r}; it has: "
-                                            f"{', '.join(names) or 'none'}")
+        raise SpecError("import.signature", f"the SavedModel has no signature {quoted(signature)}; it has: "
+                                            f"{shown(', '.join(names) or 'none', 1000)}")
     tensors = [t.name for s in signatures.values() for t in list(s.inputs.values()) + list(s.outputs.values())]
     signature_nodes = _reachable(graph, tensors)
     named = set()
@@ -204,6 +199,7 @@ def check_saved_model(saved_model, signature: str) -> Report:
         if node.op in functions:
             strict_roots.add(node.op)
     refs = library_refs(functions)  # ~10,000 nodes in a MobileNetV2: walked three times below
+    check_calls(signature_nodes.values(), functions, what, refs)
     strict = reachable_functions(functions, strict_roots, refs)
     rest = [n for n in graph.node if n.name not in signature_nodes]
     saver = reachable_functions(functions, {r for n in rest for r in function_refs(n)}, refs) - strict

@@ -15,7 +15,7 @@ import itertools
 
 import numpy as np
 
-from ...errors import SpecError
+from ...errors import SpecError, shown
 from ...model.graph import parse_input
 
 # A traced body named "model" (models.imported._named) gets this prefix from tf.function; Grappler's log
@@ -244,7 +244,8 @@ class GraphFunction:
 def register_library(graph_def) -> None:
     """The functions of a GraphDef's library, registered with the eager context by name (what its nodes
     call). A traced import needs this too: import_graph_def leaves them out of the context, so a graph
-    calling one fails to instantiate under XLA. A name held by a different function is refused."""
+    calling one fails to instantiate under XLA. An imported model's functions have names of its own
+    (``naming``); a name held by a different function is still refused, never replaced."""
     from tensorflow.python.eager import context
 
     ctx = context.context()
@@ -252,9 +253,20 @@ def register_library(graph_def) -> None:
         name = function.signature.name
         if not ctx.has_function(name):
             ctx.add_function_def(function)
-        elif ctx.get_function_def(name) != function:
-            raise SpecError("import", f"the graph's library function {name} has the name of a different "
-                                      "function of a model imported before; restart the worker to load it")
+        elif not _same_function(ctx.get_function_def(name), function):
+            raise SpecError("import", f"the graph's library function {shown(name)} has the name of a different "
+                                      "function already registered in this worker; it is refused")
+
+
+def _same_function(registered, function) -> bool:
+    """Whether two FunctionDefs are one function (the context marks what it registers with its construction context)."""
+    if registered == function:
+        return True
+    copy = type(registered)()
+    copy.CopyFrom(registered)
+    if "_construction_context" not in function.attr:
+        copy.attr.pop("_construction_context", None)
+    return copy == function
 
 
 def static_dims(shape) -> list[int] | None:

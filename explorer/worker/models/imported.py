@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...engine.uploads import EXPECTED, extract_zip
-from ...errors import SpecError
+from ...errors import SpecError, shown
 from ...model.imported import DEFAULT_SIGNATURE
 from ...model.spec import MAX_MODEL_BYTES, MAX_TENSOR_BYTES
 from .. import safety
+from . import naming
 from . import signature as signature_reader
 
 SEED = 20261122
@@ -42,6 +43,7 @@ class Loaded:
     inputs: list  # [(name, shape with None for unknown dims, tf dtype)]
     info: dict = field(default_factory=dict)
     keepalive: object = None  # the Keras model: its variables live as long as it does
+    functions: list = field(default_factory=list)  # its library's functions, under its own names (naming)
 
 
 _LOADED: OrderedDict[str, Loaded] = OrderedDict()
@@ -58,7 +60,8 @@ def load(spec, tf) -> Loaded:
         loaded = {"graphdef": _graphdef, "savedmodel": _savedmodel, "keras": _keras}[spec.format](spec, tf, work)
     _LOADED[key] = loaded
     while len(_LOADED) > KEEP:
-        _LOADED.popitem(last=False)
+        _, evicted = _LOADED.popitem(last=False)
+        naming.release(evicted.functions, {name for kept in _LOADED.values() for name in kept.functions})
     return loaded
 
 
@@ -203,7 +206,8 @@ def _graphdef_loaded(graph_def, outputs, tf, info) -> Loaded:
                                                                              for d in shape_attr.dim]
         inputs.append((node.name, shape, dtype))
     info.update(outputs=outputs, nodes=len(graph_def.node), functions=len(graph_def.library.function))
-    return Loaded(_inline(graph_def, [n for n, _, _ in inputs], outputs, tf), inputs, info)
+    functions = naming.own_names(graph_def)
+    return Loaded(_inline(graph_def, [n for n, _, _ in inputs], outputs, tf), inputs, info, functions=functions)
 
 
 def _graphdef(spec, tf, work: str) -> Loaded:
@@ -211,7 +215,8 @@ def _graphdef(spec, tf, work: str) -> Loaded:
     with open(spec.path, "rb") as handle:
         data = handle.read()
     graph_def = _parse_graphdef(name, data, tf)
-    safety.check_graphdef(graph_def).refuse_if_unsafe(f"{name} (GraphDef)")
+    what = f"{shown(name)} (GraphDef)"
+    safety.check_graphdef(graph_def, what).refuse_if_unsafe(what)
     return _graphdef_loaded(graph_def, list(spec.outputs), tf, {"format": "graphdef"})
 
 
@@ -237,17 +242,20 @@ def _savedmodel(spec, tf, work: str) -> Loaded:
     names = sorted(s for m in proto.meta_graphs[:1] for s in m.signature_def if not s.startswith("__"))
     # serving_default when there is one, else the first by name (the page then offers the others).
     signature = spec.signature or (DEFAULT_SIGNATURE if DEFAULT_SIGNATURE in names or not names else names[0])
-    report = safety.check_saved_model(proto, signature)
-    report.refuse_if_unsafe(f"{name} (SavedModel)")
+    what = f"{shown(name)} (SavedModel)"
+    report = safety.check_saved_model(proto, signature, what)
+    report.refuse_if_unsafe(what)
     try:
         sig = signature_reader.read(proto, root, signature, tf)
     except signature_reader.Unsupported as exc:
         sig = signature_reader.load(root, signature, tf, str(exc))
-    safety.check_graphdef(sig.graph_def).refuse_if_unsafe(f"{name} (signature {signature}, inlined)")
+    what = f"{shown(name)} (signature {shown(signature)}, inlined)"
+    safety.check_graphdef(sig.graph_def, what).refuse_if_unsafe(what)
     info = {"format": "savedmodel", "signature": signature, "outputs": sig.outputs, "nodes": len(sig.graph_def.node),
             "signatures": names, "loader": sig.loader, "saver_functions_not_run": report.saver_functions}
+    functions = naming.own_names(sig.graph_def)
     return Loaded(_inline(sig.graph_def, sig.feeds, sig.outputs, tf, sig.handles), sig.inputs, info,
-                  keepalive=sig.keepalive)
+                  keepalive=sig.keepalive, functions=functions)
 
 
 # ---- .keras -----------------------------------------------------------------------------------
