@@ -11,7 +11,6 @@ anything; for a ``.keras`` file, its config.json is read before Keras deserialis
 from __future__ import annotations
 
 import json
-import zipfile
 from dataclasses import dataclass, field
 
 from ..errors import SpecError, quoted, shown
@@ -223,16 +222,20 @@ def check_saved_model(saved_model, signature: str, what: str) -> Report:
 KERAS_REFUSED = {"Lambda": "runs Python code it carries", "TFSMLayer": "loads another SavedModel from a path"}
 
 
-def check_keras_config(path: str) -> Report:
-    """A .keras file's config.json, read statically: only Keras' own classes, no Lambda, no custom objects."""
+def check_keras_config(path: str, what: str) -> Report:
+    """A .keras file's config.json (unpacked, within the archive policy's size), read statically: only Keras'
+    own classes, no Lambda, no custom objects."""
     report = Report()
-    with zipfile.ZipFile(path) as archive:
-        try:
-            config = json.loads(archive.read("config.json"))
-        except (KeyError, ValueError) as exc:
-            raise SpecError("model", f"the .keras file's config.json is missing or not JSON ({exc})") from None
-
-    def walk(obj) -> None:
+    try:
+        with open(path, "rb") as handle:
+            config = json.loads(handle.read())
+    except (OSError, ValueError, RecursionError) as exc:
+        raise SpecError("model", f"{what}: config.json is not JSON ({type(exc).__name__}: {shown(exc)})") from None
+    if not isinstance(config, dict):
+        raise SpecError("model", f"{what}: config.json holds {type(config).__name__}, not a model's configuration")
+    def walk(obj, level: int = 0) -> None:
+        if level > 200:  # json.loads took it, a walk this deep is no Keras model
+            raise SpecError("model", f"{what}: config.json nests deeper than 200 levels; no Keras model does")
         if isinstance(obj, dict):
             if "class_name" in obj and "config" in obj:
                 cls, module = str(obj.get("class_name")), str(obj.get("module") or "")
@@ -249,10 +252,10 @@ def check_keras_config(path: str) -> Report:
                 elif cls == "__lambda__":
                     report.problems.append(Problem(cls, name, "config.json", "a Python lambda", "object"))
             for value in obj.values():
-                walk(value)
+                walk(value, level + 1)
         elif isinstance(obj, list):
             for value in obj:
-                walk(value)
+                walk(value, level + 1)
 
     walk(config)
     return report

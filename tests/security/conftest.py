@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -16,7 +17,8 @@ import pytest
 from explorer.engine import Engine
 from explorer.engine.runner import Limits
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # graphs.py, corpus.py
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # graphs.py, zips.py, corpus.py
 
 # A lower memory cap than the server's: a model that gets past the static checks and still grows is
 # stopped well before it troubles a shared test machine.
@@ -34,6 +36,17 @@ def temp_root(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="package")
+def bases(tmp_path_factory) -> Path:
+    """Real models made by TensorFlow (make_bases.py), in a process of its own."""
+    directory = tmp_path_factory.mktemp("bases")
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "TMPDIR": str(tmp_path_factory.mktemp("bases-tmp"))}
+    proc = subprocess.run([sys.executable, str(HERE / "make_bases.py"), str(directory)], capture_output=True,
+                          text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return directory
+
+
+@pytest.fixture(scope="package")
 def engine(temp_root):
     engine = Engine(LIMITS, cache_dir=None)
     yield engine
@@ -44,3 +57,21 @@ def leftovers(root: Path) -> list[str]:
     """What lies under ``root`` but the workers' own directories of a live engine (removed when it closes)."""
     return sorted(str(p.relative_to(root)) for p in root.rglob("*")
                   if not p.relative_to(root).parts[0].startswith("explorer-worker-"))
+
+
+ROOT = HERE.parents[1]
+
+
+def cli(*args: str, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The command line as a user runs it, in a process of its own (``python -m explorer ...``)."""
+    return subprocess.run([sys.executable, "-m", "explorer", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def one_line_refusal(proc: subprocess.CompletedProcess, status: int = 2) -> str:
+    """The refusal line of a command that must have failed with ``status``, one line, no traceback."""
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == status, (proc.returncode, proc.stderr[-2000:])
+    assert len(lines) == 1 and lines[0].startswith("explorer: error: "), proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and not proc.stdout
+    return lines[0]

@@ -1,8 +1,10 @@
 """Builder of an imported model: a user's GraphDef, SavedModel or .keras file as a tf.function body.
 
 Nothing of the model executes before ``worker.safety`` has checked it. Each load works in a
-temporary directory of its own (a copy of the model, or the SavedModel zip extracted with the
-parent's checks), removed as soon as the model is in memory. The body keeps the model's ops in the
+temporary directory of its own, under the request's folder (which the parent removes whatever
+happens to the worker): a SavedModel directory's regular files copied, a SavedModel zip or a .keras
+file unpacked by the explorer under the one archive policy (``model.archive``), Keras given the
+checked copy. The directory is removed as soon as the model is in memory. The body keeps the model's ops in the
 traced graph itself (not behind a call node), so the three stages, the fusion mapping and the
 fused-vs-unfused benchmark see the same graph a preset gives them:
 
@@ -16,15 +18,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...engine.uploads import EXPECTED, extract_zip
 from ...errors import SpecError, shown
+from ...model import archive, formats
+from ...model.formats import EXPECTED
 from ...model.imported import DEFAULT_SIGNATURE
 from ...model.spec import MAX_MODEL_BYTES, MAX_TENSOR_BYTES
 from .. import safety
@@ -228,11 +230,11 @@ def _savedmodel(spec, tf, work: str) -> Loaded:
     name = spec.name or os.path.basename(os.path.normpath(spec.path))
     if os.path.isdir(spec.path):
         root = os.path.join(work, "model")
-        shutil.copytree(spec.path, root, symlinks=True)  # links copied as links, never followed: refused below
-        if any(os.path.islink(os.path.join(r, f)) for r, ds, fs in os.walk(root) for f in fs + ds):
-            raise SpecError(name, "the SavedModel directory holds a symbolic link; it is refused")
+        os.mkdir(root, 0o700)
+        archive.copy_directory(spec.path, root, name)  # regular files only: links, pipes and devices refused
     else:
-        root = extract_zip(spec.path, work)
+        archive.unpack_zip(spec.path, work, name)
+        root = formats.savedmodel_root(work, name)
     proto = saved_model_pb2.SavedModel()
     try:
         with open(os.path.join(root, "saved_model.pb"), "rb") as handle:
@@ -264,14 +266,21 @@ def _keras(spec, tf, work: str) -> Loaded:
     import keras
 
     name = spec.name or os.path.basename(spec.path)
-    path = os.path.join(work, "model.keras")
-    shutil.copyfile(spec.path, path)
-    safety.check_keras_config(path).refuse_if_unsafe(f"{name} (.keras)")
+    # Unpacked here, under the archive policy, into the request's own folder: Keras, given the .keras file,
+    # would extract its members itself (past every limit, into the system's temporary folder).
+    root = os.path.join(work, "model")  # a directory, not a name ending in .keras: Keras reads it as unpacked
+    os.mkdir(root, 0o700)
+    archive.unpack_zip(spec.path, root, name, archive.KERAS_MEMBERS)
+    missing = sorted(formats.KERAS_REQUIRED - set(os.listdir(root)))
+    if missing:
+        raise SpecError(name, f"not a .keras file: {', '.join(missing)} missing; {EXPECTED}")
+    what = f"{shown(name)} (.keras)"
+    safety.check_keras_config(os.path.join(root, "config.json"), what).refuse_if_unsafe(what)
     try:
-        model = keras.saving.load_model(path, safe_mode=True, compile=False)
+        model = keras.saving.load_model(root, safe_mode=True, compile=False)
     except Exception as exc:  # noqa: BLE001 - Keras' own words for what it refused
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SpecError(name, f"Keras refused the file in safe mode: {first[:400]}") from None
+        raise SpecError(name, f"Keras refused the file in safe mode: {shown(first, 400)}") from None
     inputs = [(t.name, list(t.shape), tf.as_dtype(t.dtype)) for t in model.inputs]
 
     def body(*args):
