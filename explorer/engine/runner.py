@@ -5,6 +5,11 @@ import or first use, so a process cannot change configuration. Workers stay warm
 requests, each serves one request at a time, and the pool evicts the least recently used idle
 worker when it is full. A worker that dies, hangs past its deadline or grows past its memory
 cap is killed and reported as a ``WorkerError``; the next request starts a fresh one.
+
+Every file a worker writes lies in its own directory, which the parent owns: TMPDIR points there,
+and each request gets a folder of its own in it (the model's unpacked copy, AutoGraph's generated
+files), removed by the parent as soon as the request ends, whether the worker answered, crashed,
+overran its deadline or its memory cap, or was killed.
 """
 
 from __future__ import annotations
@@ -70,6 +75,8 @@ class WorkerProcess:
         self.workdir = tempfile.mkdtemp(prefix="explorer-worker-")
         self.dump_dir = os.path.join(self.workdir, "dumps")
         os.makedirs(self.dump_dir)
+        self.tmp_dir = os.path.join(self.workdir, "tmp")  # the worker's TMPDIR between requests
+        os.makedirs(self.tmp_dir)
         self.stderr_path = os.path.join(self.workdir, "stderr.log")
         self._stderr = open(self.stderr_path, "w+b")
         env = self._environment()
@@ -96,6 +103,7 @@ class WorkerProcess:
         env["TF_CPP_VMODULE"] = VMODULE
         env["TF_CPP_MIN_LOG_LEVEL"] = "0"
         env["TF_DUMP_GRAPH_PREFIX"] = self.dump_dir
+        env["TMPDIR"] = self.tmp_dir
         env["EXPLORER_DEVICE"] = self.config.device
         # XLA reads its flags once per process: its per-pass dumps go to the worker's own directory.
         env["EXPLORER_XLA_DUMP"] = os.path.join(self.workdir, "xla")
@@ -193,45 +201,53 @@ class WorkerProcess:
             self.last_used = time.monotonic()
             self.requests += 1
             req_id = next(self._ids)
-            message = dict(payload, id=req_id, op=op)
+            folder = tempfile.mkdtemp(prefix=f"request-{req_id}-", dir=self.workdir)
             try:
-                self.proc.stdin.write(json.dumps(message) + "\n")
-                self.proc.stdin.flush()
-            except (BrokenPipeError, OSError):
-                self.kill()
-                raise WorkerError("crash", "The worker process had died; the next request starts a new one.",
-                                  self.stderr_tail()) from None
-            deadline = time.monotonic() + timeout
-            abandoned = None
-            while True:
-                reply = self._next(deadline, op, timeout)
-                if reply.get("id") != req_id:
-                    continue
-                if "progress" in reply:
-                    if on_progress is not None:
-                        try:
-                            on_progress(reply["progress"])
-                        except BaseException as exc:  # the caller went away, e.g. a page rerun
-                            if op == "bench":
-                                # Nobody will see this timing: stop it now rather than hold the device.
-                                self.kill()
-                                raise
-                            # Graph work is short: finish it, so the worker (and the caller's queue
-                            # slot) is only given back once the worker is idle again.
-                            abandoned, on_progress = exc, None
-                    continue
-                self.last_used = time.monotonic()
-                if abandoned is not None:
-                    raise abandoned
-                if reply.get("ok"):
-                    return reply["result"]
-                error = reply.get("error") or {}
-                kind = error.get("kind", "tensorflow")
-                if kind == "spec":
-                    raise SpecError(error.get("field", "spec"), error.get("message", ""))
-                if kind not in WorkerError.KINDS:  # a worker of other code: say what it sent, as a protocol error
-                    kind, error = "protocol", dict(error, message=f"{error.get('message', '')} (kind {kind!r})")
-                raise WorkerError(kind, error.get("message", "the worker failed"), error.get("detail", ""))
+                return self._serve(op, dict(payload, id=req_id, op=op, tmp=folder), timeout, on_progress)
+            finally:
+                # The worker is done with the request or dead: whatever it left is removed with the folder.
+                shutil.rmtree(folder, ignore_errors=True)
+
+    def _serve(self, op: str, message: dict, timeout: float, on_progress) -> dict:
+        req_id = message["id"]
+        try:
+            self.proc.stdin.write(json.dumps(message) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self.kill()
+            raise WorkerError("crash", "The worker process had died; the next request starts a new one.",
+                              self.stderr_tail()) from None
+        deadline = time.monotonic() + timeout
+        abandoned = None
+        while True:
+            reply = self._next(deadline, op, timeout)
+            if reply.get("id") != req_id:
+                continue
+            if "progress" in reply:
+                if on_progress is not None:
+                    try:
+                        on_progress(reply["progress"])
+                    except BaseException as exc:  # the caller went away, e.g. a page rerun
+                        if op == "bench":
+                            # Nobody will see this timing: stop it now rather than hold the device.
+                            self.kill()
+                            raise
+                        # Graph work is short: finish it, so the worker (and the caller's queue
+                        # slot) is only given back once the worker is idle again.
+                        abandoned, on_progress = exc, None
+                continue
+            self.last_used = time.monotonic()
+            if abandoned is not None:
+                raise abandoned
+            if reply.get("ok"):
+                return reply["result"]
+            error = reply.get("error") or {}
+            kind = error.get("kind", "tensorflow")
+            if kind == "spec":
+                raise SpecError(error.get("field", "spec"), error.get("message", ""))
+            if kind not in WorkerError.KINDS:  # a worker of other code: say what it sent, as a protocol error
+                kind, error = "protocol", dict(error, message=f"{error.get('message', '')} (kind {kind!r})")
+            raise WorkerError(kind, error.get("message", "the worker failed"), error.get("detail", ""))
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -258,7 +274,8 @@ class WorkerProcess:
 
 # Variables the parent sets for each worker; the caller's own values never leak in.
 # CUDA_VISIBLE_DEVICES is not ours: a GPU worker keeps the user's choice of GPU.
-_OWNED_ENV = {"TF_CPP_VMODULE", "TF_CPP_MIN_LOG_LEVEL", "TF_DUMP_GRAPH_PREFIX", "EXPLORER_DEVICE", "EXPLORER_XLA_DUMP"} | set(ENV_FLAGS)
+_OWNED_ENV = {"TF_CPP_VMODULE", "TF_CPP_MIN_LOG_LEVEL", "TF_DUMP_GRAPH_PREFIX", "EXPLORER_DEVICE", "EXPLORER_XLA_DUMP",
+              "TMPDIR"} | set(ENV_FLAGS)
 
 
 class Pool:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 import traceback
+from contextlib import contextmanager
 
 from ..errors import SpecError
 from ..model.devices import is_simulated, no_gpu_words, nvidia_gpus_present, refuse_simulated
@@ -51,6 +53,25 @@ def error_line(message: str) -> str:
     return text.split(" [Op:")[0].split("\t [[")[0].strip()
 
 
+@contextmanager
+def request_folder(path) -> None:
+    """The request's own folder (the parent's, removed by it when the request ends) as the temporary
+    directory meanwhile: a model's unpacked copy and AutoGraph's generated files go there."""
+    if not isinstance(path, str) or not os.path.isdir(path):
+        yield
+        return
+    saved = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir, os.environ["TMPDIR"] = path, path
+    try:
+        yield
+    finally:
+        tempfile.tempdir = saved[0]
+        if saved[1] is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved[1]
+
+
 def _error(kind: str, message: str, detail: str = "") -> dict:
     return {"kind": kind, "message": message, "detail": detail[-4000:]}
 
@@ -76,7 +97,8 @@ def main() -> None:
         req_id = request.get("id")
         rt.log.start()
         try:
-            result = handle(rt, request)
+            with request_folder(request.get("tmp")):
+                result = handle(rt, request)
             protocol.send({"id": req_id, "ok": True, "result": result})
         except SpecError as exc:
             protocol.send({"id": req_id, "ok": False, "error": dict(_error("spec", exc.message), field=exc.field)})
