@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 MAX_DIM = 1 << 20
 MAX_TENSOR_BYTES = 512 << 20
 MAX_MODEL_BYTES = 2 << 30
@@ -10,3 +12,10 @@ MAX_MODEL_BYTES = 2 << 30
 # Grappler pass (asked for separately when the pass tab draws them): TF writing, and the worker reading
 # and comparing, ~30 dumps of a 1,500-node network is a large share of a warm import's first graphs.
 PASS_GRAPHS_AUTO_NODES = 500
+
+
+def bytes_text(n: float) -> str:
+    """'512 MiB', '3.6 TiB': a size in the unit a reader takes in at once."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+    i = min(int(math.log(max(n, 1), 1024)), len(units) - 1)
+    return f"{n / 1024 ** i:.3g} {units[i]}"

@@ -130,4 +130,4 @@ def count_text(n: int) -> str:
     exponent = len(str(n)) - 1
     mantissa = n / 10**exponent
     power = "10" + str(exponent).translate(_SUPERSCRIPT)
-    return power if round(mantissa, 1) == 1.0 else f"{mantissa:.1f} × {power}"
+    return power if round(mantissa, 1) == 1.0 else f"{round(mantissa, 1):g} × {power}"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from ..errors import SpecError, quoted, shown
 from ..model.imported import MAX_NODES
 from ..model.op_allowlist import ALLOWED_OPS, DENY_REASONS, SAVER_OPS
+from . import allocation
 from .library import check_calls, function_refs, functions_of
 
 
@@ -38,16 +39,20 @@ class Report:
     nodes: int = 0
     functions_checked: list[str] = field(default_factory=list)
     saver_functions: list[str] = field(default_factory=list)  # the saver's own: never run by the TF2 loader
+    sizes: list[str] = field(default_factory=list)  # tensors the graph states past the limits (allocation)
 
     def refuse_if_unsafe(self, what: str) -> None:
         if self.nodes > MAX_NODES:
             raise SpecError("model", f"{what} has {self.nodes:,} nodes with its functions; the limit is {MAX_NODES:,}")
         if self.problems:
-            shown = "; ".join(str(p) for p in self.problems[:5])
+            listed = "; ".join(str(p) for p in self.problems[:5])
             more = f"; and {len(self.problems) - 5} more" if len(self.problems) > 5 else ""
-            raise SpecError("model", f"{what} refused before anything ran: {shown}{more}. Only pure-compute ops and "
+            raise SpecError("model", f"{what} refused before anything ran: {listed}{more}. Only pure-compute ops and "
                                      "Keras' own layers are taken (models are programs: no file, process, network or "
                                      "Python access)")
+        if self.sizes:
+            more = f"; and {len(self.sizes) - 3} more" if len(self.sizes) > 3 else ""
+            raise SpecError("model", f"{what} refused before anything ran: {'; '.join(self.sizes[:3])}{more}")
 
 
 _REGISTERED: set[str] | None = None
@@ -111,6 +116,7 @@ def check_graphdef(graph_def, what: str) -> Report:
     pending: list[str] = []
     _check_nodes(graph_def.node, "graph", functions, report, pending)
     _check_functions(pending + sorted(functions), functions, report, set(), refs)
+    report.sizes = allocation.check(graph_def)
     return report
 
 

@@ -122,9 +122,13 @@ def _parse_graphdef(name: str, data: bytes, tf):
         else:
             graph_def.ParseFromString(data)
     except (message.DecodeError, RuntimeWarning) as exc:
-        raise SpecError(name, f"not a GraphDef: the file is truncated or not a binary protobuf ({exc}); {EXPECTED}") from None
+        raise SpecError(name, f"not a GraphDef: the file is truncated or not a binary protobuf ({shown(exc)}); "
+                              f"{EXPECTED}") from None
     except (text_format.ParseError, UnicodeDecodeError) as exc:
-        raise SpecError(name, f"not a GraphDef in text format ({str(exc)[:200]}); {EXPECTED}") from None
+        raise SpecError(name, f"not a GraphDef in text format ({shown(exc)}); {EXPECTED}") from None
+    except RecursionError:
+        raise SpecError(name, "a GraphDef in text format that nests deeper than the parser takes (a model's "
+                              "text nests a few levels; this one thousands)") from None
     if not graph_def.node:
         raise SpecError(name, f"a GraphDef with no nodes (an empty or truncated file); {EXPECTED}")
     return graph_def
