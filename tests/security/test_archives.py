@@ -20,6 +20,7 @@ from explorer.engine.uploads import ModelFileError, save_upload, spec_for_path
 from explorer.errors import SpecError
 from explorer.model.flags import Config
 
+pytestmark = pytest.mark.tf  # every test reads models TensorFlow made (the bases fixture)
 CPU = Config.make("cpu", {})
 MiB = 1 << 20
 
@@ -50,7 +51,6 @@ def worker_spec(path, fmt: str) -> dict:
     return {"import": {"path": str(path), "format": fmt, "digest": "e" * 64, "name": path.name}}
 
 
-@pytest.mark.tf
 def test_keras_files_are_held_to_the_archive_policy_before_anything_unpacks(engine, bases, temp_root, tmp_path):
     for case, (data, words) in keras_variants(bases).items():
         with pytest.raises(ModelFileError, match=words.replace("(", r"\(").replace(")", r"\)")):
@@ -89,7 +89,6 @@ def test_the_command_line_refuses_a_savedmodel_directory_holding_a_pipe_or_link(
     assert f"member 'variables/{data.name}': {kind} is refused" in line, line
 
 
-@pytest.mark.tf
 def test_the_worker_copies_only_regular_files_of_a_savedmodel_directory(engine, bases, temp_root, tmp_path):
     directory = savedmodel_copy(bases, tmp_path, "sm")
     os.mkfifo(directory / "variables" / "extra.fifo")
@@ -140,7 +139,6 @@ def test_zips_that_break_the_reader_get_one_line_from_the_page_and_the_command_l
         assert words in line, (case, line)
 
 
-@pytest.mark.tf
 def test_the_worker_finds_damage_a_zips_directory_hides(engine, bases, temp_root, tmp_path):
     data, words = broken_zips(bases)["damaged data"]
     path = tmp_path / "damaged.zip"
