@@ -260,7 +260,7 @@ class Engine:
     def _run_fresh(self, config: Config, op: str, payload: dict, timeout: float, on_progress) -> tuple[dict, dict]:
         """One request in a worker process of its own, closed afterwards."""
         started = time.perf_counter()
-        worker = WorkerProcess(Config.make(config.device, config.env_dict), self.pool.limits)
+        worker = self.pool.start(config)  # its memory counts against the engine's budget too
         try:
             result = worker.request(op, payload, timeout, on_progress)
         finally:

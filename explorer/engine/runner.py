@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SpecError, WorkerError
+from .admission import MEMORY_BUDGET, MemoryBudget
 from ..model.devices import is_simulated
 from ..model.flags import ENV_FLAGS, Config
 
@@ -40,6 +41,11 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # What the worker logs: each remapper fusion and every Grappler pass (with a graph dump per pass),
 # and every pass of an XLA compile (with the module dumped after each pass that changed it).
 VMODULE = "remapper=2,meta_optimizer=4,hlo_pass_pipeline=2"
+MEMORY_POLL_S = 0.25  # how often the parent reads a busy worker's resident memory
+
+
+MAX_WORKERS = 4
+MAX_WORKER_BYTES = 6 << 30
 
 
 @dataclass(frozen=True)
@@ -47,9 +53,12 @@ class Limits:
     startup_s: float = 120.0  # TensorFlow's import takes ~3 s here; CI machines can be slower
     inspect_s: float = 120.0
     bench_extra_s: float = 120.0  # on top of the benchmark's own time budget
-    memory_bytes: int = 6 << 30  # resident memory of one worker
-    max_workers: int = 4
+    # Resident memory of one worker, and of all of them together: max_workers caps fit the budget
+    # (6 GiB each on a 32 GiB machine; 4.4 GiB on a 24 GiB one), and a worker starts only while its cap fits.
+    memory_bytes: int = min(MAX_WORKER_BYTES, MEMORY_BUDGET // MAX_WORKERS)
+    max_workers: int = MAX_WORKERS
     idle_s: float = 900.0  # a worker unused this long is stopped
+    memory_budget: int = MEMORY_BUDGET
 
 
 def _signal_name(code: int) -> str:
@@ -62,9 +71,26 @@ def _signal_name(code: int) -> str:
 class WorkerProcess:
     """One live ``python -m explorer.worker`` and the pipe protocol to it."""
 
-    def __init__(self, config: Config, limits: Limits, base_env: dict | None = None):
+    def __init__(self, config: Config, limits: Limits, base_env: dict | None = None,
+                 budget: MemoryBudget | None = None, make_room=lambda: False):
         """``base_env``: the environment to start from (default: this process's); a Ray task passes
-        its own with Ray's additions removed."""
+        its own with Ray's additions removed. ``budget``: the engine's memory budget, which this worker's
+        cap is held from while it lives (``make_room`` stops an idle worker to free some)."""
+        self._budget, self._held = None, 0
+        if budget is not None:
+            budget.acquire(limits.memory_bytes, make_room, limits.startup_s)
+            self._budget, self._held = budget, limits.memory_bytes
+        try:
+            self._start(config, limits, base_env)
+        except BaseException:  # nothing of a worker that did not start stays: process, directory, memory share
+            if hasattr(self, "proc"):
+                self.kill()
+            if hasattr(self, "workdir"):
+                shutil.rmtree(self.workdir, ignore_errors=True)
+            self._release()
+            raise
+
+    def _start(self, config: Config, limits: Limits, base_env: dict | None) -> None:
         self.config = config
         self._base_env = os.environ if base_env is None else base_env
         self.limits = limits
@@ -88,6 +114,7 @@ class WorkerProcess:
             env=env, cwd=str(PROJECT_ROOT), text=True, bufsize=1, start_new_session=True,
         )
         self._lines: queue.Queue = queue.Queue()
+        self._rss_at = 0.0
         threading.Thread(target=self._read, daemon=True).start()
         ready = self._next(time.monotonic() + limits.startup_s, "start", limits.startup_s)
         if not ready.get("ready"):
@@ -169,17 +196,22 @@ class WorkerProcess:
                     self.stderr_tail(),
                 )
             try:
-                line = self._lines.get(timeout=min(0.25, remaining))
+                line = self._lines.get(timeout=min(MEMORY_POLL_S, remaining))
             except queue.Empty:
+                line = ""
+            if time.monotonic() - self._rss_at >= MEMORY_POLL_S:  # lines arriving all the time included
+                self._rss_at = time.monotonic()
                 rss = self._rss()
                 if rss > self.limits.memory_bytes:
                     self.kill()
                     raise WorkerError(
                         "memory",
-                        f"The worker used {rss / 2**30:.1f} GiB, over its cap of "
-                        f"{self.limits.memory_bytes / 2**30:.1f} GiB; it was stopped. Try smaller sizes.",
+                        f"The worker used {rss / 2**30:.1f} GiB during the {what} request, over its cap of "
+                        f"{self.limits.memory_bytes / 2**30:.1f} GiB; it was stopped. The model or its sizes need "
+                        "more memory than one worker may have on this server: try smaller sizes.",
                         self.stderr_tail(),
                     ) from None
+            if line == "":
                 continue
             if line is None:
                 code = self.proc.wait(timeout=10)
@@ -270,6 +302,12 @@ class WorkerProcess:
         self.kill()
         self._stderr.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
+        self._release()
+
+    def _release(self) -> None:
+        budget, self._budget = self._budget, None
+        if budget is not None:
+            budget.release(self._held)
 
 
 # Variables the parent sets for each worker; the caller's own values never leak in.
@@ -283,6 +321,10 @@ class Pool:
 
     def __init__(self, limits: Limits | None = None):
         self.limits = limits or Limits()
+        # Every worker of the engine holds its memory cap from this while it lives, the pool's and the fresh
+        # ones of a replicated benchmark alike: at most max_workers of them, and no more than the budget holds.
+        lim = self.limits
+        self.memory = MemoryBudget(max(min(lim.memory_budget, lim.max_workers * lim.memory_bytes), lim.memory_bytes))
         self._workers: OrderedDict[tuple, WorkerProcess] = OrderedDict()
         self._lock = threading.Lock()
         self._starting: dict[tuple, threading.Lock] = {}
@@ -304,10 +346,26 @@ class Pool:
                 if worker is not None:
                     self._workers.pop(key).close()
                 self._evict_locked()
-            worker = WorkerProcess(Config.make(config.device, config.env_dict), self.limits)
+            worker = self.start(config)
             with self._lock:
                 self._workers[key] = worker
             return worker
+
+    def start(self, config: Config) -> WorkerProcess:
+        """A new worker of ``config``, outside the pool, once its memory cap fits the budget (an idle pooled
+        worker is stopped to make room; the caller closes it)."""
+        return WorkerProcess(Config.make(config.device, config.env_dict), self.limits, budget=self.memory,
+                             make_room=self.stop_idle)
+
+    def stop_idle(self) -> bool:
+        """Stop the least recently used idle worker; False when every worker is busy."""
+        with self._lock:
+            idle = [k for k, w in self._workers.items() if not w.lock.locked()]
+            worker = self._workers.pop(idle[0]) if idle else None
+        if worker is None:
+            return False
+        worker.close()
+        return True
 
     def _evict_locked(self) -> None:
         now = time.monotonic()
