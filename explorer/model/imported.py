@@ -23,7 +23,7 @@ MAX_UNKNOWN_DIM = 4096  # a value for a dimension the model leaves open (batch, 
 MAX_OUTPUTS = 64
 MAX_NODES = 50_000  # nodes in the graph and its functions together: MobileNetV2 frozen has ~1,000
 MAX_UPLOAD_BYTES = 200 << 20
-FIELDS = ("path", "format", "digest", "name", "signature", "unknown_dim", "outputs")
+FIELDS = ("path", "format", "digest", "name", "signature", "unknown_dim", "outputs", "fixed_dims")
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")
 _NODE_NAME = re.compile(r"^[A-Za-z0-9_.\-/>]+(:\d+)?$")
 
@@ -39,6 +39,9 @@ class ImportSpec:
     signature: str | None = None  # SavedModel only; None means serving_default
     unknown_dim: int = 1
     outputs: tuple[str, ...] = ()  # GraphDef only; empty means the nodes nothing consumes
+    # False: traced as served (unknown dimensions stay unknown, ``unknown_dim`` only sizes the values fed);
+    # True: traced with them fixed to ``unknown_dim``, and the result says what that changed.
+    fixed_dims: bool = False
 
     preset = None
     chain = None
@@ -59,6 +62,8 @@ class ImportSpec:
             data["signature"] = self.signature
         if self.outputs:
             data["outputs"] = list(self.outputs)
+        if self.fixed_dims:
+            data["fixed_dims"] = True
         return {"import": data}
 
     def public_dict(self) -> dict:
@@ -88,6 +93,8 @@ class ImportSpec:
             args += ["--dim", str(self.unknown_dim)]
         for output in self.outputs:
             args += ["--output", output]
+        if self.fixed_dims:
+            args.append("--fix-dims")
         return args
 
     def check_size(self) -> None:
@@ -131,4 +138,7 @@ def resolve_import(data) -> ImportSpec:
         if not isinstance(outputs, (list, tuple)) or len(outputs) > MAX_OUTPUTS or not all(
                 isinstance(o, str) and _NODE_NAME.match(o) for o in outputs):
             raise SpecError("import.outputs", f"expected up to {MAX_OUTPUTS} node names such as 'dense/BiasAdd'")
-    return ImportSpec(fmt, digest, path, name, signature, dim, tuple(outputs))
+    fixed = data.get("fixed_dims", False)
+    if not isinstance(fixed, bool):
+        raise SpecError("import.fixed_dims", f"expected true or false, got {fixed!r}")
+    return ImportSpec(fmt, digest, path, name, signature, dim, tuple(outputs), fixed)

@@ -39,6 +39,11 @@ def graph_to_dict(graph_def, stage: str, tf) -> dict:
             tensor = node.attr["value"].tensor
             if tensor.tensor_shape.dim:
                 shape = _shape_text(tensor.tensor_shape)
+                if tensor.dtype in (tf.int32.as_datatype_enum, tf.int64.as_datatype_enum) and tensor.ByteSize() < 128:
+                    try:  # a small integer vector: a reduction's axes, a reshape's shape (what rules read)
+                        attrs["value"] = "[" + ",".join(str(v) for v in tf.make_ndarray(tensor).ravel()[:8]) + "]"
+                    except Exception:
+                        pass
             else:
                 try:
                     attrs["value"] = str(tf.make_ndarray(tensor).item())[:24]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import time
 from contextlib import nullcontext
+from dataclasses import replace as dataclass_replace
 
 from ..analysis import grappler_log, grappler_passes
 from ..model.limits import PASS_GRAPHS_AUTO_NODES
@@ -24,6 +25,7 @@ from .runtime import Runtime, as_list
 from .xla import clusters as xla_clusters
 
 MAIN_PREFIX = models.graph_function.NAME_PREFIX  # the model's function, traced or registered
+CONTRACTION_OPS = ("MatMul", "Conv2D", "DepthwiseConv2dNative", "Conv3D", "BatchMatMulV2", "Einsum")
 
 
 def inspect(rt: Runtime, request: dict) -> InspectResult:
@@ -33,11 +35,11 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
     rt.reset_grappler()
     t0 = time.perf_counter()
     body, args = rt.build(spec)
-    fn = models.function(body, rt.tf)
+    fn = models.function(body, rt.tf, served=True)
     if isinstance(fn, models.GraphFunction):  # an imported graph: nothing to trace
         heavy, nodes = graph_def_constant_bytes(fn.graph_def), len(fn.graph_def.node)
     else:
-        graph = fn.get_concrete_function(*args).graph  # traced here; the call below reuses it
+        graph = _concrete(fn, args).graph  # traced here; the call below reuses it
         heavy, nodes = constant_bytes(graph), len(graph.get_operations())
     t1 = time.perf_counter()
     skipped, deferred = None, False
@@ -53,7 +55,7 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
     rt.reset_grappler()
     parsed, log = request_log(rt)
     passes = pass_graphs(rt, parsed)
-    shapes = traced_shapes(fn, args)
+    shapes = traced_shapes(fn, args, body, rt.tf)
     graphs = {name: with_shapes(rt.graph_to_dict(g, name), shapes) for name, g in stages.items()}
     elided = {name: elide_constants(g) for name, g in stages.items()}  # after graph_to_dict: it reads shapes only
     result = {
@@ -63,7 +65,8 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
         "elided_bytes": elided,
         "output_shapes": [list(t.shape) for t in as_list(out)],
         "function_graphs": entries,
-        "xla_clusters": xla_clusters(rt, stages["optimized"]),  # auto-clustering's clusters, if it is on
+        # auto-clustering's clusters, if it is on, and the model's own functions that XLA must compile
+        "xla_clusters": xla_clusters(rt, stages["optimized"]) + must_compile(rt, stages["optimized"], fn),
         "grappler": {
             "remapper_log": parsed["remapper_log"],
             "notable": parsed["notable"],
@@ -79,6 +82,8 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
     described = models.describe(spec, rt.tf)
     if described is not None:
         result["model_info"] = described
+    if getattr(spec, "fixed_dims", False) and models.unknown_dims(spec, rt.tf):
+        result["as_served"] = as_served(rt, spec, switches)
     # capture_s: the call that runs Grappler (and, before, the trace: kept as one figure for older readers).
     result["timings"] = {"build_s": round(t1 - t0, 4), "capture_s": round(t2 - t0, 4), "run_s": round(t2 - t1, 4),
                          "convert_s": round(time.perf_counter() - t2, 4), "import_s": round(rt.import_s, 3)}
@@ -150,7 +155,65 @@ def pass_graphs(rt: Runtime, parsed: dict) -> dict:
     return graphs
 
 
-def traced_shapes(fn, args) -> dict[str, str]:
+def _concrete(fn, args):
+    """The concrete function a call with ``args`` runs (one traced with an input signature takes them as they are)."""
+    return fn.get_concrete_function(*args) if fn.input_signature is None else fn.get_concrete_function()
+
+
+def fused_summary(graph_def) -> dict[str, str]:
+    """{node: "op [fused_ops]"} of the fused nodes of a graph: what two graphs of one model compare by."""
+    from ..analysis.fusion import is_fused_op
+
+    out = {}
+    for node in graph_def.node:
+        fused = [s.decode() for s in node.attr["fused_ops"].list.s] if "fused_ops" in node.attr else []
+        if fused or is_fused_op(node.op):
+            out[node.name] = f"{node.op} [{', '.join(fused)}]" if fused else node.op
+    return out
+
+
+def as_served(rt: Runtime, spec, switches: dict) -> dict:
+    """The model traced as served (its unknown dimensions unknown), called once with the same values: what
+    fused there, to set beside the graph traced with the dimensions fixed."""
+    body, args = rt.build(dataclass_replace(spec, fixed_dims=False))
+    fn = models.function(body, rt.tf, served=True)
+    with rt.without_dumps():
+        stages, _, _ = rt.capture(fn, args, switches)
+    rt.reset_grappler()
+    rt.log.read()
+    return {"fused": fused_summary(stages["optimized"]),
+            "contractions": sorted(n.name for n in stages["optimized"].node if n.op in CONTRACTION_OPS)}
+
+
+def must_compile(rt: Runtime, graph_def, fn) -> list[dict]:
+    """Calls in the graph of functions that XLA must compile (``_XlaMustCompile``: Keras 3 sends a grouped
+    convolution there on CPU). Grappler leaves them whole and their ops never reach the graphs above, so
+    each is reported as an XLA cluster with the ops of its body."""
+    from tensorflow.python.eager import context
+
+    library = {f.signature.name: f for f in getattr(getattr(fn, "graph_def", None), "library", ()).function} \
+        if isinstance(fn, models.GraphFunction) else {}
+    ctx = context.context()
+    found = []
+    for node in graph_def.node:
+        if node.op not in ("StatefulPartitionedCall", "PartitionedCall") or "f" not in node.attr:
+            continue
+        name = node.attr["f"].func.name
+        function = library.get(name)
+        if function is None and ctx.has_function(name):
+            function = ctx.get_function_def(name)
+        must = node.attr["_XlaMustCompile"].b if "_XlaMustCompile" in node.attr else False
+        if function is not None and "_XlaMustCompile" in function.attr:
+            must = must or function.attr["_XlaMustCompile"].b
+        if not must:
+            continue
+        ops = [{"name": f"{node.name}/{n.name}", "op": n.op} for n in (function.node_def if function else ())
+               if n.op not in ("Const", "Identity", "NoOp", "ReadVariableOp")]
+        found.append({"cluster": node.name, "function": name, "kind": "must-compile", "ops": ops})
+    return found
+
+
+def traced_shapes(fn, args, body=None, tf=None) -> dict[str, str]:
     """Static output shape of every op of the traced function, by node name ("[64,256]", -1 unknown).
 
     The graphs from run metadata record shapes of the arguments only; the function's own graph knows
@@ -160,6 +223,10 @@ def traced_shapes(fn, args) -> dict[str, str]:
     if isinstance(fn, models.GraphFunction):
         dims = fn.static_shapes(*args)
     else:
+        if fn.input_signature is not None and body is not None:
+            # Traced as served, its shapes leave the unknown dimensions open: the values' own shapes
+            # come from a trace with them fixed (same body, same op names).
+            fn = models.function(body, tf)
         dims = {op.name: static_dims(op.outputs[0].shape)
                 for op in fn.get_concrete_function(*args).graph.get_operations() if op.outputs}
     return {name: "[" + ",".join(map(str, d)) + "]" for name, d in dims.items() if d is not None}

@@ -36,10 +36,14 @@ class GraphFunction:
     tensor name, captured tensor)] passed after the inputs (a SavedModel's variables as resource handles,
     or a tensor tf.saved_model.load captured); ``outputs``: the tensors returned ("node:k")."""
 
-    def __init__(self, graph_def, feeds: list[str], outputs: list[str], handles, tf):
+    def __init__(self, graph_def, feeds: list[str], outputs: list[str], handles, tf, declared=None):
         from tensorflow.python.framework import op_def_registry
 
         self.tf, self.graph_def, self.outputs = tf, graph_def, list(outputs)
+        # The inputs' shapes as the model declares them (None: unknown), one per feed: the function is
+        # then registered as served, its unknown dimensions left unknown whatever the values fed.
+        # None: registered with the shapes of the values of each call (the dimensions fixed).
+        self.declared = None if declared is None else [None if s is None else list(s) for s in declared]
         self.feeds = [_tensor(f) for f in feeds]
         self.handles = [(_tensor(p), h) for p, h in handles]
         library = {f.signature.name: f.signature for f in graph_def.library.function}
@@ -65,7 +69,7 @@ class GraphFunction:
         return context.context().call_function(name.encode(), inputs, len(self.outputs)) or []
 
     def _register(self, args) -> str:
-        key = tuple((tuple(a.shape), a.dtype.as_datatype_enum) for a in args)
+        key = tuple((tuple(a.shape) if self.declared is None else (), a.dtype.as_datatype_enum) for a in args)
         if key not in self._registered:
             from tensorflow.python.eager import context
 
@@ -87,14 +91,15 @@ class GraphFunction:
     # ---- the FunctionDef -------------------------------------------------------------------------
 
     def function_def(self, name: str, args):
-        """The graph as a FunctionDef named ``name``, its feed arguments shaped as ``args``."""
+        """The graph as a FunctionDef named ``name``, its feed arguments shaped as declared (as served) or,
+        with no declared shapes, as ``args``."""
         from tensorflow.core.framework import function_pb2
 
         fdef = function_pb2.FunctionDef()
         fdef.CopyFrom(self._body)
         fdef.signature.name = name
-        shapes = [list(a.shape) for a in args] + [None if h.dtype == self.tf.resource else list(h.shape)
-                                                  for _, h in self.handles]
+        feeds = [list(a.shape) for a in args] if self.declared is None else self.declared
+        shapes = feeds + [None if h.dtype == self.tf.resource else list(h.shape) for _, h in self.handles]
         for index, shape in enumerate(shapes):
             if shape is not None:
                 fdef.arg_attr[index].attr["_output_shapes"].list.shape.add().CopyFrom(

@@ -36,6 +36,9 @@ from . import signature as signature_reader
 SEED = 20261122
 FUNCTION_ATTRIBUTES = "explorer_function_attributes"  # on a body: tf.function's experimental_attributes for it
 GRAPH = "explorer_graph"  # on a body that imports a graph: (GraphDef, feeds, outputs, handles), for GraphFunction
+# On an imported body: its inputs as declared [(shape with None for an unknown dimension, tf dtype)], so that
+# models.function can trace it as TensorFlow serves it (unknown stays unknown; values fed only to run).
+DECLARED = "explorer_declared_inputs"
 KEEP = 2  # loaded models kept warm per worker (an inspect and then a benchmark of the same file)
 
 
@@ -52,7 +55,8 @@ _LOADED: OrderedDict[str, Loaded] = OrderedDict()
 
 
 def load(spec, tf) -> Loaded:
-    key = json.dumps({k: v for k, v in spec.identity()["import"].items() if k != "unknown_dim"}, sort_keys=True)
+    key = json.dumps({k: v for k, v in spec.identity()["import"].items() if k not in ("unknown_dim", "fixed_dims")},
+                     sort_keys=True)
     if key in _LOADED:
         _LOADED.move_to_end(key)
         return _LOADED[key]
@@ -95,7 +99,16 @@ def make_inputs(spec, tf) -> dict:
 
 def build(spec, tf):
     loaded = load(spec, tf)
+    if not spec.fixed_dims and any(shape is None or None in shape for _, shape, _ in loaded.inputs):
+        setattr(loaded.body, DECLARED, [(shape, dtype) for _, shape, dtype in loaded.inputs])
+    elif hasattr(loaded.body, DECLARED):
+        delattr(loaded.body, DECLARED)
     return loaded.body, [name for name, _, _ in loaded.inputs]
+
+
+def unknown_dims(spec, tf) -> bool:
+    """Whether an input of the model leaves a dimension (or its rank) unknown."""
+    return any(shape is None or None in shape for _, shape, _ in load(spec, tf).inputs)
 
 
 def describe(spec, tf) -> dict:
