@@ -34,6 +34,8 @@ FUSED_OP_PREFIXES: tuple[tuple[str, str], ...] = (
     ("_MklFused", "remapper (oneDNN): _MklFusedBatchMatMulV2, _MklFusedMish, _MklFusedInstanceNorm"),
     ("_MklNativeFused", "oneDNN layout pass: kernel for a remapper-fused op"),
     ("_MklNativeConv2DWithBias", "oneDNN layout pass: its own Conv2D+BiasAdd fusion"),
+    ("_MklNativePadWith", "oneDNN layout pass: an explicit Pad folded into the convolution"),
+    ("_MklPadWith", "oneDNN layout pass (older, blocked layout): Pad folded into the convolution"),
     ("_MklConv2DWithBias", "oneDNN layout pass (older, blocked layout): Conv2D+BiasAdd"),
     ("_MklSwish", "remapper (oneDNN): Sigmoid+Mul"),
     ("_MklLayerNorm", "remapper (oneDNN): layer normalisation sub-graph"),
@@ -46,6 +48,12 @@ STOCK_FUSED_NAMES = frozenset({
     "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "FusedBatchNormGrad",
     "FusedBatchNormGradV2", "FusedBatchNormGradV3", "FusedPadConv2D", "FusedResizeAndPadConv2D",
 })
+
+# Ops that head a remapper chain: what feeds them is the chain's input, never absorbed (a Pad folded
+# into a convolution aside). Nodes that only pass a tensor on are removed by other passes (inlining,
+# pruning), not by a fusion.
+HEADS = frozenset({"Conv2D", "Conv3D", "DepthwiseConv2dNative", "MatMul", "BatchMatMul", "BatchMatMulV2"})
+PASS_THROUGH = frozenset({"Identity", "IdentityN", "Snapshot", "StopGradient", "PreventGradient"})
 
 # Internal kernel prefixes, longest first: what canonical_op strips.
 _KERNEL_PREFIXES = ("_MklNative", "_Mkl", "_")
@@ -177,7 +185,9 @@ def _gone_or_changed(name: str, before: Graph, after: Graph) -> bool:
 
 
 def _ancestors(sinks: list[str], before: Graph, stop: set[str], eligible) -> set[str]:
-    """Sinks plus their data ancestors in `before`, not crossing `stop` nor ineligible nodes."""
+    """Sinks plus their data ancestors in `before`, not crossing `stop` nor ineligible nodes, nor the
+    inputs of a chain's head (a contraction reads the chain's inputs: what the arithmetic optimiser
+    rewrote upstream of it, an AddV2 become AddN, is not part of the fusion), a Pad into it aside."""
     seen: set[str] = set()
     stack = [s for s in sinks if s in before and s not in stop and eligible(s)]
     while stack:
@@ -185,9 +195,14 @@ def _ancestors(sinks: list[str], before: Graph, stop: set[str], eligible) -> set
         if name in seen:
             continue
         seen.add(name)
+        op = before[name].op
         for e in before[name].data_inputs:
-            if e.src in before and e.src not in stop and e.src not in seen and eligible(e.src):
-                stack.append(e.src)
+            if e.src not in before or e.src in stop or e.src in seen or not eligible(e.src):
+                continue
+            src_op = before[e.src].op
+            if (op in HEADS and src_op not in CONST_OPS and src_op != "Pad") or (op == "Pad" and src_op not in CONST_OPS):
+                continue
+            stack.append(e.src)
     return seen
 
 
@@ -239,7 +254,8 @@ def _absorbed_by(fused: Node, before: Graph, after: Graph, claimed: set[str], co
     before_consumers, all_after_consumers = consumers
 
     def eligible(name: str) -> bool:
-        return name not in claimed and name not in inputs and _gone_or_changed(name, before, after)
+        return (name not in claimed and name not in inputs and before[name].op not in PASS_THROUGH
+                and _gone_or_changed(name, before, after))
 
     if fused.name in before and not eligible(fused.name):
         return set(), None  # already there with this op, or its namesake belongs to another fusion
