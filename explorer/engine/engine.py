@@ -23,7 +23,7 @@ from ..model.flags import Config
 from ..model.results import BenchResult, InspectResult, SweepResult
 from ..model.imported import ImportSpec
 from ..model.spec import ModelSpec, resolve
-from . import machine_profile
+from . import fix_check, machine_profile
 from .admission import HOST, AdmissionQueue
 from .cache import DEFAULT_CACHE_DIR, ResultCache, inspect_key
 from .runner import Limits, Pool, WorkerProcess
@@ -123,8 +123,11 @@ class Engine:
         return worker.fingerprint
 
     def inspect(self, spec, config=None, *, on_progress=None, use_cache: bool = True,
-                pass_graphs: bool = False) -> InspectResult:
+                pass_graphs: bool = False, check_fixes: bool = True) -> InspectResult:
         """The model's graphs at every stage, the fusions found and Grappler's own account.
+
+        ``check_fixes``: a near-miss's fix that is a setting is run (``fix_check``) and offered only if
+        it fused the chain; a run made for that check has its own near-misses left unchecked.
 
         The graph after every Grappler pass comes with it for a model of up to
         ``model.limits.PASS_GRAPHS_AUTO_NODES`` nodes; a bigger one's first graphs come without them
@@ -133,6 +136,13 @@ class Engine:
         spec, config = resolve(spec), Config.coerce(config)
         _check_import_device(spec, config)
         key = inspect_key(spec, config, pass_graphs)
+        if check_fixes:
+            result = self.inspect(spec, config, on_progress=on_progress, use_cache=use_cache,
+                                  pass_graphs=pass_graphs, check_fixes=False)
+            if (result.get("report") or {}).get("fixes_checked") is None:
+                result = fix_check.check(self, spec, config, result)
+                self.cache.put(key, {k: v for k, v in result.items() if k not in ("cached", "shared")})
+            return result
         if not use_cache:
             return self._inspect(spec, config, key, on_progress, pass_graphs)
         cached = self.cache.get(key)
@@ -155,7 +165,7 @@ class Engine:
                                  "configuration; waiting for its result"})
             cached = self.cache.get(key)
             return dict(cached, cached=True, shared=True) if cached is not None else \
-                self.inspect(spec, config, on_progress=on_progress, pass_graphs=pass_graphs)
+                self.inspect(spec, config, on_progress=on_progress, pass_graphs=pass_graphs, check_fixes=False)
         try:
             return self._inspect(spec, config, key, on_progress, pass_graphs)
         finally:
@@ -221,6 +231,7 @@ class Engine:
                                 "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)},
                      measured_at=time.strftime("%Y-%m-%d %H:%M:%S"))
         if processes > 1:
+            runs = [dict(run, config=config.to_dict()) for run in runs]  # what the annotation labels by
             return dict(annotate_replicated(runs), **extra, worker=runs[0]["worker"])
         if compiler != "grappler":
             return annotate_three_way(dict(result, worker=info, **extra))

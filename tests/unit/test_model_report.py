@@ -6,7 +6,8 @@ import pytest
 from fixture_graphs import FIXTURES, fixture, stages
 
 from explorer.analysis.fusion import find_fusions
-from explorer.analysis.model_report import near_misses, report, tensor_bytes
+from explorer.analysis.model_report import report, tensor_bytes
+from explorer.analysis.near_miss import Where, apply_checks, near_misses
 from explorer.model.graph import Edge, Graph, Node
 
 ALL = sorted(p.stem for p in FIXTURES.glob("*.json"))
@@ -14,7 +15,7 @@ ALL = sorted(p.stem for p in FIXTURES.glob("*.json"))
 
 def report_of(name: str) -> dict:
     g = stages(name)
-    return report(g, find_fusions(g["traced"], g["optimized"]), fixture(name)["fingerprint"].get("onednn"))
+    return report(g, find_fusions(g["traced"], g["optimized"]), Where(onednn=bool(fixture(name)["fingerprint"].get("onednn"))))
 
 
 def node(name, op, *inputs, shape="", dtype="float32", fused=()):
@@ -26,8 +27,17 @@ def test_the_gelu_left_outside_without_onednn_is_a_near_miss_with_its_fix():
     assert [(row["fused"], row["count"]) for row in r["fusions"]] == [("_FusedMatMul [BiasAdd]", 1)]
     (miss,) = r["near_misses"]
     assert miss["kind"] == "gelu-left-out" and "approximate" in miss["form"]
-    assert miss["fix"] == "set TF_ENABLE_ONEDNN_OPTS=1"
-    assert miss["changes"] == [[{"kind": "env", "name": "TF_ENABLE_ONEDNN_OPTS", "value": "1"}]]
+    onednn = [{"kind": "env", "name": "TF_ENABLE_ONEDNN_OPTS", "value": "1"}]
+    # The rules' setting is a candidate only: nothing is offered before a run has fused the chain.
+    assert miss["candidates"] == [onednn] and miss["changes"] == [] and miss["verified"] is None
+    fused = {"node": miss["nodes"][1], "op": "_FusedMatMul", "fused_ops": ["BiasAdd", "GeluApproximate"],
+             "absorbed": [miss["nodes"][0], miss["nodes"][1]]}
+    (verified,) = apply_checks([miss], [(onednn, [fused])])
+    assert verified["verified"] is True and verified["changes"] == [onednn]
+    assert verified["fix"].startswith("set TF_ENABLE_ONEDNN_OPTS=1")
+    assert verified["fused_with_fix"] == "_FusedMatMul [BiasAdd, GeluApproximate]"
+    (refuted,) = apply_checks([miss], [(onednn, [])])  # the run left it unfused: no setting is offered
+    assert refuted["verified"] is False and refuted["changes"] == [] and "no setting fuses it here" in refuted["fix"]
 
 
 def test_a_fully_fused_model_has_no_near_miss_and_counts_its_kernels():
@@ -53,7 +63,7 @@ def test_a_dense_on_a_3d_input_is_a_reshape_between_matmul_and_bias():
                    node("dense/Reshape", "Reshape", "x"), node("dense/MatMul", "MatMul", "dense/Reshape", "w"),
                    node("dense/Reshape_1", "Reshape", "dense/MatMul"),
                    node("dense/BiasAdd", "BiasAdd", "dense/Reshape_1", "b"), node("out", "_Retval", "dense/BiasAdd")))
-    (miss,) = near_misses(graph, onednn=True)
+    (miss,) = near_misses(graph, Where(onednn=True))
     assert miss["kind"] == "reshape-before-bias" and miss["nodes"] == ["dense/MatMul", "dense/Reshape_1", "dense/BiasAdd"]
     assert "2-D" in miss["fix"]
 
@@ -64,8 +74,9 @@ def test_a_bias_added_with_add_and_a_batch_norm_as_arithmetic_are_named():
                    node("mm", "MatMul", "x", "w"), node("bias", "AddV2", "mm", "b"),
                    node("conv", "Conv2D", "x", "w"), node("bn/Rsqrt", "Rsqrt", "v"), node("bn/mul", "Mul", "conv", "bn/Rsqrt"),
                    node("bn/add", "AddV2", "bn/mul", "b"), node("relu", "Relu", "bn/add")))
-    kinds = {m["kind"]: m for m in near_misses(graph, onednn=False)}
+    kinds = {m["kind"]: m for m in near_misses(graph, Where(onednn=False))}
     assert kinds["bias-as-add"]["nodes"] == ["mm", "bias"] and kinds["bias-as-add"]["fix"] == "use tf.nn.bias_add"
+    assert kinds["bias-as-add"]["candidates"] == [[{"kind": "env", "name": "TF_ENABLE_ONEDNN_OPTS", "value": "1"}]]
     assert kinds["batchnorm-as-arithmetic"]["nodes"][:2] == ["conv", "bn/mul"]
     assert "FusedBatchNormV3" in kinds["batchnorm-as-arithmetic"]["needs"]
 
@@ -79,5 +90,27 @@ def test_bytes_no_longer_written_come_from_shapes_and_dtypes():
                     node("Relu", "Relu", "BiasAdd", shape="[8,4]")))
     optimized = Graph((node("x", "_Arg"), node("w", "_Arg"), node("b", "_Arg"),
                        node("Relu", "_FusedMatMul", "x", "w", "b", fused=("BiasAdd", "Relu"))))
-    r = report({"traced": traced, "optimized": optimized}, find_fusions(traced, optimized), onednn=False)
+    r = report({"traced": traced, "optimized": optimized}, find_fusions(traced, optimized), Where(onednn=False))
     assert r["totals"]["intermediate_bytes_saved"] == 2 * 8 * 4 * 4  # MatMul's and BiasAdd's outputs; Relu's is written
+
+
+def test_a_zero_bias_folded_away_is_not_advised_as_a_missing_bias():
+    traced = Graph((node("x", "_Arg", shape="[1,8,8,4]"), node("w", "Const", shape="[1,1,4,4]"),
+                    node("b", "Const", shape="[4]"), node("conv", "Conv2D", "x", "w"),
+                    node("conv/BiasAdd", "BiasAdd", "conv", "b"), node("relu", "Relu", "conv/BiasAdd")))
+    optimized = Graph((node("x", "_Arg", shape="[1,8,8,4]"), node("w", "Const", shape="[1,1,4,4]"),
+                       node("conv", "Conv2D", "x", "w"), node("relu", "Relu", "conv")))
+    (miss,) = near_misses(optimized, Where(onednn=True), traced)
+    assert miss["kind"] == "activation-without-bias" and "all zeros" in miss["form"]
+    assert "use_bias" not in miss["fix"]
+
+
+def test_a_frozen_batch_norm_after_a_bias_is_named():
+    graph = Graph((node("x", "_Arg", shape="[1,8,8,4]"), node("w", "Const", shape="[1,1,4,4]"),
+                   node("b", "Const", shape="[4]"), node("s", "Const", shape="[4]"), node("t", "Const", shape="[4]"),
+                   node("conv2/BiasAdd", "_FusedConv2D", "x", "w", "b", fused=("BiasAdd",)),
+                   node("bn/mul", "Mul", "conv2/BiasAdd", "s"), node("bn/add", "AddV2", "bn/mul", "t"),
+                   node("relu", "Relu", "bn/add")))
+    (miss,) = near_misses(graph, Where(onednn=False))
+    assert miss["kind"] == "batchnorm-as-arithmetic" and miss["after_fused"]
+    assert miss["nodes"] == ["conv2/BiasAdd", "bn/mul", "bn/add"]

@@ -1,0 +1,222 @@
+"""Near-misses that follow a contraction: what stands between it (fused or not) and the pattern.
+
+Unfused contractions: a bias written as a broadcast Add, a Reshape between the MatMul and its bias
+(a Keras Dense on a 3-D input), a batch norm written as arithmetic, an activation with no bias before
+it, EinsumDense's BatchMatMulV2 paths and Einsum (no remapper pattern at all). Fused contractions: a
+batch norm written as arithmetic after them, an activation or a GELU left outside.
+"""
+
+from __future__ import annotations
+
+from ..model.chain import Chain
+from ..model.graph import Graph, Node
+from .fusion import canonical_op
+from .near_miss_rules import Where, record, rules
+
+UNFUSED = frozenset({"MatMul", "Conv2D", "DepthwiseConv2dNative", "Conv3D"})
+FUSED = frozenset({"_FusedMatMul", "_FusedConv2D", "_FusedDepthwiseConv2dNative", "_FusedConv3D"})
+ACTIVATIONS = frozenset({"Relu", "Relu6", "Elu", "LeakyRelu", "Tanh", "Sigmoid"})
+GELU_OPS = frozenset({"Mul", "AddV2", "Square", "Pow", "Neg", "RealDiv"})
+FOLD_BN = ("for inference, fold the batch norm into the layer's weights and bias (or call "
+           "tf.compat.v1.nn.fused_batch_norm after a convolution without bias)")
+DENSE_2D = "apply the Dense to a 2-D tensor (reshape to [batch × tokens, features] before it, back after)"
+
+
+def after_contractions(graph: Graph, users: dict, where: Where, traced: Graph | None) -> list[dict]:
+    found: list[dict] = []
+    for node in graph.nodes:
+        outs = [c for c in users.get(node.name, ()) if c.op != "_Retval"]
+        if node.op == "Einsum":
+            found.append(_einsum(node))
+        elif node.op in ("BatchMatMulV2", "BatchMatMul"):
+            found += _batch_matmul(node, outs, users)
+        elif node.op in UNFUSED:
+            found += _unfused(node, outs, graph, users, where, traced)
+        elif node.op in FUSED and node.fused_ops and node.fused_ops[-1] in ("BiasAdd", "FusedBatchNorm"):
+            found += _after_fused(node, outs, graph, users, where)
+    return found
+
+
+def _per_channel(node: Node | None, graph: Graph) -> bool:
+    """A batch norm's scale or shift: a constant, a 1-D tensor, or something read off an Rsqrt."""
+    if node is None:
+        return False
+    if node.op in ("Const", "Rsqrt") or _channel_shaped(node):
+        return True
+    frontier = [node]
+    for _ in range(2):
+        frontier = [graph[e.src] for n in frontier for e in n.data_inputs if e.src in graph]
+        if any(n.op == "Rsqrt" for n in frontier):
+            return True
+    return False
+
+
+def _channel_shaped(node: Node) -> bool:
+    """[C] or [1, ..., 1, C]: a value per channel, broadcast over the rest."""
+    dims = node.shape.strip("[]").split(",") if node.shape.startswith("[") and node.shape != "[]" else []
+    return bool(dims) and all(d.strip() == "1" for d in dims[:-1])
+
+
+def _batch_norm(start: Node, graph: Graph, users: dict) -> list[str]:
+    """[Mul, Add] right after ``start`` (through a BiasAdd) when they scale and shift per channel."""
+    node, names = start, []
+    outs = users.get(node.name, ())
+    if len(outs) == 1 and outs[0].op == "BiasAdd":
+        node = outs[0]
+        names.append(node.name)
+        outs = users.get(node.name, ())
+    if len(outs) != 1 or outs[0].op != "Mul":
+        return []
+    mul = outs[0]
+    if not any(_per_channel(graph.get(e.src), graph) for e in mul.data_inputs if e.src != node.name):
+        return []
+    adds = users.get(mul.name, ())
+    # AddN: the arithmetic optimiser merges the shift with a residual add that follows (ResNet's blocks).
+    if len(adds) != 1 or adds[0].op not in ("AddV2", "Add", "Sub", "AddN"):
+        return []
+    # An AddN may carry the shift folded together with others' (the optimiser hoists constants): the
+    # per-channel scale straight after the contraction already says batch norm.
+    if adds[0].op != "AddN" and not any(_per_channel(graph.get(e.src), graph)
+                                        for e in adds[0].data_inputs if e.src != mul.name):
+        return []
+    return names + [mul.name, adds[0].name]
+
+
+def _batch_norm_miss(node: Node, norm: list[str], graph: Graph, where: Where, fused: bool) -> dict:
+    base = canonical_op(node.op).removeprefix("Fused") if fused else node.op
+    label = f"{node.op} [{', '.join(node.fused_ops)}]" if fused else node.op
+    if base == "Conv2D":
+        needs, _, _ = rules(Chain("Conv2D", bias="none", norm="FusedBatchNorm"), node, where)
+        needs = ["a FusedBatchNormV3 node (inference) right after the Conv2D, with no bias between "
+                 "(Conv2D+FusedBatchNorm, CPU)"] + needs
+    else:
+        needs = [f"the remapper has no {base}+batch-norm pattern: only a Conv2D takes a FusedBatchNorm"]
+    ops = ", ".join(sorted({graph[n].op for n in norm if n in graph}))
+    return record("batchnorm-as-arithmetic", [node.name, *norm], f"{label} + batch norm",
+                  f"{label} → batch norm written as arithmetic ({ops}): Keras 3's BatchNormalization in "
+                  "inference, or a batch norm folded into constants", "; ".join(needs), FOLD_BN, after_fused=fused)
+
+
+def _unfused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Where, traced) -> list[dict]:
+    if len(outs) != 1:
+        return []
+    nxt = outs[0]
+    if nxt.op == "Reshape":
+        after = [c for c in users.get(nxt.name, ()) if c.op in ("BiasAdd", "AddV2", "Add")]
+        if after:
+            return [record("reshape-before-bias", [node.name, nxt.name, after[0].name], f"{node.op} + BiasAdd",
+                           f"{node.op} → Reshape → {after[0].op} (a Keras Dense applied to a 3-D or larger input)",
+                           "BiasAdd directly on the contraction's output (a 2-D MatMul)", DENSE_2D)]
+    norm = _batch_norm(node, graph, users)
+    if norm:
+        return [_batch_norm_miss(node, norm, graph, where, False)]
+    if nxt.op in ("AddV2", "Add"):
+        other = [graph.get(e.src) for e in nxt.data_inputs if e.src != node.name]
+        if other and other[0] is not None and other[0].shape.count(",") == 0 and other[0].shape not in ("", "[]"):
+            needs, candidates, code = rules(Chain(node.op, bias="Add"), node, where)
+            return [record("bias-as-add", [node.name, nxt.name], f"{node.op} + BiasAdd",
+                           f"{node.op} → {nxt.op} of a 1-D bias (a broadcast add)",
+                           "; ".join(needs) or "a BiasAdd (tf.nn.bias_add)", "; ".join(code) or "use tf.nn.bias_add",
+                           candidates)]
+    if nxt.op in ACTIVATIONS:
+        return [_activation_without_bias(node, nxt, traced)]
+    return []
+
+
+def _activation_without_bias(node: Node, act: Node, traced: Graph | None) -> dict:
+    """An activation straight after the contraction. A bias that was there when traced and is gone now
+    was all zeros (constant folding removed the add): the layer has one, it is the values."""
+    folded = None
+    if traced is not None and node.name in traced:
+        folded = next((c for c in traced.nodes if c.op in ("BiasAdd", "AddV2", "Add")
+                       and any(e.src == node.name for e in c.data_inputs)
+                       and any(e.src == c.name for e in traced[act.name].data_inputs)), None) \
+            if act.name in traced else None
+    if folded is not None:
+        return record("activation-without-bias", [node.name, act.name], f"{node.op} + BiasAdd + {act.op}",
+                      f"{node.op} → {act.op}: the layer's bias ({folded.name}) is all zeros and constant folding "
+                      "removed it", "a BiasAdd between the contraction and the activation",
+                      "give the bias its trained (non-zero) values: a zero bias is folded away, and the "
+                      "remapper fuses an activation only after a bias")
+    return record("activation-without-bias", [node.name, act.name], f"{node.op} + BiasAdd + {act.op}",
+                  f"{node.op} → {act.op} with no bias between them",
+                  "a BiasAdd between the contraction and the activation (the remapper fuses an activation after a bias)",
+                  "give the layer a bias (use_bias=True)")
+
+
+def _after_fused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Where) -> list[dict]:
+    norm = _batch_norm(node, graph, users) if node.fused_ops == ("BiasAdd",) else []
+    if norm:
+        return [_batch_norm_miss(node, norm, graph, where, True)]
+    base = canonical_op(node.op).removeprefix("Fused")
+    label = f"{node.op} [{', '.join(node.fused_ops)}]"
+    ops = {c.op for c in outs}
+    if "Sigmoid" in ops and "Mul" in ops:  # x * sigmoid(x): Swish
+        sigmoid = next(c for c in outs if c.op == "Sigmoid")
+        mul = next(c for c in outs if c.op == "Mul")
+        if any(e.src == sigmoid.name for e in mul.data_inputs):
+            return [_left_out(node, [sigmoid.name, mul.name], "Swish", label, base, outs, where,
+                              "Sigmoid and Mul (x·sigmoid(x)) after")]
+    for nxt in outs:
+        if nxt.op in ACTIVATIONS and nxt.op not in node.fused_ops:
+            return [_left_out(node, [nxt.name], nxt.op, label, base, outs, where, f"{nxt.op} after")]
+    for nxt in outs:
+        if nxt.op in GELU_OPS and base == "MatMul" and not any("Gelu" in f for f in node.fused_ops):
+            near = [c for o in outs for c in users.get(o.name, ())] + outs
+            second = {c.op for c in near}
+            if {"Erf", "Erfc", "Tanh"} & second or any("gelu" in c.name.lower() for c in near):
+                exact = bool({"Erf", "Erfc"} & second) or (
+                    "Tanh" not in second and not any("Square" == c.op or "Pow" == c.op for c in near))
+                act = "GeluExact" if exact else "GeluApproximate"
+                return [_left_out(node, [nxt.name], act, label, base, outs, where,
+                                  f"a GELU, {'exact (Erfc)' if act == 'GeluExact' else 'approximate (Tanh)'}, "
+                                  "written as element-wise ops after")]
+    return []
+
+
+def _left_out(node: Node, names: list[str], act: str, label: str, base: str, outs: list[Node], where: Where,
+              form: str) -> dict:
+    kind = "gelu-left-out" if act.startswith("Gelu") else "activation-left-out"
+    needs, candidates, code = rules(Chain(base, bias="BiasAdd", activation=act), node, where)
+    if not needs:
+        extra = len(outs) - len(names)
+        needs = [f"the fused op's output has {extra} more consumer(s), so it must stay a tensor of its own"
+                 if extra > 0 else "the remapper's rules say it fuses here; TensorFlow did not fuse it"]
+    shown = "GELU" if act.startswith("Gelu") else act
+    return record(kind, [node.name, *names], f"{label} + {shown}", f"{form} the fused {node.op}, outside it",
+                  "; ".join(needs), "; ".join(code) or _code_for(act, base), candidates)
+
+
+def _code_for(act: str, base: str) -> str:
+    if base != "MatMul" and act in ("Sigmoid", "Tanh"):
+        return f"none in TensorFlow's remapper for a {base}: {act} joins MatMul only; use Relu/Relu6/Elu, or XLA"
+    return "none the remapper offers for this chain; XLA (jit_compile=True) fuses element-wise tails"
+
+
+def _batch_matmul(node: Node, outs: list[Node], users: dict) -> list[dict]:
+    if len(outs) != 1:
+        return []
+    nxt, names = outs[0], [node.name, outs[0].name]
+    if nxt.op == "Reshape":
+        after = [c for c in users.get(nxt.name, ()) if c.op in ("BiasAdd", "AddV2", "Add")]
+        if not after:
+            return []
+        names.append(after[0].name)
+        form = f"{node.op} → Reshape → {after[0].op} (EinsumDense: a projection with a bias)"
+    elif nxt.op in ("BiasAdd", "AddV2", "Add"):
+        form = f"{node.op} → {nxt.op} (EinsumDense: a projection with a bias)"
+    else:
+        return []
+    return [record("einsumdense-batchmatmul", names, f"{node.op} + bias", form,
+                   "a 2-D MatMul directly followed by BiasAdd: the remapper fuses no bias into BatchMatMulV2 "
+                   "(oneDNN's _MklFusedBatchMatMulV2 takes BatchMatMulV2×scale + a rank-4 addend only)",
+                   "write the projection as a Dense on a 2-D tensor (reshape to [batch × tokens, features]), "
+                   "whose MatMul+BiasAdd fuses")]
+
+
+def _einsum(node: Node) -> dict:
+    return record("einsum", [node.name], "Einsum", f"Einsum ({node.attr.get('equation', 'a contraction')})",
+                  "a MatMul or BatchMatMulV2: the remapper has no pattern for Einsum, which stays unfused "
+                  "(counted with the unfused contractions)",
+                  "write it as tf.matmul (attention: BatchMatMulV2 × scale + mask fuses into "
+                  "_MklFusedBatchMatMulV2 with oneDNN)")
