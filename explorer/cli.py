@@ -68,6 +68,9 @@ def _parser() -> argparse.ArgumentParser:
                        "(default serving_default)")
         p.add_argument("--dim", type=int, default=1, metavar="N",
                        help="with --model, the value of every unknown input dimension, such as the batch (default 1)")
+        p.add_argument("--fix-dims", action="store_true",
+                       help="with --model, trace with the unknown dimensions fixed to --dim (default: as served, "
+                       "unknown); the result says what fixing them changed")
         p.add_argument("--output", action="append", default=[], metavar="NODE",
                        help="with --model, a GraphDef's output node (repeatable; default: the nodes nothing consumes)")
         p.add_argument("--device", default="cpu", metavar="cpu|gpu|gpu-sim[:PROFILE]",
@@ -157,7 +160,8 @@ def _matrix(args) -> int:
 def spec_from_args(args) -> dict:
     if getattr(args, "model", None):
         return _import_spec(args)
-    for option, given in (("--signature", args.signature), ("--output", args.output), ("--dim", args.dim != 1)):
+    for option, given in (("--signature", args.signature), ("--output", args.output), ("--dim", args.dim != 1),
+                          ("--fix-dims", getattr(args, "fix_dims", False))):
         if given:
             raise SpecError(option, "only applies with --model PATH")
     if getattr(args, "spec", None) is not None or args.preset is None:
@@ -231,7 +235,10 @@ def _import_spec(args) -> dict:
         if given:
             raise SpecError(option, "does not apply to an imported model (`inspect --json` has its graphs as pbtxt); "
                                     "it takes --signature, --dim and --output")
-    return spec_for_path(args.model, signature=args.signature, unknown_dim=args.dim, outputs=args.output)
+    spec = spec_for_path(args.model, signature=args.signature, unknown_dim=args.dim, outputs=args.output)
+    if getattr(args, "fix_dims", False):
+        spec["import"]["fixed_dims"] = True
+    return spec
 
 
 def config_from_args(args) -> Config:
@@ -346,7 +353,11 @@ def _print_bench(result: BenchResult) -> None:
               f"n={v['n']}")
     sp = s["speedup"]
     ci = "" if sp.get("ci_low") is None else f" (95% CI {sp['ci_low']:.2f}–{sp['ci_high']:.2f})"
-    print(f"  speedup  {sp['estimate']:.2f}x{ci}: {sp['verdict']}")
+    if result.get("nothing_to_compare"):
+        print(f"  speedup  none: {result['nothing_to_compare']}")
+    else:
+        print(f"  speedup  {sp['estimate']:.2f}x{ci}: {sp['verdict']}"
+              + (f"\n  compared: {result['comparison']}" if result.get("comparison") else ""))
     print(f"  {replicated.run_words(sp)}")
     a = result["agreement"]
     print(f"  outputs  max abs diff {a['max_abs']:.3g}, max rel diff {a['max_rel']:.3g} "

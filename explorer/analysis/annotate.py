@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from ..model.graph import Graph
 from ..model.results import BenchResult, InspectResult, SweepResult
+from .dims import compare as compare_dims
 from .fusion import find_fusions, find_renames
 from .grappler_passes import expand_pass_graphs
 from .model_report import report
+from .near_miss import Where
 from .stats import bench_summary, fusion_pays_from, sweep_table
 from .replicated import QUICK_MODE, pooled_interval, replicated_speedup
 from .verdict import explain
@@ -50,12 +52,15 @@ def annotate(result: InspectResult) -> InspectResult:
             key = f"{before}->{after}"
             found = find_fusions(graphs[before], graphs[after])
             if (before, after) == ("traced", "optimized"):
-                result["report"] = report(graphs, found, (result.get("fingerprint") or {}).get("onednn"))
+                result["report"] = report(graphs, found, Where.of(result), result.get("xla_clusters") or ())
             fusions[key] = [fusion_dict(f) for f in found]
             renames[key] = [list(r) for r in find_renames(graphs[before], graphs[after], found)]
     result["fusions"] = fusions.get("traced->optimized", [])
     result["fusions_by_pair"] = fusions
     result["renames_by_pair"] = renames
+    if result.get("as_served") is not None and "optimized" in graphs:
+        dims = (result.get("spec") or {}).get("import", {}).get("unknown_dim", 1)
+        result["dims"] = compare_dims(graphs["optimized"], result["as_served"], dims)
     result["warnings"] = tf_warnings(result, graphs)
     # The log line by which TensorFlow admits it ran the function with no Grappler at all.
     notable = (result.get("grappler") or {}).get("notable") or []
@@ -77,6 +82,15 @@ def tf_warnings(result: InspectResult, graphs: dict[str, Graph]) -> list[str]:
             meanings.setdefault(hits[0], []).append(meaning)
     for line, said in meanings.items():
         warnings.append(f"{' '.join(said)} TensorFlow logged: {line}")
+    if (result.get("dims") or {}).get("changed"):
+        warnings.append(result["dims"]["summary"])
+    must = [c for c in result.get("xla_clusters") or () if c.get("kind") == "must-compile"]
+    if must:
+        ops = sorted({op["op"] for c in must for op in c["ops"]})
+        warnings.append(f"{len(must)} function(s) of the model are compiled by XLA (XLA must compile them: "
+                        f"_XlaMustCompile), holding {sum(len(c['ops']) for c in must)} ops ({', '.join(ops)}): "
+                        "Grappler leaves them whole, so their ops are not in the counts above; they are listed "
+                        "as XLA clusters.")
     traced, optimized = graphs.get("traced"), graphs.get("optimized")
     if traced is not None and optimized is not None and traced.nodes == optimized.nodes:
         warnings.append("The graph after Grappler is identical to the traced graph: Grappler changed nothing "
@@ -107,9 +121,16 @@ def annotate_bench(result: BenchResult) -> BenchResult:
     if result.get("reinstantiated_during_timing"):
         problems.append(f"{result['reinstantiated_during_timing']} function(s) were re-instantiated while timing, "
                         "so a variant may not have run the graph shown.")
-    if fused.get("executed_ops") == unfused.get("executed_ops"):
+    same = fused.get("executed_ops") == unfused.get("executed_ops")
+    if same:
         problems.append("Both variants executed the same ops: the remapper fused nothing here, so the two "
                         "timings compare the same graph.")
+    comparison = compared(result.get("config") or {})
+    if comparison:
+        result["comparison"] = comparison
+    if same or (comparison and "Grappler" in comparison):
+        result["nothing_to_compare"] = ("nothing to compare: " + (comparison if comparison and "Grappler" in comparison
+                                        else "fused and unfused executed the same graph"))
     result["proof_summary"] = {
         "fused_executed": fused.get("executed_ops", []),
         "unfused_executed": unfused.get("executed_ops", []),
@@ -118,6 +139,17 @@ def annotate_bench(result: BenchResult) -> BenchResult:
         "problems": problems,
     }
     return result
+
+
+def compared(config: dict) -> str:
+    """What a benchmark of this configuration compares when the configuration itself switches fusion off."""
+    switches = config.get("grappler") or {}
+    if switches.get("disable_meta_optimizer") == "on":
+        return "Grappler is off in this configuration, so the remapper never runs: fused and unfused are the same graph"
+    if switches.get("remapping") == "off":
+        return ("the remapper is off in this configuration (the 'unfused' variant); 'fused' is the same "
+                "configuration with the remapper switched on")
+    return ""
 
 
 def annotate_sweep(param: str, points: list[dict]) -> SweepResult:

@@ -178,7 +178,12 @@ def fill(cell: Cell, inspect_result: dict | None, bench_result: dict | None = No
         "cached": bool((inspect_result or {}).get("cached")), "key": (inspect_result or {}).get("key"),
         "fingerprint": fp, "node": node or {}, "pid": ((inspect_result or {}).get("worker") or {}).get("pid"),
     }
-    if bench_result is not None:
+    nothing = nothing_to_compare(row, bench_result)
+    if bench_result is not None and nothing:
+        # A cell that did not fuse shows no fusion speedup: its two timings compare one graph with itself, or
+        # (remapper off) this configuration with another one.
+        row.update(speedup=None, bench_error=nothing, bench_cached=bool(bench_result.get("cached")))
+    elif bench_result is not None:
         sp = bench_result["summary"]["speedup"]
         row.update(speedup=sp["estimate"], ci_low=sp.get("ci_low"), ci_high=sp.get("ci_high"),
                    speedup_verdict=sp.get("verdict"), processes=bench_result.get("processes", 1),
@@ -187,6 +192,15 @@ def fill(cell: Cell, inspect_result: dict | None, bench_result: dict | None = No
     elif bench_error:
         row.update(speedup=None, bench_error=bench_error)
     cell.row = row
+
+
+def nothing_to_compare(row: dict, bench_result: dict | None) -> str:
+    """Why a cell has no fusion speedup to show, or "" when it has one."""
+    if bench_result is not None and bench_result.get("nothing_to_compare"):
+        return bench_result["nothing_to_compare"]
+    if row.get("verdict") == "not fused":
+        return "nothing to compare: not fused here, so fused and unfused are the same graph"
+    return ""
 
 
 def rows(cells: list[Cell]) -> list[dict]:

@@ -130,10 +130,17 @@ def show(engine, result: dict, choice: Choice) -> None:
     c2.metric("Unfused median", f"{unfused['median_ms']:.3f} ms", help="remapper off: the ops one by one")
     ci = ("no confidence interval (too few pairs)" if sp.get("ci_low") is None
           else f"{sp['confidence']:.0%} CI {sp['ci_low']:.2f}–{sp['ci_high']:.2f}×")
-    c3.metric("Speedup of fusion", f"{sp['estimate']:.2f}×", delta=f"{sp['verdict']} · {ci}",
-              delta_color={"faster": "normal", "slower": "inverse"}.get(sp["verdict_code"], "off"),
-              delta_arrow="off" if sp["verdict_code"] in ("same", "unknown") else "auto",
-              help=f"median(unfused) ÷ median(fused); {sp['method']}")
+    if result.get("nothing_to_compare"):
+        c3.metric("Speedup of fusion", "none", delta="nothing to compare", delta_color="off", delta_arrow="off",
+                  help=result["nothing_to_compare"])
+    else:
+        c3.metric("Speedup of fusion" if not result.get("comparison") else "Speedup of the remapper on",
+                  f"{sp['estimate']:.2f}×", delta=f"{sp['verdict']} · {ci}",
+                  delta_color={"faster": "normal", "slower": "inverse"}.get(sp["verdict_code"], "off"),
+                  delta_arrow="off" if sp["verdict_code"] in ("same", "unknown") else "auto",
+                  help=f"median(unfused) ÷ median(fused); {sp['method']}")
+    if result.get("comparison") or result.get("nothing_to_compare"):
+        st.info(result.get("nothing_to_compare") or f"Compared: {result['comparison']}.")
     agree = agreement.get("within_tolerance")
     c4.metric("Outputs agree", "yes" if agree else "NO",
               delta=f"max abs diff {agreement.get('max_abs', float('nan')):.2g}", delta_color="off",
