@@ -1,0 +1,71 @@
+"""Real networks exported once per session, and TensorFlow's own account of each (the oracle).
+
+``networks`` exports the SavedModels in a process of its own; ``direct`` runs each serving signature
+directly (no explorer code) with oneDNN off and on, in a process per setting.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from explorer.engine import Engine
+
+SCRIPT = Path(__file__).resolve().parent / "networks.py"
+
+
+def run_script(*args, env=None) -> str:
+    proc = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+@pytest.fixture(scope="session")
+def networks(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("networks")
+    run_script("export", str(directory))
+    return directory
+
+
+@pytest.fixture(scope="session")
+def direct(networks):
+    """{"0"|"1" (TF_ENABLE_ONEDNN_OPTS): {network: counts}} from TensorFlow alone."""
+    return {flag: json.loads(run_script("direct", str(networks), env={"TF_ENABLE_ONEDNN_OPTS": flag}).splitlines()[-1])
+            for flag in ("0", "1")}
+
+
+@pytest.fixture(scope="session")
+def engine():
+    engine = Engine(cache_dir=None)
+    yield engine
+    engine.close()
+
+
+def saved_model_spec(directory: Path, name: str, **extra) -> dict:
+    digest = hashlib.sha256()
+    for root, _, files in sorted(os.walk(directory / name)):
+        for file in sorted(files):
+            digest.update(Path(root, file).read_bytes())
+    return {"import": {"format": "savedmodel", "digest": digest.hexdigest(), "path": str(directory / name),
+                       "name": name, **extra}}
+
+
+@pytest.fixture(scope="session")
+def inspected(engine, networks):
+    """inspected(network, onednn "0"|"1", **import options) -> the engine's result, computed once."""
+    cache = {}
+
+    def get(name: str, onednn: str, **extra):
+        key = (name, onednn, tuple(sorted(extra.items())))
+        if key not in cache:
+            cache[key] = engine.inspect(saved_model_spec(networks, name, **extra),
+                                        {"env": {"TF_ENABLE_ONEDNN_OPTS": onednn}})
+        return cache[key]
+    return get
