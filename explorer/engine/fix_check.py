@@ -10,7 +10,7 @@ share the engine's result cache (memory and disk) with everything else.
 
 from __future__ import annotations
 
-from ..errors import SpecError, WorkerError
+from ..errors import ExplorerError, SpecError
 from ..analysis.near_miss import apply_checks, candidate_settings
 from ..model.flags import Config
 
@@ -52,7 +52,7 @@ def check(engine, spec, config: Config, result: dict) -> dict:
             other = engine.inspect(spec, target, check_fixes=False)
             fusions = other.get("fusions") or []
             runs.append({"config": target.to_dict(), "fused_kernels": len(fusions)})
-        except (SpecError, WorkerError) as exc:  # a GPU that is not here, a worker that died: it fused nothing
+        except ExplorerError as exc:  # a GPU that is not here, a worker that died, no recording: fused nothing
             fusions = []
             runs.append({"config": target.to_dict(), "error": str(exc)[:300]})
         outcomes.append((settings, fusions))

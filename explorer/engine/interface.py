@@ -28,8 +28,10 @@ class EngineInterface(Protocol):
     name: str  # what the page keys its per-engine caches by ("live", "replay:DIR")
 
     def inspect(self, spec, config=None, *, on_progress=None, use_cache: bool = True,
-                pass_graphs: bool = False) -> InspectResult:
-        """The model's graphs at every stage, the fusions found and Grappler's own account."""
+                pass_graphs: bool = False, check_fixes: bool = True) -> InspectResult:
+        """The model's graphs at every stage, the fusions found and Grappler's own account (with the
+        near-misses' setting-fixes run and kept only where they fused the chain, unless ``check_fixes``
+        is False)."""
 
     def xla(self, spec, config=None, *, on_progress=None, use_cache: bool = True) -> dict:
         """The model compiled by XLA: HLO stages, XLA's fusions mapped to the model's TF ops."""
