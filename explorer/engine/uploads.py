@@ -3,16 +3,20 @@
 Pure Python (no TensorFlow), so garbage is refused before a worker sees it: the format is read from
 the content and every archive checked by the one archive policy (``model.formats``, ``model.archive``);
 the worker parses and checks the graph itself (``worker.safety``). An upload is stored under a
-session's own temporary directory by its content digest; a path on the user's own disk (the command
-line) is digested without following a link or reading anything but regular files.
+session's own temporary directory by its content digest, within a quota (files and bytes, the oldest
+evicted); the directory goes when the session ends, or once untouched for hours. A path on the user's
+own disk (the command line) is digested without following a link or reading anything but regular files.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import stat
 import tempfile
+import time
+import weakref
 from pathlib import Path
 
 from ..errors import quoted, shown
@@ -22,9 +26,13 @@ from ..model.formats import ARTICLES, EXPECTED, looks_like_text, sniff, zip_form
 from ..model.imported import MAX_UPLOAD_BYTES, resolve_import
 
 MAX_FILE_BYTES = 2 << 30  # protobuf's own limit, for a path given on the command line
+SESSION_MAX_FILES = 8  # uploads a session keeps: the model shown and a few it may go back to
+SESSION_MAX_BYTES = 2 * MAX_UPLOAD_BYTES
+SESSION_MAX_AGE_S = 6 * 3600.0  # a session folder untouched this long belongs to a session long gone
+DISK_RESERVE_BYTES = 1 << 30  # an upload is not kept if it would leave the disk less free than this
 ALLOW_SETTING = "EXPLORER_ALLOW_MODEL_UPLOADS"
 __all__ = ["ALLOW_SETTING", "EXPECTED", "ModelFileError", "digest_of", "programs_allowed", "save_upload",
-           "session_directory", "sniff", "spec_for_path", "upload_root"]
+           "SessionFolder", "sniff", "spec_for_path", "upload_root"]
 
 
 def programs_allowed() -> bool:
@@ -101,9 +109,57 @@ def upload_root() -> Path:
     return root
 
 
-def session_directory() -> str:
-    """A new private directory for one session's uploads (unguessable name, mode 0700)."""
-    return tempfile.mkdtemp(prefix="session-", dir=upload_root())
+class SessionFolder:
+    """One session's private upload directory (unguessable name, mode 0700). It is removed when this object
+    goes, as the session's state does when the session ends; a new session also sweeps away the folders
+    of sessions untouched for SESSION_MAX_AGE_S (a server stopped without its sessions ending)."""
+
+    def __init__(self):
+        root = upload_root()
+        sweep(root)
+        self.path = tempfile.mkdtemp(prefix="session-", dir=root)
+        self._remove = weakref.finalize(self, shutil.rmtree, self.path, True)
+
+    def __fspath__(self) -> str:
+        return self.path
+
+    def remove(self) -> None:
+        self._remove()
+
+
+def sweep(root: Path, now: float | None = None) -> None:
+    """Remove the session folders under ``root`` that nothing has touched for SESSION_MAX_AGE_S."""
+    now = time.time() if now is None else now
+    for entry in os.scandir(root):
+        try:
+            if (entry.name.startswith("session-") and entry.is_dir(follow_symlinks=False)
+                    and now - entry.stat(follow_symlinks=False).st_mtime > SESSION_MAX_AGE_S):
+                shutil.rmtree(entry.path, ignore_errors=True)
+        except OSError:  # removed meanwhile by another session's sweep
+            continue
+
+
+def _make_room(directory: str, target: str, size: int) -> None:
+    """Evict the session's oldest uploads until one more of ``size`` bytes fits its quota; refuse when the
+    disk would be left nearly full."""
+    files = []
+    for entry in os.scandir(directory):
+        if entry.is_file(follow_symlinks=False) and entry.path != target and not entry.name.endswith(".part"):
+            info = entry.stat(follow_symlinks=False)
+            files.append((info.st_mtime, entry.path, info.st_size))
+    files.sort()
+    count, total = len(files) + 1, sum(f[2] for f in files) + size
+    while files and (count > SESSION_MAX_FILES or total > SESSION_MAX_BYTES):
+        _, path, nbytes = files.pop(0)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        count, total = count - 1, total - nbytes
+    free = shutil.disk_usage(directory).free
+    if free - size < DISK_RESERVE_BYTES:
+        raise ModelFileError("upload", f"the server's disk is nearly full ({free >> 20:,} MiB free); the upload was "
+                                       "not kept. Tell whoever runs the server.")
 
 
 def save_upload(directory: str, name: str, data: bytes, *, allow_programs: bool | None = None,
@@ -123,13 +179,18 @@ def save_upload(directory: str, name: str, data: bytes, *, allow_programs: bool 
     digest = hashlib.sha256(data).hexdigest()
     suffix = {"graphdef": ".pbtxt" if looks_like_text(data[:4096]) else ".pb", "savedmodel": ".zip",
               "keras": ".keras"}[fmt]
+    directory = os.fspath(directory)
     target = os.path.join(directory, digest + suffix)
-    if not os.path.exists(target):
+    if os.path.exists(target):
+        os.utime(target)  # the newest again: the last to be evicted
+    else:
+        _make_room(directory, target, len(data))
         tmp = f"{target}.{os.getpid()}.part"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
         with os.fdopen(fd, "wb") as out:
             out.write(data)
         os.replace(tmp, target)
+    os.utime(directory)  # the session is alive: its folder is not swept
     spec = {"path": target, "format": fmt, "digest": digest, "name": name, **_options(signature, unknown_dim, outputs)}
     resolve_import(spec)
     return {"import": spec}

@@ -1,29 +1,35 @@
 """The sidebar's "an imported model": the upload, its checks and limits, the signature and unknown dimensions.
 
-The file is checked by ``engine.uploads`` (format from its content, zips member by member) and kept
-in this session's own temporary directory under its content digest; no other session can name it.
-A refused file is explained under the widget and nothing of it is kept; the rest of the session stays.
+The file is checked by ``engine.uploads`` (format from its content, archives by the one archive policy)
+and kept in this session's own temporary directory under its content digest, within the session's
+quota; no other session can name it, and the directory goes when the session ends. A refused file is
+explained once, in one line, and nothing of it is kept; the rest of the session stays.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 
 import streamlit as st
 
 from ..engine import uploads
-from ..errors import SpecError
+from ..errors import ExplorerError, shown
 from ..model.imported import FORMAT_LABELS, MAX_NODES, MAX_UNKNOWN_DIM, MAX_UPLOAD_BYTES
 from ..model.spec import MAX_TENSOR_BYTES
 from . import state
 
+log = logging.getLogger(__name__)
+FOLDER = "model.upload_folder"  # the session's SessionFolder: when the session's state goes, its folder goes
+
 
 def session_directory() -> str:
-    directory = st.session_state.get(state.UPLOAD_DIR)
-    if not directory or not os.path.isdir(directory):
-        directory = uploads.session_directory()
-        st.session_state[state.UPLOAD_DIR] = directory
-    return directory
+    folder = st.session_state.get(FOLDER)
+    if folder is None or not os.path.isdir(folder.path):  # new, or swept after hours untouched
+        folder = uploads.SessionFolder()
+        st.session_state[FOLDER] = folder
+        st.session_state[state.UPLOAD_DIR] = folder.path
+    return folder.path
 
 
 def model_input() -> tuple[dict | None, list[str]]:
@@ -31,7 +37,7 @@ def model_input() -> tuple[dict | None, list[str]]:
     allowed = uploads.programs_allowed()
     taken = "a GraphDef (.pb, .pbtxt)" + (", a SavedModel (a .zip of its directory) or a Keras .keras file"
                                           if allowed else "")
-    upload = st.file_uploader(f"Model file: {taken}", key=state.UPLOAD,
+    upload = st.file_uploader(f"Model file: {taken}", key=state.UPLOAD, max_upload_size=MAX_UPLOAD_BYTES >> 20,
                               help=f"Up to {MAX_UPLOAD_BYTES >> 20} MiB and {MAX_NODES:,} nodes; each input tensor "
                                    f"up to {MAX_TENSOR_BYTES >> 20} MiB. Every op is checked against an allow-list "
                                    "of pure-compute ops before anything runs; the model runs only in a worker "
@@ -51,9 +57,11 @@ def model_input() -> tuple[dict | None, list[str]]:
     try:
         spec = uploads.save_upload(session_directory(), upload.name, upload.getvalue(), allow_programs=allowed,
                                    unknown_dim=int(unknown_dim))
-    except SpecError as exc:
-        st.error(str(exc))
+    except ExplorerError as exc:  # the page shows the problems, once
         return None, [f"The upload was refused: {exc}"]
+    except Exception as exc:  # noqa: BLE001 - a file the checks did not foresee: one line here, the trace in the log
+        log.exception("an upload could not be read")
+        return None, [f"The upload could not be read ({shown(type(exc).__name__)}: {shown(exc)}); nothing was kept."]
     data = spec["import"]
     info = (st.session_state.get(state.IMPORT_INFO) or {}).get(data["digest"])
     if info:

@@ -47,6 +47,21 @@ def bases(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="package")
+def page_server(tmp_path_factory, temp_root) -> Path:
+    """The page's surroundings: uploads and results in the test's folders, its engine closed at the end."""
+    keys = ("EXPLORER_UPLOAD_DIR", "EXPLORER_CACHE_DIR")
+    old = {k: os.environ.get(k) for k in keys}
+    uploads = tmp_path_factory.mktemp("uploads")
+    os.environ["EXPLORER_UPLOAD_DIR"], os.environ["EXPLORER_CACHE_DIR"] = str(uploads), str(tmp_path_factory.mktemp("cache"))
+    yield uploads
+    from explorer.ui import cached
+
+    cached.shutdown()
+    for key, value in old.items():
+        os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
+
+
+@pytest.fixture(scope="package")
 def engine(temp_root):
     engine = Engine(LIMITS, cache_dir=None)
     yield engine
