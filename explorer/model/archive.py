@@ -65,7 +65,7 @@ def _path(name: str, what: str) -> str:
     if ".." in parts:
         raise ModelFileError(what, f"member {quoted(name)}: '..' in a path is refused (it would write outside the model)")
     if len(parts) > MAX_DEPTH:
-        raise ModelFileError(what, f"member {quoted(name)}: {len(parts)} directories deep; at most {MAX_DEPTH} are taken")
+        raise ModelFileError(what, f"member {quoted(name)}: a path {len(parts)} levels deep; at most {MAX_DEPTH} are taken")
     return "/".join(parts)
 
 
@@ -133,9 +133,7 @@ def zip_members(archive: zipfile.ZipFile, what: str) -> list[Member]:
     if len(infos) > MAX_MEMBERS:
         raise ModelFileError(what, f"{len(infos):,} members; at most {MAX_MEMBERS:,} are taken")
     for info in infos:
-        name = info.filename
-        if "\x00" in name:
-            raise ModelFileError(what, f"member {quoted(name)}: a NUL byte in its name is refused")
+        name = info.filename  # zipfile cuts a name at a NUL byte: what it reads is what would be written
         if info.flag_bits & 0x1:
             raise ModelFileError(what, f"member {quoted(name)}: an encrypted member is refused")
         if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import stat
 import struct
+import warnings
 import zipfile
 
 CENTRAL = struct.Struct("<4s4B4HL2L5H2L")  # zipfile's structCentralDir
@@ -21,7 +22,8 @@ FIELDS = ("signature", "create_version", "create_system", "extract_version", "re
 def make(members, compression: int = zipfile.ZIP_DEFLATED) -> bytes:
     """members: [(name or ZipInfo, bytes)]."""
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression) as archive:
+    with warnings.catch_warnings(), zipfile.ZipFile(buffer, "w", compression) as archive:
+        warnings.simplefilter("ignore", UserWarning)  # "Duplicate name": a duplicate is the point
         for member, data in members:
             archive.writestr(member, data)
     return buffer.getvalue()
