@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import streamlit.testing.v1  # noqa: F401 - made now: it keeps a temporary directory of its own for the process
 
 from explorer.engine import Engine
 from explorer.engine.runner import Limits
