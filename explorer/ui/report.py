@@ -25,6 +25,9 @@ KINDS = {  # a near-miss's kind, in words
     "activation-without-bias": "activation with no bias",
     "activation-left-out": "activation outside the fused op",
     "gelu-left-out": "GELU outside the fused op",
+    "layernorm-as-arithmetic": "layer norm as arithmetic",
+    "einsumdense-batchmatmul": "EinsumDense's BatchMatMul",
+    "einsum": "Einsum",
 }
 
 
@@ -34,18 +37,98 @@ def _mib(nbytes: int | None) -> str:
     return f"{nbytes / 2**20:.2f} MiB" if nbytes >= 2**16 else f"{nbytes / 1024:.1f} KiB"
 
 
+def scope_prefix(report: dict) -> str:
+    """The name scope every layer of the report shares ('StatefulPartitionedCall/functional_1/' for a Keras 3
+    SavedModel), which the tables leave out of their layer columns: each layer keeps its own last part."""
+    layers = [layer for r in report.get("fusions") or [] for layer in r["layers"]]
+    layers += [layer_of(m["nodes"][0]) for m in report.get("near_misses") or []]
+    if len(layers) < 2:
+        return ""
+    parts = [layer.split("/")[:-1] for layer in layers]
+    common = []
+    for column in zip(*parts):
+        if len(set(column)) != 1:
+            break
+        common.append(column[0])
+    return "/".join(common) + "/" if common else ""
+
+
+def _short(name: str, prefix: str) -> str:
+    return name[len(prefix):] if prefix and name.startswith(prefix) else name
+
+
 def fusion_table(report: dict) -> list[dict]:
+    prefix = scope_prefix(report)
     return [{"fused op": r["fused"], "count": r["count"],
              "absorbed": ", ".join(f"{op} ×{n}" if n > 1 else op for op, n in sorted(r["absorbed_ops"].items())),
-             "layers": len(r["layers"]), "layer names": r["layers"], "nodes": r["nodes"]}
+             "layers": len(r["layers"]), "layer names": [_short(layer, prefix) for layer in r["layers"]],
+             "nodes": r["nodes"]}
             for r in report.get("fusions") or []]
 
 
+def _settings_words(settings: list[dict]) -> str:
+    return ", ".join(f"{s['name']}={s['value']}" if s["kind"] == "env" else
+                     f"{s['name']} {s['value']}" if s["kind"] == "grappler" else f"device {s['value']}"
+                     for s in settings)
+
+
+def checked_words(miss: dict) -> str:
+    """Whether a setting was run for this near-miss, and what the run did: the reader's reason to trust a fix."""
+    tried = miss.get("tried") or []
+    if miss.get("verified") is True:
+        return f"✓ verified: ran {_settings_words(miss['changes'][0])} here, it fused into {miss['fused_with_fix']}"
+    if tried:
+        return "✗ no setting fuses it: ran " + "; ".join(_settings_words(t["settings"]) for t in tried) + \
+            ", left unfused"
+    if miss.get("verified") is None and miss.get("candidates"):
+        return "? not run: more candidate settings than the engine runs for one model"
+    return "— no setting applies: a code change"
+
+
 def near_miss_table(report: dict) -> list[dict]:
-    return [{"kind": KINDS.get(m["kind"], m["kind"]), "layer": layer_of(m["nodes"][0]), "pattern": m["chain"],
-             "form found": m["form"], "the pattern needs": m["needs"], "fix": m["fix"] or "none known",
-             "nodes": m["nodes"]}
+    """One row per near-miss; what to do (the fix, and whether it was run) before the longer why."""
+    prefix = scope_prefix(report)
+    return [{"kind": KINDS.get(m["kind"], m["kind"]), "layer": _short(layer_of(m["nodes"][0]), prefix),
+             "pattern": m["chain"], "fix": m["fix"] or "none known", "fix checked": checked_words(m),
+             "form found": m["form"], "the pattern needs": m["needs"], "nodes": m["nodes"]}
             for m in report.get("near_misses") or []]
+
+
+def checks_caption(checked: dict | None) -> str:
+    """What the engine ran to settle the near-misses' setting-fixes, in one line ('' when nothing was checked)."""
+    if not checked:
+        return ""
+    runs = checked.get("configurations") or []
+    if not runs:
+        return ("No near-miss has a setting to try (flag, Grappler switch or device): each names the code change "
+                "instead.")
+    ran = "; ".join(_config_words(run) for run in runs)
+    return (f"Settings are offered only once the engine has run them here and seen the chain fuse. Ran "
+            f"{len(runs)} configuration{'s' if len(runs) != 1 else ''} (at most {checked.get('limit', len(runs))} "
+            f"per model): {ran}. {checked.get('verified', 0)} near-miss"
+            f"{'es' if checked.get('verified', 0) != 1 else ''} fused with a setting.")
+
+
+def _config_words(run: dict) -> str:
+    config = run.get("config") or {}
+    words = ", ".join([f"{k}={v}" for k, v in sorted((config.get("env") or {}).items())]
+                      + [f"{k} {v}" for k, v in sorted((config.get("grappler") or {}).items())])
+    where = f"{config.get('device', 'cpu')}" + (f" with {words}" if words else "")
+    if run.get("error"):
+        return f"{where}: did not run ({run['error'].splitlines()[0][:120]})"
+    return f"{where}: {run.get('fused_kernels', 0)} fused kernels"
+
+
+def must_compile_table(result: dict) -> list[dict]:
+    """Functions inside the model that XLA must compile (``_XlaMustCompile``): one row each, ops counted."""
+    rows = []
+    for cluster in result.get("xla_clusters") or ():
+        if cluster.get("kind") != "must-compile":
+            continue
+        ops = Counter(op["op"] for op in cluster["ops"])
+        rows.append({"call node": cluster["cluster"], "function": cluster["function"], "ops": len(cluster["ops"]),
+                     "op types": ", ".join(f"{op} ×{n}" if n > 1 else op for op, n in ops.most_common())})
+    return rows
 
 
 def to_csv(rows: list[dict]) -> str:
@@ -74,14 +157,32 @@ def _totals(totals: dict) -> None:
                    + ", ".join(f"{op} ×{n}" for op, n in sorted(left.items())) + ".")
 
 
+def _must_compile(result: dict, key: str) -> None:
+    rows = must_compile_table(result)
+    if not rows:
+        return
+    total = sum(r["ops"] for r in rows)
+    st.warning(f"**{len(rows)} function{'s' if len(rows) != 1 else ''} of this model must be compiled by XLA** "
+               f"(`_XlaMustCompile`), holding {total} op{'s' if total != 1 else ''}: Grappler leaves "
+               f"{'them' if len(rows) != 1 else 'it'} whole, so these ops are in none of the counts above and none "
+               "of them can fuse here. They run as XLA clusters:",
+               icon=":material/memory:")
+    st.dataframe(rows, hide_index=True, width="stretch", key=f"{key}.must_compile",
+                 height=min(38 + 35 * len(rows), 280),
+                 column_config={"ops": st.column_config.NumberColumn(width="small", help="Ops in the function's body "
+                                                                     "(constants, identities and reads left out)")})
+
+
 def panel(result: dict, key: str = "report") -> None:
     report = result.get("report")
     if not report:
         st.info("No whole-model report for this result: it is made from the graph after Grappler.")
         return
+    prefix = scope_prefix(report)
     st.caption("Every fusion Grappler made in this model, grouped by fused op, and the chains that look like a "
                "fusion pattern but reached TensorFlow in another form (near-misses), each with the form the "
-               "pattern needs and how to get it. Click a column's header to sort.")
+               "pattern needs and how to get it. Click a column's header to sort."
+               + (f" Layers are named without the scope they all share, `{prefix}`." if prefix else ""))
     _totals(report.get("totals") or {})
     fusions, misses = fusion_table(report), near_miss_table(report)
     st.markdown(f"**Fusions: {sum(r['count'] for r in fusions)} in {len(fusions)} pattern"
@@ -105,9 +206,16 @@ def panel(result: dict, key: str = "report") -> None:
                      column_config={"form found": st.column_config.TextColumn(width="large"),
                                     "the pattern needs": st.column_config.TextColumn(width="large"),
                                     "fix": st.column_config.TextColumn(width="large"),
+                                    "fix checked": st.column_config.TextColumn(
+                                        width="medium", help="Whether a setting was run here to check the fix: "
+                                        "✓ it fused the chain, ✗ it did not, ? not run"),
                                     "nodes": st.column_config.ListColumn()})
     else:
         st.caption("No chain that looks like a catalogue pattern was left unfused.")
+    words = checks_caption(report.get("fixes_checked"))
+    if words and misses:
+        st.caption(words)
+    _must_compile(result, key)
     spec = result.get("spec") or {}
     name = (spec.get("import") or spec.get("stack") or {}).get("name") or "model"
     stem = name.rsplit(".", 1)[0] or "model"

@@ -1,7 +1,8 @@
 """Real user models for the import tests, made with TensorFlow in a process of their own.
 
     python make_models.py export DIR      # MobileNetV2 and a small Keras model, each as SavedModel,
-                                          # .keras and frozen GraphDef, plus the malicious models
+                                          # .keras and frozen GraphDef (the small one also frozen with
+                                          # zero convolution biases), plus the malicious models
     python make_models.py count FORMAT PATH   # a direct TensorFlow run: fused ops in the optimized graph
     python make_models.py count-all DIR       # the same for every model and format of ``export``
 
@@ -35,14 +36,15 @@ def small_model(keras):
     return keras.Model(inp, out, name="small")
 
 
-def nonzero(model, np):
-    """Non-zero weights everywhere: frozen zero biases are folded away and then nothing fuses."""
+def nonzero(model, np, keep_zero=()):
+    """Non-zero weights everywhere (but the weights whose path contains one of ``keep_zero``): frozen zero
+    biases are folded away and then nothing fuses."""
     rng = np.random.default_rng(1)
     for weight in model.weights:
         value = weight.numpy()
         if "variance" in weight.path:
             weight.assign(rng.uniform(0.5, 1.5, value.shape).astype(value.dtype))
-        elif not np.any(value):
+        elif not np.any(value) and not any(part in weight.path for part in keep_zero):
             weight.assign(rng.uniform(0.1, 0.5, value.shape).astype(value.dtype))
     return model
 
@@ -67,6 +69,8 @@ def export(directory: str) -> None:
         model.export(os.path.join(directory, f"{name}_savedmodel"), verbose=False)
         model.save(os.path.join(directory, f"{name}.keras"))
         frozen(model, os.path.join(directory, f"{name}.pb"))
+    # The same small CNN frozen with its convolutions' biases left at zero (an untrained layer that has one).
+    frozen(nonzero(small_model(keras), np, keep_zero=("conv2d",)), os.path.join(directory, "small_zero_bias.pb"))
 
     # Two signatures over the same weights, the batch left unknown: the page's signature dropdown.
     heads = tf.Module()

@@ -180,3 +180,27 @@ def test_a_big_models_pass_graphs_are_recorded_when_asked_for(models, monkeypatc
     assert "apply to these two graphs too" in "\n".join(str(c.value) for c in at.caption)  # drawn, as boxes
     at = at.run()  # a rerun keeps them (the session asked; the engine's cache holds them)
     assert at.selectbox(key=state.PASS).options == chosen.options
+
+
+def test_a_frozen_cnn_with_batch_norm_names_its_near_misses(models):
+    """Issue 22's upload: a small CNN with batch norm, frozen. Its conv's BiasAdd → Mul → AddV2 → Relu is a
+    near-miss, and a layer that has a bias (zero, here folded away) is never told to add one."""
+    at = upload(page("0"), "small.pb", (models / "small.pb").read_bytes())
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    misses = next(d.value for d in at.dataframe if "form found" in d.value.columns)
+    norm = misses[misses["kind"] == "batch norm as arithmetic"]
+    assert len(norm) == 1 and norm["pattern"].iloc[0] == "_FusedConv2D [BiasAdd] + batch norm"
+    optimized = {n["name"]: n for n in engine_result(at)["stages"]["optimized"]["nodes"]}
+    head, mul, add = norm["nodes"].iloc[0]
+    assert [optimized[n]["op"] for n in (head, mul, add)] == ["_FusedConv2D", "Mul", "AddV2"]
+    assert optimized[head]["fused_ops"] == ["BiasAdd"]
+    assert any(n["op"] == "Relu" and n["inputs"][0]["src"] == add for n in optimized.values())
+    assert norm["fix checked"].iloc[0].startswith("— no setting applies")
+    at = upload(at, "small_zero_bias.pb", (models / "small_zero_bias.pb").read_bytes())
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    misses = next(d.value for d in at.dataframe if "form found" in d.value.columns)
+    assert len(misses) and not misses.apply(lambda row: "use_bias" in " ".join(map(str, row)), axis=1).any()
+    # The zero bias folded away is named as zero, and the verified setting says what it ran.
+    assert any("is all zeros" in form for form in misses["form found"])
+    assert any(checked.startswith("✓ verified: ran TF_ENABLE_ONEDNN_OPTS=1") for checked in misses["fix checked"])
+    assert "Settings are offered only once the engine has run them" in "\n".join(str(c.value) for c in at.caption)

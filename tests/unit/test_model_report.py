@@ -114,3 +114,27 @@ def test_a_frozen_batch_norm_after_a_bias_is_named():
     (miss,) = near_misses(graph, Where(onednn=False))
     assert miss["kind"] == "batchnorm-as-arithmetic" and miss["after_fused"]
     assert miss["nodes"] == ["conv2/BiasAdd", "bn/mul", "bn/add"]
+
+
+def test_the_page_says_whether_each_fix_was_checked_and_what_xla_must_compile():
+    from explorer.ui.report import checked_words, checks_caption, must_compile_table
+
+    (miss,) = report_of("matmul_bias_gelu_approx__stock")["near_misses"]
+    onednn = [{"kind": "env", "name": "TF_ENABLE_ONEDNN_OPTS", "value": "1"}]
+    fused = {"node": miss["nodes"][1], "op": "_FusedMatMul", "fused_ops": ["BiasAdd", "GeluApproximate"],
+             "absorbed": miss["nodes"][:2]}
+    (verified,), (refuted,) = apply_checks([miss], [(onednn, [fused])]), apply_checks([miss], [(onednn, [])])
+    assert checked_words(verified) == ("✓ verified: ran TF_ENABLE_ONEDNN_OPTS=1 here, it fused into "
+                                       "_FusedMatMul [BiasAdd, GeluApproximate]")
+    assert checked_words(refuted) == "✗ no setting fuses it: ran TF_ENABLE_ONEDNN_OPTS=1, left unfused"
+    assert checked_words(miss).startswith("? not run")  # a candidate never run
+    assert checked_words(dict(miss, candidates=[], verified=False)).startswith("— no setting applies")
+    caption = checks_caption({"configurations": [{"config": {"device": "cpu", "env": {"TF_ENABLE_ONEDNN_OPTS": "1"}},
+                                                  "fused_kernels": 3}], "limit": 3, "verified": 1, "offered": 1})
+    assert "cpu with TF_ENABLE_ONEDNN_OPTS=1: 3 fused kernels" in caption and "1 near-miss fused" in caption
+    clusters = [{"cluster": "conv/call", "function": "f_1", "kind": "must-compile",
+                 "ops": [{"name": "conv/call/a", "op": "Conv2D"}, {"name": "conv/call/b", "op": "Conv2D"},
+                         {"name": "conv/call/c", "op": "Split"}]},
+                {"cluster": "cluster_0", "kind": "auto", "ops": []}]
+    assert must_compile_table({"xla_clusters": clusters}) == [
+        {"call node": "conv/call", "function": "f_1", "ops": 3, "op types": "Conv2D ×2, Split"}]
