@@ -87,10 +87,13 @@ def tf_warnings(result: InspectResult, graphs: dict[str, Graph]) -> list[str]:
     must = [c for c in result.get("xla_clusters") or () if c.get("kind") == "must-compile"]
     if must:
         ops = sorted({op["op"] for c in must for op in c["ops"]})
-        warnings.append(f"{len(must)} function(s) of the model are compiled by XLA (XLA must compile them: "
-                        f"_XlaMustCompile), holding {sum(len(c['ops']) for c in must)} ops ({', '.join(ops)}): "
-                        "Grappler leaves them whole, so their ops are not in the counts above; they are listed "
-                        "as XLA clusters.")
+        count = sum(len(c["ops"]) for c in must)
+        warnings.append(f"{len(must)} function{'s' if len(must) != 1 else ''} of the model "
+                        f"{'are' if len(must) != 1 else 'is'} compiled by XLA (XLA must compile "
+                        f"{'them' if len(must) != 1 else 'it'}: _XlaMustCompile), holding {count} "
+                        f"op{'s' if count != 1 else ''} ({', '.join(ops)}): Grappler leaves "
+                        f"{'them' if len(must) != 1 else 'it'} whole, so {'their' if len(must) != 1 else 'its'} "
+                        "ops are not in the counts above; the Fusion report lists them as XLA clusters.")
     traced, optimized = graphs.get("traced"), graphs.get("optimized")
     if traced is not None and optimized is not None and traced.nodes == optimized.nodes:
         warnings.append("The graph after Grappler is identical to the traced graph: Grappler changed nothing "

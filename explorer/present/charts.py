@@ -284,14 +284,21 @@ def matrix_heatmap(rows: list[dict], *, by: str = "verdict", title: str | None =
             text[y][x] = f"{row['speedup']:.2f}×" if row.get("speedup") is not None else "no timing"
         else:
             z[y][x] = VERDICT_LEVEL.get(row.get("verdict"), 0)
-            text[y][x] = (row.get("verdict") or "") + (f"<br>{row['fused_op']}" if row.get("fused_op") else "")
+            timed = f" · {row['speedup']:.2f}×" if row.get("speedup") is not None else ""
+            # The fused op split at its bracket: a cell is a few words wide.
+            op = (row.get("fused_op") or "").replace("[", "<br>[").replace("+", "+<br>") if row.get("fused_op") else ""
+            text[y][x] = (row.get("verdict") or "") + timed + (f"<br>{op}" if op else "")
     if by == "speedup":
         colors = dict(colorscale="RdBu", zmid=1.0, colorbar=dict(title="speedup ×"))
     else:
         colors = dict(colorscale=[[0, "#E69F00"], [0.5, "#F0E442"], [1, "#0072B2"]], zmin=0, zmax=2,
                       colorbar=dict(tickvals=[0, 1, 2], ticktext=["not fused", "partly", "fused"]))
+    # One setting per line under each column (rotated, a combination of settings runs off the chart).
+    ticks = [label.replace(", ", "<br>") for label in labels]
     fig = go.Figure(go.Heatmap(z=z, x=labels, y=presets, text=text, texttemplate="%{text}", customdata=index,
                                hovertemplate="%{y}<br>%{x}<br>%{text}<extra></extra>", xgap=2, ygap=2, **colors))
+    fig.update_xaxes(tickvals=labels, ticktext=ticks, tickangle=0)
     fig.update_yaxes(autorange="reversed")
+    rows_high = 90 if by != "speedup" else 70
     return styled(fig, title or ("Measured speedup per cell" if by == "speedup" else "What fused, per cell"),
-                  max(260, 90 + 70 * len(presets)))
+                  max(300, 120 + rows_high * len(presets)))

@@ -40,6 +40,8 @@ def retry_words(row: dict) -> str:
 
 def speedup_words(row: dict) -> str:
     if row.get("speedup") is None:
+        if (row.get("bench_error") or "").startswith("nothing to compare"):
+            return "none: nothing fused to compare"  # the cell's result says why in full
         return f"no timing: {row['bench_error']}" if row.get("bench_error") else ""
     ci = "" if row.get("ci_low") is None else f" ({row['ci_low']:.2f}–{row['ci_high']:.2f})"
     procs = f", {row['processes']} processes" if (row.get("processes") or 1) > 1 else ""
