@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..model.graph import Graph
 from ..model.results import BenchResult, InspectResult, SweepResult
+from ..model.sources import source_for_data
 from .dims import compare as compare_dims
 from .fusion import find_fusions, find_renames
 from .grappler_passes import expand_pass_graphs
@@ -65,9 +66,10 @@ def annotate(result: InspectResult) -> InspectResult:
     # The log line by which TensorFlow admits it ran the function with no Grappler at all.
     notable = (result.get("grappler") or {}).get("notable") or []
     result["grappler_skipped"] = next((line for line in notable if SKIPPED_GRAPPLER in line), None)
-    # The verdict's checklist is that of one preset or op chain; other models have the whole-model report.
-    spec = result.get("spec") or {}
-    if "optimized" in graphs and ("preset" in spec or "chain" in spec):
+    # The verdict's checklist is that of one op chain (a source's ``checklist``); other models have the
+    # whole-model report.
+    source = source_for_data(result.get("spec"))
+    if "optimized" in graphs and source is not None and source.checklist:
         result["explanation"] = explain(result)
     return result
 

@@ -15,7 +15,6 @@ from importlib import metadata
 from pathlib import Path
 
 from ..model.flags import Config
-from ..model.spec import ModelSpec
 
 PACKAGE = Path(__file__).resolve().parent.parent
 DEFAULT_CACHE_DIR = Path(os.environ.get("EXPLORER_CACHE_DIR", PACKAGE.parent / ".cache" / "results"))
@@ -56,7 +55,7 @@ class ResultCache:
         return cls._code_version
 
     @staticmethod
-    def key(kind: str, spec: ModelSpec, config: Config, extra: dict | None = None) -> str:
+    def key(kind: str, spec, config: Config, extra: dict | None = None) -> str:
         payload = {"kind": kind, "spec": spec_identity(spec), "config": config.to_dict(), "tf": tensorflow_version(),
                    "code": ResultCache.code_version(), "extra": extra or {}}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
@@ -109,7 +108,7 @@ class ResultCache:
 def spec_identity(spec) -> dict:
     """What makes a model's results: its spec as data, an imported model by its content (digest), never
     the temporary path it was saved under."""
-    return spec.identity() if hasattr(spec, "identity") else spec.to_dict()
+    return spec.identity()
 
 
 def inspect_key(spec, config, pass_graphs: bool = False) -> str:

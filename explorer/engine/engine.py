@@ -15,14 +15,14 @@ from pathlib import Path
 
 from ..analysis.annotate import annotate, annotate_bench, annotate_replicated, annotate_sweep
 from ..analysis.replicated import QUICK_MODE
-from ..analysis.xla_bench import annotate_three_way
-from ..analysis.xla_fusion import annotate_xla
 from ..errors import SpecError, WorkerError
+from ..model import compilers
 from ..model.devices import refuse_simulated
+from ..model.hooks import hook
 from ..model.flags import Config
 from ..model.results import BenchResult, InspectResult, SweepResult
-from ..model.imported import ImportSpec
-from ..model.spec import ModelSpec, resolve
+from ..model.sources import source_of
+from ..model.spec import resolve
 from . import fix_check, machine_profile
 from .admission import HOST, AdmissionQueue
 from .cache import DEFAULT_CACHE_DIR, ResultCache, inspect_key
@@ -173,9 +173,9 @@ class Engine:
                 self._inflight.pop(key, None)
             running.set()
 
-    def _inspect(self, spec: ModelSpec, config: Config, key: str, on_progress, pass_graphs: bool = False) -> dict:
+    def _inspect(self, spec, config: Config, key: str, on_progress, pass_graphs: bool = False) -> dict:
         with self.queue(config.device).slot("graph", on_progress):
-            result, info = self._run(config, "inspect", inspect_payload(spec, config, pass_graphs),
+            result, info = self._run(config, compilers.FIRST.inspect_op, inspect_payload(spec, config, pass_graphs),
                                      self.pool.limits.inspect_s, on_progress)
         result = dict(result, config=config.to_dict(), worker=info, cached=False, key=key, spec=_public(spec))
         result = annotate(result)
@@ -184,34 +184,40 @@ class Engine:
 
     def xla(self, spec, config=None, *, on_progress=None, use_cache: bool = True) -> dict:
         """The model compiled by XLA (jit_compile=True): HLO stages, fusions mapped to TF ops, compile time."""
+        return self._compiled(compilers.BY_ID["xla"], spec, config, on_progress, use_cache)
+
+    def _compiled(self, compiler: compilers.Compiler, spec, config, on_progress, use_cache: bool) -> dict:
+        """What a compiler other than Grappler made of the model (its ``inspect_op``), with its analysis."""
         spec, config = resolve(spec), Config.coerce(config)
         _check_import_device(spec, config)
-        refuse_simulated(config.device, "xla")
-        key = ResultCache.key("xla", spec, config)
+        if not compiler.simulated:
+            refuse_simulated(config.device, compiler.id)
+        key = ResultCache.key(compiler.inspect_op, spec, config)
         cached = self.cache.get(key) if use_cache else None
         if cached is not None:
             return dict(cached, cached=True)
         with self.queue(config.device).slot("graph", on_progress):
-            result, info = self._run(config, "xla", xla_payload(spec), self.pool.limits.inspect_s, on_progress)
-        result = annotate_xla(dict(result, config=config.to_dict(), worker=info, cached=False, key=key))
+            result, info = self._run(config, compiler.inspect_op, compiler_payload(spec), self.pool.limits.inspect_s,
+                                     on_progress)
+        result = hook(compiler.annotate)(dict(result, config=config.to_dict(), worker=info, cached=False, key=key))
         self.cache.put(key, result)
         return result
 
     def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
-              processes: int = 1, on_progress=None, compiler: str = "grappler") -> BenchResult:
+              processes: int = 1, on_progress=None, compiler: str = compilers.FIRST.id) -> BenchResult:
         """Fused against unfused, interleaved, with proof of which graph each variant ran.
 
-        ``compiler`` "xla" or "both": the three-way benchmark (unfused, Grappler-fused, XLA).
+        ``compiler`` (model.compilers) another than Grappler, or "both": that compiler's benchmark, which times
+        three variants (unfused, Grappler-fused, its own; XLA's: ``bench_xla``).
         ``processes`` > 1 repeats the (two-way) benchmark in that many fresh worker processes, one after
         another, each with its own warm-up (``max_seconds`` is per process): the speedup's interval
         then includes the process-to-process variation. 1 is the quick single-process run.
         """
         spec, config = resolve(spec), Config.coerce(config)
-        if compiler not in ("grappler", "xla", "both"):
-            raise SpecError("compiler", f"{compiler!r} is not a compiler; choose grappler, xla or both")
+        timed = compilers.timed(compiler)  # SpecError for a name that is no compiler
         refuse_simulated(config.device, "bench")
         processes = self.check_bench_options(reps, warmup, max_seconds, processes)
-        if processes > 1 and compiler != "grappler":
+        if processes > 1 and timed is not compilers.FIRST:
             raise SpecError("processes", "the three-way benchmark with XLA runs in one process: use 1 process "
                             "with compiler xla or both")
         payload = {"spec": spec.to_dict(), "grappler": config.grappler_dict, "reps": int(reps),
@@ -221,8 +227,7 @@ class Engine:
         load_before = os.getloadavg()[0]
         with admission.slot("bench", on_progress) as slot:
             if processes == 1:
-                result, info = self._run(config, "bench" if compiler == "grappler" else "bench_xla", payload, timeout,
-                                         on_progress)
+                result, info = self._run(config, timed.bench_op, payload, timeout, on_progress)
             else:
                 runs = self._replicates(config, payload, timeout, processes, on_progress)
             overlaps = admission.overlaps
@@ -233,8 +238,8 @@ class Engine:
         if processes > 1:
             runs = [dict(run, config=config.to_dict()) for run in runs]  # what the annotation labels by
             return dict(annotate_replicated(runs), **extra, worker=runs[0]["worker"])
-        if compiler != "grappler":
-            return annotate_three_way(dict(result, worker=info, **extra))
+        if timed is not compilers.FIRST:
+            return hook(timed.annotate_bench)(dict(result, worker=info, **extra))
         result = annotate_bench(dict(result, worker=info, **extra))
         result["summary"]["speedup"]["mode"] = QUICK_MODE
         return dict(result, mode=QUICK_MODE, processes=1)
@@ -280,7 +285,7 @@ class Engine:
                         "wall_s": round(time.perf_counter() - started, 3)}
 
     def sweep(self, spec, config=None, *, param: str, values: list, reps: int = 30, warmup: int = 3,
-              max_seconds: float = 30.0, on_progress=None, compiler: str = "grappler") -> SweepResult:
+              max_seconds: float = 30.0, on_progress=None, compiler: str = compilers.FIRST.id) -> SweepResult:
         """bench() at each value of one size parameter: the points, their table, and where fusion starts to pay."""
         spec = resolve(spec)
         if param not in spec.p or not isinstance(spec.p[param], int) or isinstance(spec.p[param], bool):
@@ -321,7 +326,8 @@ def inspect_payload(spec, config: Config, pass_graphs: bool = False) -> dict:
     return {"spec": spec.to_dict(), "grappler": config.grappler_dict, "pass_graphs": "all" if pass_graphs else "auto"}
 
 
-def xla_payload(spec) -> dict:
+def compiler_payload(spec) -> dict:
+    """What a request of a compiler other than Grappler sends the worker (model.compilers: ``inspect_op``)."""
     return {"spec": spec.to_dict()}
 
 
@@ -331,10 +337,11 @@ def _check_range(name: str, value, low, high) -> None:
 
 
 def _public(spec) -> dict:
-    """The spec as a result carries it: an imported model without the path of a session's own directory."""
-    return spec.public_dict() if isinstance(spec, ImportSpec) else spec.to_dict()
+    """The spec as a result carries it (an imported model without the path of a session's own directory)."""
+    return spec.public_dict()
 
 
 def _check_import_device(spec, config: Config) -> None:
-    if isinstance(spec, ImportSpec):
+    """A source the simulated GPU cannot build (model.sources: ``simulated``) is refused on it."""
+    if not source_of(spec).simulated:
         refuse_simulated(config.device, "import")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from ..model import compilers
 from ..model.results import BenchResult, InspectResult, SweepResult
 from .admission import AdmissionQueue
 
@@ -37,11 +38,11 @@ class EngineInterface(Protocol):
         """The model compiled by XLA: HLO stages, XLA's fusions mapped to the model's TF ops."""
 
     def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
-              processes: int = 1, on_progress=None, compiler: str = "grappler") -> BenchResult:
-        """Fused against unfused (and XLA, for compiler "xla" or "both"), with proof of what ran."""
+              processes: int = 1, on_progress=None, compiler: str = compilers.FIRST.id) -> BenchResult:
+        """Fused against unfused (and another compiler's variant, for its id or "both"), with proof of what ran."""
 
     def sweep(self, spec, config=None, *, param: str, values: list, reps: int = 30, warmup: int = 3,
-              max_seconds: float = 30.0, on_progress=None, compiler: str = "grappler") -> SweepResult:
+              max_seconds: float = 30.0, on_progress=None, compiler: str = compilers.FIRST.id) -> SweepResult:
         """``bench`` at each value of one size parameter, and where fusion starts to pay."""
 
     def traffic(self, result: dict, config=None, *, measure: bool = True, on_progress=None) -> dict:

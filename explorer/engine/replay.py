@@ -24,10 +24,11 @@ import os
 from pathlib import Path
 
 from ..errors import ExplorerError
+from ..model import compilers
 from ..model.flags import Config
 from ..model.spec import resolve
 from .cache import ResultCache, spec_identity
-from .engine import Engine, inspect_payload, xla_payload
+from .engine import Engine, compiler_payload, inspect_payload
 
 SUFFIX = ".worker.json"
 
@@ -75,10 +76,10 @@ class ReplayEngine(Engine):
         if super().is_ready(kind, spec, config, extra):
             return True
         spec, config = resolve(spec), Config.coerce(config)
-        if kind == "inspect":
+        if kind == compilers.FIRST.inspect_op:
             payload = inspect_payload(spec, config, bool((extra or {}).get("pass_graphs")))
-        elif kind == "xla":
-            payload = xla_payload(spec)
+        elif kind in {c.inspect_op for c in compilers.COMPILERS}:
+            payload = compiler_payload(spec)
         else:
             return False
         return self._recording(config, kind, payload) is not None

@@ -53,7 +53,7 @@ def refuse_simulated(device: str, what: str) -> None:
     """SpecError("device", why) when ``device`` is a simulated GPU, which cannot do ``what``
     (a key of SIMULATED_REFUSALS: "bench", "xla", "import")."""
     if is_simulated(device):
-        raise SpecError("device", SIMULATED_REFUSALS[what])
+        raise SpecError("device", SIMULATED_REFUSALS.get(what, f"a simulated GPU cannot show {what}"))
 
 
 # Plain data. ``compute_capability`` is what TensorFlow puts in DeviceProperties.environment

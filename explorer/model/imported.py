@@ -45,6 +45,7 @@ class ImportSpec:
 
     preset = None
     chain = None
+    source_id = "import"  # sources.SOURCES
 
     @property
     def p(self) -> dict:
@@ -99,6 +100,19 @@ class ImportSpec:
 
     def check_size(self) -> None:
         """Tensor sizes are known only once the worker reads the model's input specs; it checks them."""
+
+    def sizes(self) -> list[str]:
+        return []  # a file's sizes are its own
+
+    def model_key(self) -> str:
+        return json.dumps(self.identity(), sort_keys=True)
+
+
+def parse_import(data: dict) -> ImportSpec:
+    """The spec form the engine carries: {"import": {...}}."""
+    if set(data) != {"import"}:
+        raise SpecError("spec", f"an imported model takes no other field; got {sorted(set(data) - {'import'})}")
+    return resolve_import(data["import"])
 
 
 def resolve_import(data) -> ImportSpec:

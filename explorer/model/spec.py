@@ -1,9 +1,10 @@
-"""Model specs: plain data that says which small model to build, checked before TensorFlow runs.
+"""Model specs: plain data that says which model to build, checked before TensorFlow runs.
 
-A spec is a preset id with parameter values, an op chain (``chain.Chain``) with parameter
-values, or a layer stack ({"stack": ...}, checked by ``stack.parse``). ``resolve`` turns the first two
-into a ``ModelSpec`` whose every parameter is filled and valid, a stack into a ``stack.StackSpec``, or
-raises ``SpecError`` naming the field that is wrong.
+``resolve`` turns spec data of any model source (``sources.SOURCES``: {"preset": ...}, {"chain": ...},
+{"stack": ...}, {"import": ...}) into that source's checked spec, or raises ``SpecError`` naming the
+field that is wrong. This module holds the first two sources' spec: a preset id or an op chain
+(``chain.Chain``) with parameter values, resolved into a ``ModelSpec`` whose every parameter is filled
+and valid (``parse_model``).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from ..errors import SpecError
 from .catalog import PRESETS
 from .chain import Chain
 from .limits import MAX_DIM, MAX_MODEL_BYTES, MAX_TENSOR_BYTES
-from .stack import StackSpec, parse_stack
-from .imported import ImportSpec, resolve_import
+from .hooks import hook
+from .sources import is_spec, source_for_data
 
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 DATA_FORMATS = ("NHWC", "NCHW")
@@ -123,6 +124,10 @@ class ModelSpec:
     preset: str | None = None
 
     @property
+    def source_id(self) -> str:
+        return "preset" if self.preset else "chain"
+
+    @property
     def p(self) -> dict:
         return dict(self.params)
 
@@ -131,6 +136,36 @@ class ModelSpec:
         if self.preset:
             data["preset"] = self.preset
         return data
+
+    def identity(self) -> dict:
+        """What makes its results (the cache's key): all of it."""
+        return self.to_dict()
+
+    def public_dict(self) -> dict:
+        """The spec as a result carries it."""
+        return self.to_dict()
+
+    def cli_args(self) -> list[str]:
+        """The command line's model arguments that rebuild it: the preset (or 'chain' and its parts) and the
+        parameters that differ from their defaults."""
+        if self.preset:
+            defaults = parse_model({"preset": self.preset}).p
+            head = [self.preset]
+        else:
+            plain = Chain().to_dict()
+            fields = {k: v for k, v in self.chain.to_dict().items() if k == "contraction" or plain[k] != v}
+            head = ["chain"] + [a for k, v in fields.items() for a in ("--chain", f"{k}={v}")]
+            defaults = DEFAULT_PARAMS
+        params = {k: v for k, v in self.params if defaults.get(k) != v}  # only what differs
+        return head + [a for k, v in params.items() for a in ("--set", f"{k}={v}")]
+
+    def sizes(self) -> list[str]:
+        """Its size parameters (what a size sweep may vary)."""
+        return [n for n in self.chain.param_names() if PARAMS[n].kind == "int"]
+
+    def model_key(self) -> str:
+        """What tells this model from another apart from its parameters (the what-if comparison's 'model')."""
+        return self.preset or self.chain.describe()
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
@@ -229,16 +264,16 @@ def _kind_shapes(c: Chain, p: dict) -> dict[str, tuple[int, ...]]:
     raise SpecError("chain.kind", f"unknown kind {c.kind!r}")
 
 
-def resolve(data, presets: dict | None = None) -> ModelSpec | StackSpec | ImportSpec:
-    """Turn spec data (preset + params, chain + params, a layer stack or an imported model) into a checked spec."""
-    if isinstance(data, (ModelSpec, StackSpec, ImportSpec)):
+def resolve(data):
+    """Spec data of any model source (see ``sources``) as that source's checked spec; a checked spec as it is."""
+    if is_spec(data):
         return data
-    if isinstance(data, dict) and "stack" in data:
-        return parse_stack(data)
-    if isinstance(data, dict) and "import" in data:
-        if set(data) != {"import"}:
-            raise SpecError("spec", f"an imported model takes no other field; got {sorted(set(data) - {'import'})}")
-        return resolve_import(data["import"])
+    source = source_for_data(data)
+    return hook(source.parse)(data) if source is not None else parse_model(data)
+
+
+def parse_model(data, presets: dict | None = None) -> ModelSpec:
+    """A preset's or an op chain's spec data (preset + params, chain + params) as a checked ``ModelSpec``."""
     if not isinstance(data, dict):
         raise SpecError("spec", "expected an object with 'preset' or 'chain', and 'params'")
     unknown = set(data) - {"preset", "chain", "params"}

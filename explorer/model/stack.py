@@ -29,6 +29,7 @@ import copy
 import json
 import math
 import re
+import shlex
 from dataclasses import dataclass
 
 from ..errors import SpecError
@@ -80,6 +81,7 @@ class StackSpec:
     source_json: str  # the stack as given, for to_dict (a frozen spec keeps no mutable dict)
 
     preset = None  # a stack is no preset: the rest of the system asks
+    source_id = "stack"  # sources.SOURCES
 
     @property
     def source(self) -> dict:
@@ -104,8 +106,24 @@ class StackSpec:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
 
+    def identity(self) -> dict:
+        return self.to_dict()
+
+    def public_dict(self) -> dict:
+        return self.to_dict()
+
     def label(self) -> str:
         return f"layer stack {self.name}"
+
+    def cli_args(self) -> list[str]:
+        """The stack travels as a file: `stacks NAME` or the page writes it, ``--spec`` reads it."""
+        return ["--spec", shlex.quote(f"{self.name}.json")]
+
+    def sizes(self) -> list[str]:
+        return []  # its sizes are in its layers
+
+    def model_key(self) -> str:
+        return self.to_json()  # its whole JSON: two edits of one ready stack share its name
 
     def with_params(self, **changes):
         raise SpecError("params", "a layer stack has no size parameters to change; edit its layers instead")

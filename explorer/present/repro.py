@@ -19,12 +19,16 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
 
 from ..analysis.fusion import FUSED_OP_PREFIXES, STOCK_FUSED_NAMES
 from ..model.devices import is_simulated
 from ..model.flags import ENV_FLAGS, Config
+from ..model.hooks import hook
+from ..model.sources import source_for_data, source_of
 from ..model.spec import resolve
 from ..model.stack import to_text
 from .command import command_line
@@ -249,6 +253,46 @@ def script(spec, config=None) -> str:
     return "\n".join(out) + _RUN.lstrip("\n")
 
 
+# ---- the files that rebuild a model: each source's ``repro`` (model.sources) ----------------------
+
+@dataclass(frozen=True)
+class ReproFile:
+    """A file that rebuilds the model elsewhere: in the bug-report bundle as ``name``, downloaded from the
+    page as ``download`` (with ``label``, ``mime`` and ``help`` for its button); ``text`` may be a function,
+    made only when asked."""
+
+    name: str
+    text: str | Callable[[], str]
+    download: str
+    label: str
+    mime: str
+    help: str
+
+    def content(self) -> str:
+        return self.text() if callable(self.text) else self.text
+
+
+def chain_files(spec, config) -> list[ReproFile]:
+    """A preset or an op chain: repro.py, the standalone script."""
+    return [ReproFile("repro.py", lambda: script(spec, config), "repro.py", "Reproduce: repro.py", "text/x-python",
+                      "A standalone script (TensorFlow and numpy only) that sets these flags, builds this model, runs "
+                      "it once and prints the fused ops. Run: python repro.py --pbtxt-dir out/")]
+
+
+def stack_files(spec, config) -> list[ReproFile]:
+    """A layer stack: its JSON, which `python -m explorer inspect --spec FILE.json` runs again."""
+    spec = resolve(spec)
+    return [ReproFile("stack.json", to_text(spec.source) + "\n", f"{spec.name}.json", f"Layer stack: {spec.name}.json",
+                      "application/json", "The stack as JSON: python -m explorer inspect --spec FILE.json runs it again.")]
+
+
+def repro_files(spec, config=None) -> list[ReproFile]:
+    """The files that rebuild ``spec`` (its source's ``repro``); none for a source that has no writer."""
+    spec = resolve(spec)
+    writer = source_of(spec).repro
+    return hook(writer)(spec, Config.coerce(config)) if writer else []
+
+
 # ---- the bundle --------------------------------------------------------------------------------
 
 def summary(result: dict) -> dict:
@@ -292,11 +336,8 @@ def bundle(result: dict) -> bytes:
         archive.writestr(info, text)
 
     with zipfile.ZipFile(buffer, "w") as archive:
-        spec = result["spec"]
-        if "stack" in spec:  # a Keras model: the stack's JSON rebuilds it (`python -m explorer inspect --spec`)
-            add("stack.json", to_text(spec["stack"]) + "\n")
-        else:
-            add("repro.py", script(spec, result.get("config")))
+        for file in repro_files(result["spec"], result.get("config")):
+            add(file.name, file.content())
         for stage in STAGE_FILES:
             text = (result.get("pbtxt") or {}).get(stage)
             if text:
@@ -310,6 +351,7 @@ def bundle_name(result: dict) -> str:
     spec = result.get("spec") or {}
     config = result.get("config") or {}
     flags = "-".join(f"{k.lower()}{v}" for k, v in sorted((config.get("env") or {}).items()) if len(v) <= 3)
-    base = spec.get("preset") or ("stack" if "stack" in spec else "chain")
+    source = source_for_data(spec)
+    base = source.stem(spec) if source else "model"
     device = str(config.get("device", "cpu")).replace(":", "-")
     return f"fusion-{base}-{device}" + (f"-{flags}" if flags else "")

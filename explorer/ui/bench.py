@@ -10,11 +10,11 @@ from ..analysis import replicated, stats
 from ..engine.engine import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_SWEEP_POINTS, MAX_WARMUP
 from ..errors import ExplorerError
 from ..model.spec import PARAMS
-from ..model.stack import StackSpec
 from ..present import charts
 from . import frame, state
 from . import traffic as traffic_ui
-from .sidebar import PARAM_LABELS, Choice
+from .model_input import PARAM_LABELS
+from .sidebar import Choice
 
 MAX_SWEEP_REPS = 200  # per point; a sweep of 12 points at 200 reps is already minutes
 
@@ -239,12 +239,13 @@ def sweep_panel(engine, choice: Choice) -> None:
     st.caption("Fused against unfused at several values of one size: small tensors are dominated by per-op "
                "overhead, large ones by memory traffic, and the fusion pays where the removed passes over "
                "memory start to cost more than the call itself.")
-    if isinstance(choice.model, StackSpec):
-        st.info("A sweep varies one size parameter of a preset or op chain. A layer stack's sizes are in its "
-                "JSON: change them there and benchmark again in 'Fused vs unfused'.", icon=":material/info:")
+    sizes = choice.model.sizes()
+    if not sizes:  # e.g. a layer stack: its sizes are in its layers
+        st.info(f"A sweep varies one size parameter of a preset or op chain; {choice.model.label()} has its sizes "
+                "in its own definition: change them there and benchmark again in 'Fused vs unfused'.",
+                icon=":material/info:")
         return
     p = choice.model.p
-    sizes = [n for n in choice.model.chain.param_names() if PARAMS[n].kind == "int"]
     if st.session_state.get(state.SWEEP_PARAM) not in sizes:
         st.session_state[state.SWEEP_PARAM] = sizes[0]
         st.session_state[state.SWEEP_VALUES] = ""

@@ -1,14 +1,12 @@
-"""The main page: sidebar choice -> the engine's inspect result -> graphs, benchmark, what-if."""
+"""The main page: sidebar choice -> the engine's inspect result -> the tabs its model source offers (ui.tabs)."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from ..errors import ExplorerError
-from ..model.graph import STAGES
-from ..model.stack import StackSpec, to_text
 from ..present.machine import gpu_words
-from . import bench, cached, frame, matrix, passes, report, sidebar, stages, state, upload, whatif, why, xla
+from . import cached, frame, sidebar, state, tabs, upload, whatif, why
 
 
 def render(engine) -> None:
@@ -33,59 +31,22 @@ def render(engine) -> None:
         frame.reproduce(choice)
         whatif.panel(engine, choice, None)
         return
-    if choice.imported and upload.remember(result):
+    if upload.remember(result):
         st.rerun()  # the sidebar offers the model's signatures and shows its inputs, known from this result
     _summary_line(engine, choice, result)
-    if choice.imported:
-        _imported_tabs(engine, choice, result)
-        return
-    # Folded: for the engineer taking the run elsewhere; open, it would push the graphs below the fold.
-    with st.expander("Reproduce this run elsewhere: command line, repro.py, bug-report bundle",
-                     icon=":material/terminal:"):
-        frame.reproduce(choice)
-        export(choice, result)
-    whatif.panel(engine, choice, result)
-    tab_graphs, tab_why, tab_passes, tab_bench, tab_sweep, tab_log, tab_xla, tab_matrix = st.tabs(
-        ["Graphs before → after", "Why it fused (or not)", "Pass pipeline", "Fused vs unfused", "Size sweep",
-         "Grappler's log", "XLA", "What-if matrix"])
-    with tab_graphs:
-        stages.panel(result)
-    with tab_why:
-        why.panel(result, choice.preset.id if choice.preset else "chain", choice.model.p,
-                  gpu_here=bool((fingerprint or {}).get("gpus")))
-    with tab_passes:
-        passes.panel(engine, result, choice)
-    with tab_bench:
-        bench.panel(engine, choice) if not result.get("simulated") else bench.simulated_note()
-    with tab_sweep:
-        bench.sweep_panel(engine, choice) if not result.get("simulated") else bench.simulated_note()
-    with tab_log:
-        _grappler_log(result)
-    with tab_xla:
-        xla.panel(engine, choice, result)
-    with tab_matrix:
-        matrix.panel(engine, choice)
-
-
-def _imported_tabs(engine, choice: sidebar.Choice, result: dict) -> None:
-    """An imported model: its graphs, fusion report, passes, benchmark, log and XLA (the pattern checklist reads
-    op chains; the report covers the whole model)."""
-    with st.expander("Reproduce this run: command line", icon=":material/terminal:"):
-        frame.reproduce(choice)
-    tab_graphs, tab_report, tab_passes, tab_bench, tab_log, tab_xla = st.tabs(
-        ["Graphs before → after", "Fusion report", "Pass pipeline", "Fused vs unfused", "Grappler's log", "XLA"])
-    with tab_graphs:
-        stages.panel(result)
-    with tab_report:
-        report.panel(result)
-    with tab_passes:
-        passes.panel(engine, result, choice)
-    with tab_bench:
-        bench.panel(engine, choice)
-    with tab_log:
-        _grappler_log(result)
-    with tab_xla:
-        xla.panel(engine, choice, result)
+    offers = choice.source.offers
+    if "export" in offers:
+        # Folded: for the engineer taking the run elsewhere; open, it would push the graphs below the fold.
+        with st.expander("Reproduce this run elsewhere: command line, repro.py, bug-report bundle",
+                         icon=":material/terminal:"):
+            frame.reproduce(choice)
+            export(choice, result)
+    else:
+        with st.expander("Reproduce this run: command line", icon=":material/terminal:"):
+            frame.reproduce(choice)
+    if "pin" in offers:
+        whatif.panel(engine, choice, result)
+    tabs.render(tabs.View(engine, choice, result, gpu_here=bool((fingerprint or {}).get("gpus"))))
 
 
 def _fingerprint(engine) -> dict | None:
@@ -161,7 +122,7 @@ def _summary_line(engine, choice: sidebar.Choice, result: dict) -> None:
         st.markdown(f"{badge + ' ' if badge else ''}{found} · {choice.label} on {ran_on}")
         st.caption(f"TensorFlow {fp.get('tensorflow', '?')} · graphs {result['provenance']}.")
     with right:
-        if not choice.imported:
+        if "pin" in choice.source.offers:
             whatif.pin_button(engine, choice, result)
     for warning in result.get("warnings") or []:  # analysis.tf_warnings already merged those quoting one line
         st.warning(warning)
@@ -174,22 +135,15 @@ def _summary_line(engine, choice: sidebar.Choice, result: dict) -> None:
 
 
 def export(choice: sidebar.Choice, result: dict) -> None:
-    """Downloads that take the finding elsewhere: the standalone script, and a zip for a bug report."""
+    """Downloads that take the finding elsewhere: the files that rebuild the model (its source's ``repro``),
+    and a zip for a bug report."""
     from ..present import repro
 
     name = repro.bundle_name(result)
     left, middle, right = st.columns([1.3, 1.3, 3], vertical_alignment="center")
-    if isinstance(choice.model, StackSpec):  # a Keras model: its JSON is what rebuilds it, with `--spec`
-        left.download_button(f"Layer stack: {choice.model.name}.json", data=to_text(choice.model.source),
-                             file_name=f"{choice.model.name}.json", mime="application/json", on_click="ignore",
-                             key="export.stack", icon=":material/data_object:", width="stretch",
-                             help="The stack as JSON: python -m explorer inspect --spec FILE.json runs it again.")
-    else:
-        left.download_button("Reproduce: repro.py", data=lambda: repro.script(choice.model, choice.config),
-                             file_name="repro.py", mime="text/x-python", on_click="ignore", key="export.script",
-                             icon=":material/code:", width="stretch",
-                             help="A standalone script (TensorFlow and numpy only) that sets these flags, builds this "
-                                  "model, runs it once and prints the fused ops. Run: python repro.py --pbtxt-dir out/")
+    for file in repro.repro_files(choice.model, choice.config):
+        left.download_button(file.label, data=file.content, file_name=file.download, mime=file.mime, on_click="ignore",
+                             key=f"export.{file.download}", icon=":material/code:", width="stretch", help=file.help)
     middle.download_button("Bug-report bundle (.zip)", data=lambda: repro.bundle(result), file_name=f"{name}.zip",
                            mime="application/zip", on_click="ignore", key="export.bundle",
                            icon=":material/folder_zip:", width="stretch",
@@ -197,37 +151,3 @@ def export(choice: sidebar.Choice, result: dict) -> None:
                                 "summary.json of the machine, the configuration, the fusions and the verdict.")
     right.caption("repro.py needs only TensorFlow and numpy; the bundle adds the three graphs and a summary, for "
                   "a bug report.")
-
-
-def remapper_silence(result: dict) -> str:
-    """What an empty remapper log means here: silence is not 'fused nothing' (some rewrites log no line)."""
-    if result.get("grappler_skipped"):
-        return ("(the remapper logged nothing, but it did rewrite the graph: TensorFlow then threw Grappler's "
-                "work away, see 'Pass pipeline')")
-    if result.get("fusions"):
-        return "(the remapper logged nothing: its rewrites here log no line; the fusions are in 'Graphs before → after')"
-    return "(the remapper logged nothing, and nothing fused)"
-
-
-def _grappler_log(result: dict) -> None:
-    grappler = result.get("grappler") or {}
-    st.caption("What TensorFlow itself logged while optimising this model, with the remapper's and Grappler's "
-               "verbose logging on (TF_CPP_VMODULE=remapper=2,meta_optimizer=4).")
-    st.markdown("**The remapper's own lines**")
-    lines = grappler.get("remapper_log") or []
-    st.code("\n".join(lines) if lines else remapper_silence(result), language="text", wrap_lines=True)
-    if lines:
-        # e.g. the GELU sub-graph folds into _FusedMatMul without a line: the log alone undercounts.
-        st.caption("Not every rewrite logs a line at this level: the fusions under 'Graphs before → after' are "
-                   "the full account.")
-    notable = [ln for ln in grappler.get("notable") or [] if ln.split("] ", 1)[-1].strip() not in lines]
-    if notable:
-        st.markdown("**Other notable lines**")
-        st.code("\n".join(notable), language="text", wrap_lines=True)
-    stages = ", ".join(f"{STAGES[s]}: {len(g.get('nodes', []))} nodes" for s, g in (result.get("stages") or {}).items()
-                       if s in STAGES)
-    st.caption(f"Stages captured: {stages}.")
-    log = grappler.get("log") or []
-    if log:
-        with st.expander(f"Full Grappler log ({len(log)} lines)"):
-            st.code("\n".join(log[-600:]), language="text")

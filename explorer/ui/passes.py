@@ -9,6 +9,7 @@ import streamlit as st
 
 from ..analysis.grappler_log import main_run
 from ..analysis.grappler_passes import base_name, default_pass, graphs_around, rows
+from ..present.linked import link_groups
 from ..present.scope_dot import LARGE
 from ..errors import ExplorerError
 from ..model.limits import PASS_GRAPHS_AUTO_NODES
@@ -180,7 +181,7 @@ def _pass_graphs(engine, result: dict, run: dict, table: list[dict], choice) -> 
                      "optimisation at all.", icon=":material/report:")
         st.markdown("\n".join(_summary_line(line) for line in drawn["summary"]))
     fusions = drawn["diff"]["fusions"]
-    groups = linked.link_groups(fusions, drawn["names"]["before"], drawn["names"]["after"],
+    groups = link_groups(fusions, drawn["names"]["before"], drawn["names"]["after"],
                                 [f["node"] for f in fusions], (drawn["drawn_of"]["before"], drawn["drawn_of"]["after"]))
     heads = st.columns(2, gap="medium")
     heads[0].markdown(f"**Before {row['pass']}** · {drawn['nodes']['before']} nodes")

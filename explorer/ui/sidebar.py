@@ -13,49 +13,25 @@ import streamlit as st
 
 from ..errors import SpecError
 from ..model.catalog import PRESETS, Preset
-from ..model.chain import (
-    ACTIVATION_LABELS,
-    ACTIVATIONS,
-    BIASES,
-    CONTRACTIONS,
-    NORMS,
-    Chain,
-)
 from ..model.devices import DEVICES, GPU_PROFILES, is_simulated, no_gpu_words
 from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config
-from ..model.spec import (
-    MAX_DIM,
-    MAX_MODEL_BYTES,
-    MAX_TENSOR_BYTES,
-    PARAMS,
-    ModelSpec,
-    resolve,
-)
-from ..model.stack import StackSpec
+from ..model.hooks import hook
+from ..model.sources import Source, source_for_data, sources
+from ..model.spec import resolve
 from ..present.machine import gpu_words
-from . import stack_editor, state
+from . import state
 
 DEVICE_LABELS = {"cpu": "CPU", "gpu": "GPU", "gpu-sim": "GPU, simulated"}
 FLAG_DEVICE = {"cpu": "matters on CPU", "gpu": "matters on GPU", "any": "matters on any device"}
-CONTRACTION_LABELS = {"MatMul": "MatMul", "BatchMatMulV2": "BatchMatMul", "Conv2D": "Conv2D",
-                      "DepthwiseConv2dNative": "DepthwiseConv2D", "Conv3D": "Conv3D",
-                      "none": "none (start at the norm)"}
-PARAM_LABELS = {
-    "m": "m (rows)", "k": "k (inner)", "n": "n (outputs)", "batch": "batch", "height": "height", "width": "width",
-    "in_channels": "in channels", "out_channels": "out channels", "channels": "channels",
-    "multiplier": "multiplier", "depth": "depth", "buckets": "hash buckets", "filter_size": "filter size", "dtype": "dtype", "data_format": "data format",
-    "training": "training mode", "return_intermediate": "also return", "second_consumer": "second consumer",
-}
 
 
 @dataclass
 class Choice:
     """What the sidebar adds up to: the spec and configuration to run, or why not."""
 
-    spec: dict  # as the engine and the CLI take it: {"preset", "params"}, {"chain", "params"} or {"stack"}
+    spec: dict  # as the engine and the CLI take it: one model source's JSON ({"preset": ..., "params": ...})
     config: Config | None
-    model: ModelSpec | StackSpec | None = None  # the resolved spec, when valid
-    preset: Preset | None = None
+    model: object = None  # the resolved spec (model.spec.resolve), when valid
     problems: list[str] = field(default_factory=list)  # readable sentences; nothing runs while any
 
     @property
@@ -63,13 +39,16 @@ class Choice:
         return self.model is not None and self.config is not None and not self.problems
 
     @property
-    def imported(self) -> bool:
-        return "import" in (self.spec or {})
+    def source(self) -> Source | None:
+        """The model source chosen (model.sources): what the page offers for it."""
+        return source_for_data(self.spec)
+
+    @property
+    def preset(self) -> Preset | None:
+        return PRESETS.get((self.spec or {}).get("preset"))
 
     @property
     def label(self) -> str:
-        if self.imported:
-            return self.model.label() if self.model else "imported model"
         return self.preset.title if self.preset else (self.model.label() if self.model else "custom model")
 
 
@@ -97,7 +76,7 @@ def no_gpu_reason(fingerprint: dict | None) -> str | None:
 def render(fingerprint: dict | None) -> Choice:
     with st.sidebar:
         st.header("Model")
-        spec, preset, model_problems = _model()
+        spec, model_problems = _model()
         model = None
         if not model_problems:
             try:
@@ -107,115 +86,17 @@ def render(fingerprint: dict | None) -> Choice:
                 model_problems.append(str(exc))
         st.header("Device")
         config, config_problems = _configuration(fingerprint)
-    return Choice(spec, config, model if not model_problems else None, preset, model_problems + config_problems)
+    return Choice(spec, config, model if not model_problems else None, model_problems + config_problems)
 
 
-def _model() -> tuple[dict, Preset | None, list[str]]:
-    mode = st.radio("Start from", ("preset", "chain", "stack", "import"), key=state.MODE, horizontal=True,
-                    format_func={"preset": "a preset", "chain": "my own op chain", "stack": "a layer stack",
-                                 "import": "an imported model"}.get,
-                    help="A preset is a ready model for one fusion pattern; an op chain is built from parts; "
-                         "a layer stack is a small Keras model (ResNet, MobileNet and Transformer blocks ready); "
-                         "an imported model is your own file.")
-    problems: list[str] = []
-    if mode == "stack":
-        spec, problems = stack_editor.editor()
-        return spec, None, problems
-    if mode == "import":
-        from . import upload
-
-        spec, problems = upload.model_input()
-        return spec or {"import": None}, None, problems
-    if mode == "preset":
-        preset_id = st.selectbox("Preset", list(PRESETS), key=state.PRESET, format_func=lambda p: PRESETS[p].title)
-        preset = PRESETS[preset_id]
-        st.caption(preset.explanation)
-        st.caption(f"**Fuses to** `{preset.fused_op}`  \n**Where:** {preset.where}")
-        chain, model_id, spec = preset.chain, preset.id, {"preset": preset.id}
-    else:
-        preset = None
-        chain = _chain_builder()
-        model_id = "chain"
-        spec = {"chain": chain.to_dict()}
-        try:
-            chain.check()
-        except SpecError as exc:
-            st.error(str(exc))
-            problems.append(str(exc))
-    spec["params"] = _params(chain, model_id)
-    return spec, preset, problems
-
-
-def _chain_builder() -> Chain:
-    st.caption("Compose contraction → bias → normalisation → activation; the remapper looks for such chains.")
-    c1, c2 = st.columns(2)
-    contraction = c1.selectbox("Contraction", CONTRACTIONS, key=state.chain_key("contraction"),
-                               format_func=lambda c: CONTRACTION_LABELS.get(c, c))
-    bias = c2.selectbox("Bias", BIASES, key=state.chain_key("bias"),
-                        help="BiasAdd is what the remapper fuses; Add with a 1-D bias fuses too on most paths.")
-    norm = c1.selectbox("Normalisation", NORMS, key=state.chain_key("norm"),
-                        help="FusedBatchNorm (inference unless 'training mode' is on); needs a 4-D tensor.")
-    activation = c2.selectbox("Activation", ACTIVATIONS, key=state.chain_key("activation"),
-                              format_func=lambda a: ACTIVATION_LABELS.get(a, a))
-    squeeze = c1.checkbox("Squeeze", key=state.chain_key("squeeze"),
-                          help="Squeeze the width dimension between Conv2D and the bias (Conv2D + Squeeze + BiasAdd).")
-    side_add = c2.checkbox("Side add", key=state.chain_key("side_add"),
-                           help="Add a second input of the output's shape before the activation (a residual).")
-    return Chain(contraction, squeeze, bias, norm, side_add, activation)
-
-
-# The playground: parameters that break (or mend) a fusion, in the order a learner tries them, with what
-# each one does to the pattern in one line.
-KNOBS = {
-    "second_consumer": "Feeds the contraction output to one more op: it must stay a tensor of its own, so nothing "
-                       "can fuse onto it.",
-    "return_intermediate": "Also returns an intermediate from the function: a second consumer, so that op must "
-                           "stay separate.",
-    "dtype": "Fused kernels exist for some types only: float32 nearly everywhere, bfloat16/float16 only where the "
-             "CPU supports them, float64 rarely.",
-    "data_format": "NCHW: the stock CPU fuses convolutions only in NHWC; oneDNN takes both.",
-    "training": "Training-mode batch norm computes batch statistics first, so a convolution cannot absorb it.",
-    "filter_size": "1×1 or larger: on GPU, cuDNN's fused convolution needs a spatial filter (try GPU, simulated).",
-}
-
-
-def _params(chain: Chain, model_id: str) -> dict:
-    names = chain.param_names()
-    values: dict = {}
-    ints = [n for n in names if PARAMS[n].kind == "int" and n not in KNOBS]
-    st.caption("Sizes", help=f"Limits: each tensor up to {MAX_TENSOR_BYTES >> 20} MiB, the model about "
-               f"{MAX_MODEL_BYTES >> 30} GiB in all, each dimension up to {MAX_DIM:,}. A size over a limit is "
-               "refused with the limit named, before anything runs.")
-    cols = st.columns(2)
-    for i, name in enumerate(ints):
-        p = PARAMS[name]
-        key = state.ensure_param(model_id, name)
-        values[name] = cols[i % 2].number_input(PARAM_LABELS.get(name, name), min_value=p.low, max_value=p.high,
-                                                step=1, key=key, help=f"{p.help} ({p.low}..{p.high})")
-    knobs = [n for n in KNOBS if n in names]
-    if knobs:
-        st.subheader("Break the fusion", anchor=False,
-                     help="A playground for the remapper's rules: each knob changes one precondition of the "
-                          "pattern. Flip one and watch the verdict (above the tabs, and in 'Why it fused (or not)').")
-        st.caption("Each knob changes one precondition of the pattern: flip one and watch the verdict change.")
-        for name in knobs:
-            values[name] = _knob(name, model_id)
-            st.caption(KNOBS[name])
-    for name in (n for n in names if n not in values):  # anything a new model kind adds
-        values[name] = _knob(name, model_id)
-    return values
-
-
-def _knob(name: str, model_id: str):
-    p = PARAMS[name]
-    key = state.ensure_param(model_id, name)
-    label = PARAM_LABELS.get(name, name)
-    if p.kind == "int":
-        return st.number_input(label, min_value=p.low, max_value=p.high, step=1, key=key,
-                               help=f"{p.help} ({p.low}..{p.high})")
-    if p.kind == "choice":
-        return st.selectbox(label, p.choices, key=key, help=p.help)
-    return st.toggle(label, key=key, help=p.help)
+def _model() -> tuple[dict, list[str]]:
+    """The model sources the page offers (model.sources: those with a ``page`` input), one at a time."""
+    offered = {sid: source for sid, source in sources().items() if source.page}
+    mode = st.radio("Start from", list(offered), key=state.MODE, horizontal=True,
+                    format_func=lambda sid: offered[sid].label,
+                    help="\n\n".join(f"**{s.label}**: {s.help}." for s in offered.values()))
+    data, problems = hook(offered[mode].page)()
+    return data or {mode: None}, problems
 
 
 def _configuration(fingerprint: dict | None) -> tuple[Config | None, list[str]]:

@@ -10,7 +10,9 @@ from collections import Counter
 import streamlit as st
 
 from ..model.graph import STAGES
+from ..model.sources import source_for_data
 from ..present.dot import EDGE_LEGEND, LEGEND
+from ..present.linked import link_groups
 from . import cached, graph_views, linked, state
 
 PAIRS = {
@@ -65,7 +67,7 @@ def panel(result: dict) -> None:
             _graph_head(stage, side, drawn, result)
     # The drawing's own diff is the one source of what went where: its clusters are numbered in its order.
     fusions = drawn["diff"]["fusions"]
-    groups = linked.link_groups(fusions, drawn["names"]["before"], drawn["names"]["after"],
+    groups = link_groups(fusions, drawn["names"]["before"], drawn["names"]["after"],
                                 [f["node"] for f in fusions], (drawn["drawn_of"]["before"], drawn["drawn_of"]["after"]))
     titles = tuple(f"{_stage_title(s)} · {drawn['nodes'][side]} nodes" for side, s in (("before", before), ("after", after)))
     if not linked.show(drawn["before"], drawn["after"], groups, titles=titles, marks=marks):
@@ -128,7 +130,9 @@ def _graph_head(stage: str, side: str, drawn: dict, result: dict) -> None:
     dot = drawn[side]
     head, buttons = st.columns([2, 1], vertical_alignment="center")
     head.markdown(f"**{_stage_title(stage)}** · {drawn['nodes'][side]} nodes")
-    name = f"{result.get('spec', {}).get('preset') or 'chain'}-{stage}"
+    spec = result.get("spec") or {}
+    source = source_for_data(spec)
+    name = f"{source.stem(spec) if source else 'model'}-{stage}"
     pbtxt = (result.get("pbtxt") or {}).get(stage, "")
     with buttons.popover("Download", icon=":material/download:", width="stretch"):
         # The linked view has already laid this DOT out: its cached SVG, not a second run of dot.

@@ -13,7 +13,6 @@ import streamlit as st
 from ..analysis import stats
 from ..model.flags import Config
 from ..model.spec import resolve
-from ..model.stack import StackSpec
 from . import bench, cached, state
 from .sidebar import Choice, device_label
 from .why import verdict_badge
@@ -30,9 +29,7 @@ def summarize(engine, choice: Choice, result: dict) -> dict:
         "label": choice.label,
         "spec": choice.spec,
         "params": dict(choice.model.params),
-        # A stack's identity is its whole JSON: two edits of one ready stack share its name.
-        "model": choice.model.to_json() if isinstance(choice.model, StackSpec) else
-        (choice.model.preset or choice.model.chain.describe()),
+        "model": choice.model.model_key(),  # a stack's is its whole JSON: two edits of one stack share its name
         "config": choice.config.to_dict(),
         "run_key": bench.run_key(engine, choice),
         "fusions": [f["describe"] for f in result.get("fusions") or []],

@@ -12,6 +12,7 @@ import html
 import streamlit as st
 
 from ..model.flags import ENV_FLAGS
+from ..model.sources import source_for_data
 from . import report, state
 
 VERDICTS = {
@@ -91,7 +92,8 @@ def verdict_badge(explanation: dict | None) -> str:
 
 def panel(result: dict, model_id: str | None = None, params: dict | None = None, gpu_here: bool = False) -> None:
     explanation = result.get("explanation")
-    if not explanation and "stack" in (result.get("spec") or {}):
+    source = source_for_data(result.get("spec"))
+    if not explanation and source is not None and not source.checklist:
         report.panel(result)  # a stack holds many chains: the whole-model report, not one pattern's checklist
         return
     if not explanation:

@@ -12,7 +12,9 @@ from ..analysis import xla_fusion, xla_passes
 from ..analysis.xla_bench import VARIANTS, WORDS
 from ..analysis.xla_fusion import GPU_NOT_MEASURED, STATUS_WORDS
 from ..errors import ExplorerError
+from ..model import compilers
 from ..model.devices import is_simulated
+from ..model.sources import source_for_data
 from ..present import hlo_dot, xla_charts
 from ..present.scope_dot import LARGE
 from . import cached, frame, linked, sidebar, state
@@ -60,7 +62,7 @@ def panel(engine, choice: sidebar.Choice, grappler: dict) -> None:
     _downloads(result)
     _passes(result)
     _three_way(engine, choice)
-    if not choice.imported:  # an imported model has no size parameter to sweep
+    if choice.model.sizes():  # a model with size parameters to sweep
         _sweep(engine, choice)
     _gpu_note(grappler)
 
@@ -127,7 +129,8 @@ def _graphs(grappler: dict, result: dict) -> None:
 
 def _downloads(result: dict) -> None:
     spec = result.get("spec", {})
-    name = spec.get("preset") or ("chain" if "chain" in spec else "model")
+    source = source_for_data(spec)
+    name = source.stem(spec) if source else "model"
     cols = st.columns(4)
     files = (("HLO before optimisation", result["hlo"]["hlo"], f"{name}-hlo.txt", "text/plain"),
              ("Optimised HLO", result["hlo"]["optimized_hlo"], f"{name}-optimized-hlo.txt", "text/plain"),
@@ -160,7 +163,7 @@ def _three_way(engine, choice: sidebar.Choice) -> None:
         with st.spinner("Timing unfused, Grappler-fused and XLA…"):
             try:
                 result = engine.bench(choice.model, choice.config, reps=int(reps), warmup=3, max_seconds=60.0,
-                                      compiler="both")
+                                      compiler=compilers.BOTH)
             except ExplorerError as exc:
                 frame.show_error(exc, "The three-way benchmark failed")
                 return
@@ -234,7 +237,7 @@ def _sweep(engine, choice: sidebar.Choice) -> None:
             try:
                 points = engine.sweep(choice.model, choice.config, param=param, values=values,
                                       reps=int(st.session_state.get(state.SWEEP_REPS) or 20), warmup=3,
-                                      max_seconds=30.0, compiler="both")["points"]
+                                      max_seconds=30.0, compiler=compilers.BOTH)["points"]
             except ExplorerError as exc:
                 frame.show_error(exc, "The sweep failed")
                 return

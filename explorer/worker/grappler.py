@@ -14,6 +14,7 @@ from contextlib import nullcontext
 from dataclasses import replace as dataclass_replace
 
 from ..analysis import grappler_log, grappler_passes
+from ..model.devices import is_simulated
 from ..model.limits import PASS_GRAPHS_AUTO_NODES
 from ..model.results import InspectResult
 from ..model.spec import resolve
@@ -26,6 +27,11 @@ from .xla import clusters as xla_clusters
 
 MAIN_PREFIX = models.graph_function.NAME_PREFIX  # the model's function, traced or registered
 CONTRACTION_OPS = ("MatMul", "Conv2D", "DepthwiseConv2dNative", "Conv3D", "BatchMatMulV2", "Einsum")
+
+
+def answer(rt: Runtime, request: dict) -> InspectResult:
+    """Grappler's inspect request: a real run, or on a simulated GPU Grappler run from Python."""
+    return simulate(rt, request) if is_simulated(rt.device) else inspect(rt, request)
 
 
 def inspect(rt: Runtime, request: dict) -> InspectResult:

@@ -15,8 +15,10 @@ import traceback
 from contextlib import contextmanager
 
 from ..errors import SpecError
-from ..model.devices import is_simulated, no_gpu_words, nvidia_gpus_present, refuse_simulated
-from . import bench, grappler, probe, xla, xla_bench
+from ..model import compilers
+from ..model.devices import no_gpu_words, nvidia_gpus_present, refuse_simulated
+from ..model.hooks import hook
+from . import probe, xla
 from .protocol import BadRequest, NoGpu, Protocol
 from .runtime import Runtime
 
@@ -27,21 +29,19 @@ def handle(rt: Runtime, request: dict) -> dict:
         return {"pong": True, "pid": os.getpid()}
     if op == "fingerprint":
         return rt.fingerprint
-    if op == "inspect":
-        return grappler.simulate(rt, request) if is_simulated(rt.device) else grappler.inspect(rt, request)
-    if op in ("bench", "bench_xla", "xla"):
-        refuse_simulated(rt.device, "xla" if op == "xla" else "bench")
-    if op == "bench":
-        with rt.without_dumps():  # a benchmark reads no per-pass graph
-            return bench.run(rt, request)
-    if op == "xla":
-        return xla.inspect(rt, request)
-    if op == "bench_xla":
-        with rt.without_dumps():
-            return xla_bench.run(rt, request)
     if op == "machine":  # the bandwidth curve and FLOP rate the traffic estimate uses
         return dict(probe.run(rt.tf, request), fingerprint=rt.fingerprint)
-    raise BadRequest(f"unknown request {op!r}")
+    found = compilers.by_op(op)  # what a compiler made, or its benchmark (model.compilers)
+    if found is None:
+        raise BadRequest(f"unknown request {op!r}")
+    compiler, what = found
+    if what == "bench":
+        refuse_simulated(rt.device, "bench")
+        with rt.without_dumps():  # a benchmark reads no per-pass graph
+            return hook(compiler.worker_bench)(rt, request)
+    if not compiler.simulated:
+        refuse_simulated(rt.device, compiler.id)
+    return hook(compiler.worker_inspect)(rt, request)
 
 
 def error_line(message: str) -> str:

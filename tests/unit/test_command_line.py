@@ -4,7 +4,7 @@ import shlex
 
 import pytest
 
-from explorer.cli import _parser, config_from_args, spec_from_args
+from explorer.cli import config_from_args, make_parser, spec_from_args
 from explorer.model.flags import Config
 from explorer.model.spec import resolve
 from explorer.present.command import command_line
@@ -24,7 +24,7 @@ CASES = [
 def test_the_shown_command_parses_back_to_the_same_run(spec, config):
     line = command_line(spec, config)
     assert line.startswith("python -m explorer inspect ")
-    args = _parser().parse_args(shlex.split(line)[3:])
+    args = make_parser().parse_args(shlex.split(line)[3:])
     assert resolve(spec_from_args(args)) == resolve(spec)
     assert config_from_args(args) == config
 

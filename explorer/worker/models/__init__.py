@@ -1,35 +1,28 @@
 """Builders: model spec -> the Python body of a tf.function and its seeded inputs.
 
-One module per model source: ``chain`` builds the op chains and the special kinds of the presets
-(it imports only numpy and takes the ``tf`` module as an argument, so that ``present.repro`` can embed
-its source in a standalone script); ``stack`` builds layer stacks as Keras 3 models; ``imported`` a
-user's GraphDef, SavedModel or .keras file. ``function`` makes the callable every request runs: a
-``tf.function`` of the body, or for an imported graph a ``graph_function.GraphFunction`` (the graph
-registered as a FunctionDef, no Python trace).
+One module per model source, named by the source's ``builder`` in ``model.sources.SOURCES``: ``chain``
+builds the op chains and the special kinds of the presets (it imports only numpy and takes the ``tf``
+module as an argument, so that ``present.repro`` can embed its source in a standalone script); ``stack``
+builds layer stacks as Keras 3 models; ``imported`` a user's GraphDef, SavedModel or .keras file.
+``function`` makes the callable every request runs: a ``tf.function`` of the body, or for an imported
+graph a ``graph_function.GraphFunction`` (the graph registered as a FunctionDef, no Python trace).
 """
 
 from __future__ import annotations
 
-from ...model.imported import ImportSpec
-from ...model.stack import StackSpec
-from . import chain, imported, stack
+from ...model.hooks import hook
+from ...model.sources import source_of
 from .graph_function import GraphFunction, Unsupported, register_library
 from .imported import DECLARED, FUNCTION_ATTRIBUTES, GRAPH
 
 
-def _source(spec):
-    if isinstance(spec, StackSpec):
-        return stack
-    return imported if isinstance(spec, ImportSpec) else chain
+def builder(spec):
+    """The worker module that builds ``spec``'s source."""
+    return hook(source_of(spec).builder)
 
 
 def build(spec, tf):
-    body, names = _source(spec).build(spec, tf)
-    if _source(spec) is chain:
-        # The chain builders branch on the spec only, never on a tensor: AutoGraph would rewrite them to
-        # the same graph, and its first conversion costs ~1.5 s of every cold worker's first answer.
-        body = tf.autograph.experimental.do_not_convert(body)
-    return body, names
+    return builder(spec).build(spec, tf)
 
 
 def function(body, tf, *, trace: bool = False, served: bool = False, **options):
@@ -58,21 +51,24 @@ def function(body, tf, *, trace: bool = False, served: bool = False, **options):
 
 
 def input_dtype(spec, name: str, tf):
-    return _source(spec).input_dtype(spec, name, tf)
+    return builder(spec).input_dtype(spec, name, tf)
 
 
 def make_inputs(spec, tf) -> dict:
-    return _source(spec).make_inputs(spec, tf)
+    return builder(spec).make_inputs(spec, tf)
 
 
 def unknown_dims(spec, tf) -> bool:
-    """Whether the model leaves an input dimension unknown (only an imported model can)."""
-    return isinstance(spec, ImportSpec) and imported.unknown_dims(spec, tf)
+    """Whether the model leaves an input dimension unknown (a source whose builder can tell: an imported model)."""
+    check = getattr(builder(spec), "unknown_dims", None)
+    return bool(check is not None and check(spec, tf))
 
 
 def describe(spec, tf) -> dict | None:
-    """An imported model's inputs and signatures (what the user may choose); None for other sources."""
-    return imported.describe(spec, tf) if isinstance(spec, ImportSpec) else None
+    """What the user may choose of the model (an imported model's inputs and signatures); None for a
+    source whose builder has nothing to say."""
+    describe_it = getattr(builder(spec), "describe", None)
+    return describe_it(spec, tf) if describe_it is not None else None
 
 
 __all__ = ["GraphFunction", "build", "describe", "function", "input_dtype", "make_inputs", "unknown_dims"]

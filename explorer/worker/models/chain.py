@@ -77,6 +77,13 @@ def make_inputs(spec, tf) -> dict:
 
 def build(spec, tf):
     """Return (body, arg_names): body(*args) builds the chain; args follow arg_names."""
+    body, names = _build(spec, tf)
+    # The builders branch on the spec only, never on a tensor: AutoGraph would rewrite them to the same
+    # graph, and its first conversion costs ~1.5 s of every cold worker's first answer.
+    return tf.autograph.experimental.do_not_convert(body), names
+
+
+def _build(spec, tf):
     c, p = spec.chain, spec.p
     if c.kind != "chain":
         return KIND_BUILDERS[c.kind](spec, tf)

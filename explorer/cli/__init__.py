@@ -1,0 +1,181 @@
+"""The command line: the same engine as the page, for scripts and for people without a browser.
+
+    python -m explorer presets [--json]
+    python -m explorer inspect PRESET [--device cpu|gpu] [--env NAME=VALUE ...] [--set PARAM=VALUE ...]
+                                      [--grappler SWITCH=on|off ...] [--json]
+    python -m explorer bench PRESET [same options] [--reps N] [--warmup N] [--max-seconds S] [--json]
+    python -m explorer inspect --spec FILE.json [...]   (bench too: a layer stack instead of PRESET)
+    python -m explorer stacks [NAME] [--layers]          (the ready layer stacks; NAME prints one as JSON)
+    python -m explorer inspect|bench --model PATH [--signature NAME] [--dim N] [--output NODE ...] [same options]
+    python -m explorer matrix --presets P1,P2,... --vary NAME=V1,V2 [--vary ...] [--device ...] [--bench]
+                              [--ray ADDRESS|local] [--json|--csv]
+
+PRESET is a preset id, or ``chain`` with ``--chain FIELD=VALUE`` options for a custom op chain.
+Scripts rely on these names and options: keep them stable.
+
+``parser`` makes the parser (the model options come from the model sources), ``model_args`` reads the
+model and the configuration back, ``present.text`` writes what is printed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ..errors import ExplorerError, SpecError, WorkerError
+from ..model import compilers
+from ..model.hooks import hook
+from ..model.flags import Config, parse_assignment
+from ..model.spec import resolve
+from ..model.stack import to_text
+from ..model import stack_examples
+from ..present import text
+from .model_args import config_from_args, spec_from_args
+from .parser import make_parser
+
+__all__ = ["config_from_args", "main", "make_parser", "spec_from_args"]
+
+
+def _matrix(args) -> int:
+    from ..engine import matrix
+    from ..engine.cache import DEFAULT_CACHE_DIR
+    from ..engine.engine import Engine
+    from ..present import matrix as table
+
+    axes = [matrix.parse_vary(v) for v in args.vary]
+    cells = matrix.plan([p.strip() for p in args.presets.split(",") if p.strip()], axes, device=args.device,
+                        env=dict(parse_assignment(a, "--env") for a in args.env),
+                        grappler=dict(parse_assignment(a, "--grappler") for a in args.grappler),
+                        params=dict(parse_assignment(a, "--set") for a in args.set))
+    bench = matrix.BenchOptions(args.reps, args.warmup, args.max_seconds, args.processes) if args.bench else None
+    if bench is not None:  # the engine's own bounds, checked before anything runs
+        Engine.check_bench_options(bench.reps, bench.warmup, bench.max_seconds, bench.processes)
+    engine = Engine(cache_dir=None if args.no_cache else DEFAULT_CACHE_DIR)
+    try:
+        if args.ray:
+            from ..engine import ray_backend
+
+            rows = ray_backend.run(engine, cells, args.ray, bench=bench, use_cache=not args.no_cache)
+        else:
+            rows = matrix.run_local(engine, cells, bench=bench, use_cache=not args.no_cache)
+    finally:
+        engine.close()
+    result = {"axes": [{"name": a.name, "kind": a.kind, "values": list(a.values)} for a in axes],
+              "presets": list(dict.fromkeys(c.preset for c in cells)), "summary": matrix.summary(cells),
+              "cells": rows}
+    if args.json:
+        print(table.to_json(result))
+    elif args.csv:
+        print(table.to_csv(rows), end="")
+    else:
+        print(table.table(rows))
+        print("\n" + "; ".join(f"{n} {status}" for status, n in result["summary"]["status"].items())
+              + " | ran on: " + (" / ".join(table.machines(rows)) or "nothing"))
+    return 0 if all(r["status"] in ("ok", "n/a", "invalid") for r in rows) else 1
+
+
+def _stacks(name: str | None, layers: bool) -> int:
+    if layers:
+        print(text.layer_types_text(), end="")
+        return 0
+    if name is None:
+        print(text.stacks_text(), end="")
+        return 0
+    if name not in stack_examples.NAMES:
+        print(f"explorer: error: stacks: no ready stack {name!r}; one of {', '.join(stack_examples.NAMES)}",
+              file=sys.stderr)
+        return 2
+    print(to_text(stack_examples.example(name)))
+    return 0
+
+
+def _inspect_compilers(engine, spec: dict, config: Config, args) -> None:
+    """--compiler other than the first (model.compilers): each chosen compiler's view. With several, one that
+    refuses the model (XLA: an op it cannot compile) leaves the others' views, and says why."""
+    chosen = compilers.chosen(args.compiler)
+    results = {}
+    for compiler in chosen:
+        try:
+            results[compiler.id] = getattr(engine, compiler.inspect)(spec, config, use_cache=not args.no_cache)
+        except (WorkerError, SpecError) as exc:  # refused the model, or has no view on this device
+            if compiler is chosen[0] or getattr(exc, "kind", "tensorflow") != "tensorflow":
+                raise
+            results[compiler.id] = {"compiler": compiler.id, "error": exc.to_dict() if isinstance(exc, WorkerError) else
+                                    {"kind": "spec", "message": str(exc), "detail": ""}}
+    if args.json:
+        first, *others = chosen
+        print(json.dumps(dict(results[first.id], **{c.id: results[c.id] for c in others}), indent=1))
+        return
+    for i, compiler in enumerate(chosen):
+        if i:
+            print("\n" + "=" * 72 + "\n")
+        print(hook(compiler.text)(results[compiler.id]), end="")
+    if args.export and compilers.FIRST.id in results:
+        _export(results[compilers.FIRST.id], args.export)
+
+
+def _export(result: dict, directory: str) -> None:
+    import io
+    import zipfile
+    from pathlib import Path
+
+    from ..present.repro import bundle
+
+    target = Path(directory)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(io.BytesIO(bundle(result))) as archive:
+            archive.extractall(target)
+    except OSError as exc:
+        raise ExplorerError(f"--export: cannot write to {directory}: {exc.strerror}") from None
+    print(f"exported to {target}: " + ", ".join(sorted(p.name for p in target.iterdir())), file=sys.stderr)
+
+
+def _show(result: dict, as_json: bool, words) -> None:
+    """A result as JSON, or in words (``present.text``)."""
+    print(json.dumps(result, indent=1)) if as_json else print(words(result), end="")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    if args.command == "presets":
+        print(text.presets_text(args.json), end="")
+        return 0
+    if args.command == "stacks":
+        return _stacks(args.name, args.layers)
+    if args.command == "matrix":
+        try:
+            return _matrix(args)
+        except ExplorerError as exc:
+            print(f"explorer: error: {exc}", file=sys.stderr)
+            return 2 if isinstance(exc, SpecError) else 1
+    from ..engine.cache import DEFAULT_CACHE_DIR
+    from ..engine.engine import Engine
+
+    engine = None
+    try:
+        spec = spec_from_args(args)
+        config = config_from_args(args)
+        resolve(spec)  # checked before any process starts
+        engine = Engine(cache_dir=None if args.no_cache else DEFAULT_CACHE_DIR)
+        if args.command == "inspect" and args.compiler != compilers.FIRST.id:
+            _inspect_compilers(engine, spec, config, args)
+        elif args.command == "inspect":
+            result = engine.inspect(spec, config, use_cache=not args.no_cache, pass_graphs=args.pass_graphs)
+            _show(result, args.json, text.inspect_text)
+            if args.export:
+                _export(result, args.export)
+        else:
+            result = engine.bench(spec, config, reps=args.reps, warmup=args.warmup, max_seconds=args.max_seconds,
+                                  compiler=args.compiler, processes=args.processes)
+            timed = compilers.timed(args.compiler)
+            if timed is compilers.FIRST:  # the memory-traffic account and estimate (measures the machine once)
+                result = engine.traffic(result)
+            _show(result, args.json, hook(timed.bench_text))
+        return 0
+    except ExplorerError as exc:
+        print(f"explorer: error: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, SpecError) else 1
+    finally:
+        if engine is not None:
+            engine.close()

@@ -1,0 +1,104 @@
+"""inspect's and bench's options as the model's JSON spec and the configuration.
+
+Each model source (``model.sources.SOURCES``) adds its options to the parser and reads them back
+(``cli_read``); ``spec_from_args`` asks every source, and exactly one must recognise the arguments as
+its own. The readers of the built-in sources are here; another source's reader lives with it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..errors import SpecError
+from ..model.flags import Config, parse_assignment
+from ..model.hooks import hook
+from ..model.sources import sources
+
+MAX_SPEC_BYTES = 1 << 20
+
+
+def spec_from_args(args) -> dict:
+    """The JSON spec of the model the arguments name; SpecError naming the option that is wrong."""
+    picked = []
+    for source in sources().values():
+        data = hook(source.cli_read)(args)
+        if data is not None:
+            picked.append((source, data))
+    if not picked:
+        raise SpecError("PRESET", "required: a preset id (see `presets`), 'chain', or --spec FILE.json")
+    if len(picked) > 1:
+        (first, _), (second, _) = picked[:2]
+        raise SpecError(second.cli_picked_by.split()[0], f"give {first.cli_picked_by} or {second.cli_picked_by}, "
+                                                         "not both")
+    chosen, data = picked[0]
+    for source in sources().values():  # options that mean something only with a source not chosen
+        for option in source.cli_options:
+            if source is not chosen and option.own and option.given(args):
+                raise SpecError(option.flags[0], f"only applies with {source.cli_picked_by}")
+    return data
+
+
+def config_from_args(args) -> Config:
+    env = dict(parse_assignment(a, "--env") for a in args.env)
+    grappler = dict(parse_assignment(a, "--grappler") for a in args.grappler)
+    return Config.make(args.device, env, grappler)
+
+
+def _params(args) -> dict:
+    return dict(parse_assignment(a, "--set") for a in args.set)
+
+
+def read_preset(args) -> dict | None:
+    if args.preset in (None, "chain"):
+        return None
+    return {"preset": args.preset, "params": _params(args)}
+
+
+def read_chain(args) -> dict | None:
+    if args.preset != "chain":
+        return None
+    params = _params(args)
+    chain = {}
+    for item in args.chain:
+        key, value = parse_assignment(item, "--chain")
+        chain[key] = {"true": True, "false": False}.get(value.lower(), value) if key in ("squeeze", "side_add") else value
+    return {"chain": chain, "params": params}
+
+
+def read_stack(args) -> dict | None:
+    if args.spec is None:
+        return None
+    if args.preset is not None:
+        raise SpecError("--spec", f"give either PRESET ({args.preset}) or --spec FILE.json, not both")
+    if args.set or args.chain:
+        raise SpecError("--set" if args.set else "--chain", "does not apply to a layer stack; edit its JSON instead")
+    try:
+        with open(args.spec, encoding="utf-8") as handle:
+            text = handle.read(MAX_SPEC_BYTES + 1)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError("--spec", f"cannot read {args.spec}: {getattr(exc, 'strerror', None) or exc}") from None
+    if len(text) > MAX_SPEC_BYTES:
+        raise SpecError("--spec", f"{args.spec} is over {MAX_SPEC_BYTES >> 10} KiB; a layer stack is a short JSON file")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError("--spec", f"{args.spec} is not valid JSON: {exc}") from None
+    # The file holds the stack itself (what `stacks NAME` prints), or the engine's {"stack": {...}}.
+    return data if isinstance(data, dict) and set(data) == {"stack"} else {"stack": data}
+
+
+def read_import(args) -> dict | None:
+    if not args.model:
+        return None
+    from ..engine.uploads import spec_for_path
+
+    if args.preset is not None:
+        raise SpecError("--model", f"give a preset ({args.preset}) or --model PATH, not both")
+    for option, given in (("--set", args.set), ("--chain", args.chain), ("--export", getattr(args, "export", None))):
+        if given:
+            raise SpecError(option, "does not apply to an imported model (`inspect --json` has its graphs as pbtxt); "
+                                    "it takes --signature, --dim and --output")
+    spec = spec_for_path(args.model, signature=args.signature, unknown_dim=args.dim, outputs=args.output)
+    if args.fix_dims:
+        spec["import"]["fixed_dims"] = True
+    return spec

@@ -1,0 +1,251 @@
+"""The command line's text output: what ``python -m explorer`` prints for each command, as text.
+
+Pure functions of result data (no printing, no engine): ``cli`` prints them. ``--json`` prints the
+result itself instead.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..analysis import replicated, traffic, xla_fusion
+from ..analysis.annotate import graphs_of
+from ..analysis.grappler_log import main_run
+from ..analysis.xla_bench import VARIANTS, WORDS
+from ..model import coverage, stack_examples
+from ..model.catalog import PRESETS
+from ..model.graph import STAGES
+from ..model.layers import field_help
+from ..model.results import BenchResult, InspectResult
+from ..model.sources import source_for_data
+from . import machine
+
+
+def lines(out: list[str]) -> str:
+    """Lines as print() would have written them, one after another."""
+    return "".join(f"{line}\n" for line in out)
+
+
+def presets_text(as_json: bool) -> str:
+    """``presets``: the catalogue, and the measured coverage per mode (or all of it as JSON)."""
+    out: list[str] = []
+    data = coverage.load()
+    if as_json:
+        presets = [dict(p.to_dict(), coverage=(data or {}).get("table", {}).get(p.id)) for p in PRESETS.values()]
+        cover = None if data is None else {"measured": data["measured"], "rows_fused": coverage.summary(data),
+                                           "total_rows": coverage.TOTAL_ROWS, "modes": list(coverage.MODES)}
+        out.append(json.dumps({"presets": presets, "coverage": cover}, indent=2))
+        return lines(out)
+    width = max(len(p) for p in PRESETS)
+    for preset in PRESETS.values():
+        rows = ", ".join(str(r) for r in preset.rows)
+        out.append(f"{preset.id:<{width}}  {preset.title}  (catalogue row {rows})")
+        out.append(f"{'':<{width}}  -> {preset.fused_op}; fuses on: {preset.where}")
+        if data and preset.id in data["table"]:
+            out.append(f"{'':<{width}}  measured: " + ", ".join(f"{m} {st}" for m, st in data["table"][preset.id].items()))
+    if data:
+        counts = coverage.summary(data)
+        out.append(f"\nCoverage of the remapper catalogue ({coverage.TOTAL_ROWS} rows), measured {data['measured']} "
+                   "by benchmarks/coverage.py: rows with a preset that fuses as catalogued")
+        for mode, (device, env) in coverage.MODES.items():
+            flags = " ".join(f"{k}={v}" for k, v in env.items())
+            out.append(f"  {mode:<11} {counts[mode]:>2}/{coverage.TOTAL_ROWS}   ({device}; {flags})")
+    return lines(out)
+
+
+def inspect_text(result: InspectResult) -> str:
+    """``inspect``: the stages, the fusions, the remapper's log, the passes that changed the graph, the verdict."""
+    out: list[str] = []
+    fp = result["fingerprint"]
+    out.append(f"{machine.describe(fp)} | flags {fp['flags'] or 'defaults'}")
+    if result.get("simulated"):
+        out.append(f"SIMULATED on a virtual {result['profile']['label']}: nothing ran. What the simulation cannot check:")
+        for limit in result.get("limits", []):
+            out.append(f"  - {limit}")
+    for stage, graph in graphs_of(result).items():
+        out.append(f"\n{STAGES[stage]} ({len(graph)} nodes): {' '.join(graph.compute_ops())}")
+    out.append("\nFusions (traced -> after Grappler):")
+    for fusion in result.get("fusions", []) or []:
+        out.append(f"  {fusion['describe']}")
+    if not result.get("fusions"):
+        out.append("  none")
+    if result.get("xla_clusters"):
+        out.append("XLA auto-clustering (TF_XLA_FLAGS): these ops left the graph for XLA clusters, which XLA compiles:")
+        for line in xla_fusion.cluster_lines(result["xla_clusters"]):
+            out.append(f"  {line}")
+    renames = result.get("renames_by_pair", {}).get("optimized->executed", [])
+    if renames:
+        out.append("Renamed when executed: " + ", ".join(f"{old} -> {new}" for _, old, new in renames))
+    grappler = result["grappler"]
+    out.append("\nRemapper log:" + ("" if grappler["remapper_log"] else " (nothing logged)"))
+    for line in grappler["remapper_log"]:
+        out.append(f"  {line}")
+    run = main_run(grappler)
+    if run:
+        out.append("\nGrappler passes that changed the graph:")
+        for iteration in run["iterations"]:
+            for p in iteration["passes"]:
+                if p.get("changed"):
+                    out.append(f"  iteration {iteration['index']}: {p['pass']:<28} nodes {p['nodes']} ({p['nodes_delta']:+d}), "
+                               f"edges {p['edges']} ({p['edges_delta']:+d}), {p['time_ms']:.2f} ms")
+    explanation = result.get("explanation")
+    if explanation:
+        out.append(f"\nVerdict for {explanation['pattern']}: {explanation['verdict'].upper()} - {explanation['why']}")
+        for check in explanation["checks"]:
+            mark = {True: "ok", False: "NO", None: "??"}[check["ok"]]
+            fix = f"  -> {check['fix']}" if check["fix"] and check["ok"] is False else ""
+            out.append(f"  [{mark}] {check['name']}: {check['detail']}{fix}")
+        for note in explanation["notes"]:
+            out.append(f"  note: {note}")
+    source = source_for_data(result.get("spec"))
+    if not (source and source.checklist) and result.get("report"):  # no checklist: the whole-model report
+        out.extend(report_lines(result["report"]))
+    for warning in result.get("warnings", []):
+        out.append(f"\nWARNING: {warning}")
+    return lines(out)
+
+
+def report_lines(report: dict) -> list[str]:
+    """The whole-model report (analysis.model_report): for models whose source has no checklist."""
+    out: list[str] = []
+    totals = report["totals"]
+    saved = totals.get("intermediate_bytes_saved")
+    out.append(f"\nWhole model: {totals.get('ops_traced', '?')} ops traced, {totals.get('ops_optimized', '?')} after Grappler, "
+               f"{totals.get('ops_executed', '?')} executed; {totals.get('fused_kernels', 0)} fused kernels"
+               + (f"; {saved / 2**20:.2f} MiB of intermediate tensors no longer written" if saved else ""))
+    left = totals.get("contractions_unfused") or {}
+    if left:
+        out.append("Contractions left unfused: " + ", ".join(f"{op} ×{n}" for op, n in sorted(left.items())))
+    for row in report["fusions"]:
+        out.append(f"  {row['count']:>3} × {row['fused']}   layers: {', '.join(row['layers'][:6])}"
+                   + (" ..." if len(row["layers"]) > 6 else ""))
+    if report["near_misses"]:
+        out.append(f"Near-misses ({len(report['near_misses'])}): chains that look like a pattern but did not fuse")
+    for miss in report["near_misses"]:
+        out.append(f"  {miss['chain']} at {miss['nodes'][0]}: {miss['form']}; needs {miss['needs']}"
+                   + (f"  -> {miss['fix']}" if miss["fix"] else ""))
+    return out
+
+
+def bench_text(result: BenchResult) -> str:
+    """``bench``: medians, the speedup and its interval, the outputs' agreement, what each variant ran."""
+    out: list[str] = []
+    s = result["summary"]
+    fp = result["fingerprint"]
+    out.append(f"{machine.describe(fp)} | flags {fp['flags'] or 'defaults'} | "
+               f"{result['reps_done']} interleaved reps after {result['warmup']} warm-up")
+    for name in ("fused", "unfused"):
+        v = s[name]
+        out.append(f"  {name:<8} median {v['median_ms']:.4f} ms   p10 {v['p10_ms']:.4f}   p90 {v['p90_ms']:.4f}   "
+                   f"n={v['n']}")
+    sp = s["speedup"]
+    ci = "" if sp.get("ci_low") is None else f" (95% CI {sp['ci_low']:.2f}–{sp['ci_high']:.2f})"
+    if result.get("nothing_to_compare"):
+        out.append(f"  speedup  none: {result['nothing_to_compare']}")
+    else:
+        out.append(f"  speedup  {sp['estimate']:.2f}x{ci}: {sp['verdict']}"
+                   + (f"\n  compared: {result['comparison']}" if result.get("comparison") else ""))
+    out.append(f"  {replicated.run_words(sp)}")
+    a = result["agreement"]
+    out.append(f"  outputs  max abs diff {a['max_abs']:.3g}, max rel diff {a['max_rel']:.3g} "
+               f"({'within' if a['within_tolerance'] else 'OUTSIDE'} tolerance {a['tolerance']:g}"
+               f"{', float32 ran as TF32' if a.get('tf32') else ''})")
+    proof = result["proof_summary"]
+    out.append(f"  fused ran:   {' '.join(proof['fused_executed'])}")
+    out.append(f"  unfused ran: {' '.join(proof['unfused_executed'])}")
+    out.append(f"  proof: {'verified (no re-instantiation while timing)' if proof['verified'] else 'NOT verified'}")
+    for problem in proof["problems"]:
+        out.append(f"  WARNING: {problem}")
+    if result.get("traffic"):
+        for line in traffic.words(result["traffic"]):
+            out.append(f"  {line}")
+    return lines(out)
+
+
+def xla_text(result: dict) -> str:
+    """``inspect --compiler xla``: the module shown and the proof it ran, XLA's fusions, every traced op."""
+    out: list[str] = []
+    if "error" in result:
+        out.append(f"XLA: {result['error']['message']}")
+        return lines(out)
+    fp, times, ran = result["fingerprint"], result["timings"], result["executed"]
+    out.append(f"XLA (tf.function(jit_compile=True)) | {machine.describe(fp)} | flags {fp['flags'] or 'defaults'}")
+    out.append(f"Module shown: {result['module']['name']}, from {result['source']}")
+    out.append(f"  compile {times['compile_s']:.3f} s (optimised module); first call {times['first_call_s']:.3f} s "
+               "(trace + compile of the module a call runs)")
+    if ran["xla_executable_ran"]:
+        out.append(f"  a profiled call ran XLA module {', '.join(ran['modules'])}: {' '.join(ran['hlo_instructions'])}")
+        same = result.get("executed_vs_shown") or {}
+        out.append("  its instructions are the shown module's" if same.get("same") else
+                   f"  its instructions differ from the shown module's: ran only {same.get('only_ran')}, "
+                   f"shown only {same.get('only_shown')}")
+    else:
+        out.append("  WARNING: the profiled call shows no XLA executable: " + " ".join(ran["tf_kernels"][:12]))
+    out.append(f"\nXLA made: {result['summary']}")
+    out.append("XLA fusions (optimised HLO -> the traced TF ops its metadata names):")
+    for group in result["fusions"]:
+        out.append(f"  {group['node']:<28} {group['description']}")
+    out.append("\nEvery traced TF op:")
+    for words, ops in xla_fusion.status_lines(result["accounting"]):
+        out.append(f"  {words}: {', '.join(ops)}")
+    table, counts = result.get("pass_table") or [], result.get("pass_summary")
+    if counts:
+        out.append(f"\nXLA's pass pipeline on {result['module']['name']}: {counts['passes']} passes ran, "
+                   f"{counts['changed']} changed the module:")
+        for row in table:
+            if row["changed"] and not row["is_pipeline"]:
+                out.append(f"  {row['pipeline'] or '':<40} {row['pass']:<30} instructions {row['instructions_before']} -> "
+                           f"{row['instructions_after']}, {(row['time_us'] or 0) / 1e3:.2f} ms")
+    if result["fingerprint"].get("gpus") in (None, []):
+        out.append(f"\n{xla_fusion.GPU_NOT_MEASURED}")
+    return lines(out)
+
+
+def three_way_text(result: dict) -> str:
+    """``bench --compiler xla|both``: unfused, Grappler-fused and XLA, with the proof of each."""
+    out: list[str] = []
+    s, fp = result["summary"], result["fingerprint"]
+    out.append(f"{machine.describe(fp)} | flags {fp['flags'] or 'defaults'} | {result['reps_done']} interleaved reps "
+               f"after {result['warmup']} warm-up, three variants")
+    for name in VARIANTS:
+        v = s["variants"][name]
+        out.append(f"  {WORDS[name]:<24} median {v['median_ms']:.4f} ms   p10 {v['p10_ms']:.4f}   p90 {v['p90_ms']:.4f}")
+    out.append(f"  XLA's first call (trace + compile): {s['xla_first_call_ms']:.1f} ms, not in the medians")
+    for pair, sp in s["speedups"].items():
+        a, b = pair.split("/")
+        ci = "" if sp.get("ci_low") is None else f" (95% CI {sp['ci_low']:.2f}–{sp['ci_high']:.2f})"
+        out.append(f"  {WORDS[a]} vs {WORDS[b]}: {sp['estimate']:.2f}x{ci}")
+    for pair, a in result["agreement"].items():
+        out.append(f"  outputs {pair:<14} max abs diff {a['max_abs']:.3g} ({a['elements_differing']} of {a['elements']} "
+                   f"elements differ; {'within' if a['within_tolerance'] else 'OUTSIDE'} tolerance {a['tolerance']:g})")
+    proof = result["proof_summary"]
+    out.append(f"  unfused ran: {' '.join(proof['unfused_executed'])}")
+    out.append(f"  fused ran:   {' '.join(proof['fused_executed'])}")
+    out.append(f"  XLA ran:     module {proof['xla_module']}: {' '.join(proof['xla_instructions'])}")
+    out.append(f"  proof: {'verified' if proof['verified'] else 'NOT verified'}")
+    for problem in proof["problems"]:
+        out.append(f"  WARNING: {problem}")
+    return lines(out)
+
+
+def layer_types_text() -> str:
+    """``stacks --layers``: every layer type of a layer stack and its fields."""
+    out: list[str] = []
+    for kind, fields in field_help().items():
+        out.append(kind + ("" if fields else "  (no fields)"))
+        for f in fields:
+            default = "required" if f["required"] or f["default"] is None and f["kind"] != "int_or_tuple" \
+                else f"default {json.dumps(f['default'])}"
+            choices = f"; one of {', '.join(f['choices'])}" if f["choices"] else ""
+            out.append(f"  {f['name']:<16} {f['help']} ({default}{choices})")
+    out.append("Block  (fields: repeat 1..64, layers: a list of layers; repeated as a unit)")
+    return lines(out)
+
+
+def stacks_text() -> str:
+    """``stacks``: the ready layer stacks, and how to start from one."""
+    width = max(map(len, stack_examples.NAMES))
+    out = [f"{key:<{width}}  {stack_examples.describe(key)}" for key in stack_examples.NAMES]
+    out.append("\nPrint one to start from:  python -m explorer stacks resnet_basic_block > block.json\n"
+               "then:                     python -m explorer inspect --spec block.json")
+    return lines(out)

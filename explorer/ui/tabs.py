@@ -1,0 +1,76 @@
+"""The page's tabs, one table: what each shows, and which models get it.
+
+A tab is offered for a model when its id is in the model source's ``offers`` (``model.sources``);
+``"compilers"`` there stands for every compiler's own tab. Adding a tab: a panel function and one
+line here (and its id in the ``offers`` of the sources that get it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import streamlit as st
+
+from ..model import compilers
+from ..model.hooks import hook
+from . import bench, grappler_log, matrix, passes, report, stages, why
+from .sidebar import Choice
+
+
+@dataclass(frozen=True)
+class View:
+    """What a tab's panel draws from: the engine the page runs on, the sidebar's choice, its result."""
+
+    engine: object
+    choice: Choice
+    result: dict
+    gpu_here: bool  # a real GPU is visible to TensorFlow here
+
+
+def _why(v: View) -> None:
+    source, spec = v.choice.source, v.choice.spec
+    why.panel(v.result, source.stem(spec), v.choice.model.p, gpu_here=v.gpu_here)
+
+
+def _compiler_panel(compiler: compilers.Compiler) -> Callable[[View], None]:
+    return lambda v: hook(compiler.page)(v.engine, v.choice, v.result)
+
+
+def _runs(panel: Callable[[View], None]) -> Callable[[View], None]:
+    """A panel that times the model: a simulated GPU runs nothing, which the tab says instead."""
+    return lambda v: bench.simulated_note() if v.result.get("simulated") else panel(v)
+
+
+@dataclass(frozen=True)
+class Tab:
+    id: str  # what a model source's ``offers`` names
+    title: str
+    panel: Callable[[View], None]
+    offered_by: str = ""  # the ``offers`` entry that brings it, when not its id ("compilers")
+
+
+TABS: tuple[Tab, ...] = (
+    Tab("graphs", "Graphs before → after", lambda v: stages.panel(v.result)),
+    Tab("why", "Why it fused (or not)", _why),
+    Tab("report", "Fusion report", lambda v: report.panel(v.result)),
+    Tab("passes", "Pass pipeline", lambda v: passes.panel(v.engine, v.result, v.choice)),
+    Tab("bench", "Fused vs unfused", _runs(lambda v: bench.panel(v.engine, v.choice))),
+    Tab("sweep", "Size sweep", _runs(lambda v: bench.sweep_panel(v.engine, v.choice))),
+    Tab("log", "Grappler's log", lambda v: grappler_log.panel(v.result)),
+    # Each compiler's own tab (model.compilers: its ``page``), beside Grappler's tabs above.
+    *(Tab(c.id, c.tab, _compiler_panel(c), offered_by="compilers") for c in compilers.COMPILERS if c.page),
+    Tab("matrix", "What-if matrix", lambda v: matrix.panel(v.engine, v.choice)),
+)
+
+
+def offered(offers) -> list[Tab]:
+    return [tab for tab in TABS if (tab.offered_by or tab.id) in offers]
+
+
+def render(view: View) -> None:
+    """The tabs the model's source offers, in the table's order."""
+    shown = offered(view.choice.source.offers)
+    for tab, container in zip(shown, st.tabs([tab.title for tab in shown])):
+        with container:
+            tab.panel(view)
