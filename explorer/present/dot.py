@@ -201,6 +201,18 @@ def new_dot(title: str) -> pydot.Dot:
     return dot
 
 
+@dataclass
+class _Wiring:
+    """What a graph's drawing connects, once folded nodes are hidden: the edges to draw (producer name,
+    consumer name, edge), the constants folded onto each consumer, inputs that name no node (drawn as
+    "missing" with an id of their own), and control inputs counted instead of drawn."""
+
+    edges: list[tuple[str, str, Edge]]
+    consts: dict[str, list[str]]
+    missing: dict[str, str]
+    hidden_control: dict[str, int]
+
+
 def to_dot(
     graph: Graph,
     overlay: dict[str, str] | None = None,
@@ -222,58 +234,75 @@ def to_dot(
     ``node_attrs`` (name -> DOT attributes, values already quoted) and ``edge_attrs`` ((producer,
     consumer) -> attributes) replace the defaults of some nodes and edges; a "class" is added to theirs.
     """
-    overlay = overlay or {}
-    highlight = highlight or set()
     folded = {n.name for n in graph.nodes if n.op in FOLDED_OPS} if fold_boilerplate else set()
     shown = [n for n in graph.nodes if n.name not in folded]
     ids = {n.name: f"n{i}" for i, n in enumerate(shown)}
+    wiring = _wire(graph, shown, folded)
+    dot = new_dot(title)
+    boxes, membership = _cluster_boxes(clusters or {}, ids, id_prefix)
+    _add_nodes(dot, shown, ids, wiring, boxes, membership, overlay or {}, highlight or set(), id_prefix, node_attrs)
+    _add_missing(dot, wiring.missing, id_prefix)
+    for i in sorted(boxes):
+        dot.add_subgraph(boxes[i])
+    _add_edges(dot, wiring, ids, edge_attrs)
+    return dot.to_string()
 
-    # Edges first (in consumer order), so that folded constants can be counted on their consumers.
-    edges: list[tuple[str, str, Edge]] = []  # (producer name, consumer name, edge)
-    const_counts: dict[str, list[str]] = {}
+
+def _wire(graph: Graph, shown: list[Node], folded: set[str]) -> _Wiring:
+    """Step 1: the edges into the shown nodes, in consumer order, through folded nodes (constants are
+    counted on their consumers); then a node's control inputs beyond MAX_CONTROL_FANIN are counted, not drawn."""
+    edges: list[tuple[str, str, Edge]] = []
+    consts: dict[str, list[str]] = {}
     missing: dict[str, str] = {}
     for n in shown:
         for e in n.inputs:
             kind, resolved = _resolve(e, graph, folded)
             if kind == "const":
                 value = graph[resolved.src].attr.get("value") or graph[resolved.src].shape
-                const_counts.setdefault(n.name, []).append(f"{resolved.src} = {value}" if value else resolved.src)
+                consts.setdefault(n.name, []).append(f"{resolved.src} = {value}" if value else resolved.src)
             elif kind == "edge":
                 if resolved.src not in graph and resolved.src not in missing:
                     missing[resolved.src] = f"m{len(missing)}"
                 edges.append((resolved.src, n.name, resolved))
-
     fanin: dict[str, int] = {}
     for _, dst, e in edges:
         fanin[dst] = fanin.get(dst, 0) + e.control
     hidden = {dst: k for dst, k in fanin.items() if k > MAX_CONTROL_FANIN}
     edges = [(src, dst, e) for src, dst, e in edges if not (e.control and dst in hidden)]
+    return _Wiring(edges, consts, missing, hidden)
 
-    dot = new_dot(title)
+
+def _cluster_boxes(clusters: dict[str, list[str]], ids: dict[str, str], id_prefix: str):
+    """Step 2: one box per cluster that holds a shown node (numbered in ``clusters``' order, which the
+    page's links name), and which box each node goes in (the first that lists it)."""
     membership: dict[str, int] = {}
-    cluster_list = list((clusters or {}).items())
+    cluster_list = list(clusters.items())
     for i, (_, names) in enumerate(cluster_list):
         for name in names:
             if name in ids:
                 membership.setdefault(name, i)
-    subgraphs: dict[int, pydot.Cluster] = {}
+    boxes: dict[int, pydot.Cluster] = {}
     for i, (label, _) in enumerate(cluster_list):
         if i in membership.values():
-            sub = pydot.Cluster(
+            box = pydot.Cluster(
                 f"fusion{i}", label=f"<<i>{html_text(label)}</i>>", style=quoted("rounded,filled"),
                 fillcolor=quoted("#f3effc"), color=quoted("#9b7fd4"), fontsize="9", fontname=quoted(FONT),
             )
-            sub.set("id", quoted(f"fx-{id_prefix}cluster-{i}"))
-            subgraphs[i] = sub
+            box.set("id", quoted(f"fx-{id_prefix}cluster-{i}"))
+            boxes[i] = box
+    return boxes, membership
 
+
+def _add_nodes(dot, shown, ids, wiring: _Wiring, boxes, membership, overlay, highlight, id_prefix, node_attrs) -> None:
+    """Step 3: each shown node, styled by its status, with its label and tooltip, in its box if it has one."""
     for n in shown:
         status = overlay.get(n.name, "unchanged")
         style = PALETTE.get(status, PALETTE["unchanged"])
         if status == "unchanged" and is_fused_node(n):
             style = KEPT_FUSED
-        consts = const_counts.get(n.name, [])
+        consts = wiring.consts.get(n.name, [])
         attrs = {
-            "label": node_label(n, len(consts), hidden.get(n.name, 0)),
+            "label": node_label(n, len(consts), wiring.hidden_control.get(n.name, 0)),
             "tooltip": quoted(node_tooltip(n, overlay.get(n.name, ""), consts)),
             "id": quoted(html_id(n.name, id_prefix)),
             "class": quoted(f"fx-node fx-{css_name(status)} fx-op-{css_name(n.op)}" + (" fx-highlight" if n.name in highlight else "")),
@@ -283,17 +312,23 @@ def to_dot(
         if n.name in highlight:
             attrs["color"] = quoted(HIGHLIGHT_COLOR)
             attrs["penwidth"] = "3.5"
-        target = subgraphs.get(membership.get(n.name, -1), dot)
+        target = boxes.get(membership.get(n.name, -1), dot)
         target.add_node(pydot.Node(ids[n.name], **attrs))
+
+
+def _add_missing(dot, missing: dict[str, str], id_prefix: str) -> None:
+    """Step 4: an input that names no node of this graph, as a dotted ellipse."""
     for name, mid in missing.items():
         dot.add_node(pydot.Node(
             mid, label=f"<<i>missing</i><br/>{html_text(shorten(name))}>", shape="ellipse",
             tooltip=quoted(f"{visible(name)}\nnot a node of this graph"), id=quoted(html_id(name, id_prefix + "missing-")),
             **{"class": quoted("fx-node fx-missing")}, **_style_attrs(MISSING),
         ))
-    for i in sorted(subgraphs):
-        dot.add_subgraph(subgraphs[i])
-    for src, dst, e in edges:
+
+
+def _add_edges(dot, wiring: _Wiring, ids: dict[str, str], edge_attrs) -> None:
+    """Step 5: the edges, control ones dashed, an output port other than 0 written at the tail."""
+    for src, dst, e in wiring.edges:
         attrs = {"class": quoted("fx-edge fx-control" if e.control else "fx-edge")}
         if e.control:
             attrs.update(style="dashed", color=quoted("#8a8a8a"), arrowhead="odot")
@@ -302,8 +337,7 @@ def to_dot(
         tip = f"{'^' if e.control else ''}{src}{f':{e.port}' if e.port else ''} → {dst}"
         attrs["tooltip"] = quoted(tip)
         _merge(attrs, (edge_attrs or {}).get((src, dst)))
-        dot.add_edge(pydot.Edge(ids.get(src) or missing[src], ids[dst], **attrs))
-    return dot.to_string()
+        dot.add_edge(pydot.Edge(ids.get(src) or wiring.missing[src], ids[dst], **attrs))
 
 
 def _merge(attrs: dict[str, str], extra: dict[str, str] | None) -> None:

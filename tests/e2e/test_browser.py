@@ -59,7 +59,7 @@ def test_graphs_too_wide_to_read_side_by_side_are_stacked(app_server, page):
     assert graphs.locator("#fx-note").is_visible()
     assert graphs.locator(".fx-pane-title").nth(0).inner_text().startswith("As traced")
     # drawn at a readable scale: no narrower than MIN_SCALE of Graphviz's own size
-    from explorer.ui.linked import MIN_SCALE
+    from explorer.present.linked import MIN_SCALE
     for i in range(2):
         svg = graphs.locator(GRAPH_SVG).nth(i)
         natural_px = float(svg.get_attribute("width").removesuffix("pt")) * 4 / 3

@@ -8,7 +8,7 @@ import re
 from explorer.analysis.diff import diff_graphs
 from explorer.model.graph import Edge, Graph, Node
 from explorer.present.dot import html_id, to_dot, to_svg
-from explorer.ui import linked
+from explorer.present import linked
 
 EVIL = '</script><script>alert("x")</script>&<b>'
 

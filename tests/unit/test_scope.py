@@ -14,7 +14,7 @@ from explorer.analysis.diff import diff_graphs
 from explorer.model.graph import Edge, Graph, Node
 from explorer.present.dot import html_id
 from explorer.present.scope_dot import view_pair
-from explorer.ui import linked
+from explorer.present import linked
 
 LAYERS = 12
 
