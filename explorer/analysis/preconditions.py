@@ -119,7 +119,7 @@ class Context:
         return self.device == "cpu"
 
 
-def _onednn_dtype_ok(ctx: Context, dtype: str) -> tuple[bool, str]:
+def onednn_dtype_ok(ctx: Context, dtype: str) -> tuple[bool, str]:
     if dtype == "float32":
         return True, ""
     if dtype == "bfloat16":
@@ -133,7 +133,7 @@ def _onednn_dtype_ok(ctx: Context, dtype: str) -> tuple[bool, str]:
     return False, f"oneDNN fusions do not take {dtype}"
 
 
-def _common_checks(ctx: Context) -> list[Check]:
+def common_checks(ctx: Context) -> list[Check]:
     checks = []
     remap = ctx.switches.get("remapping", "on") != "off" and ctx.switches.get("disable_meta_optimizer") != "on"
     checks.append(Check("remapper enabled", remap,
@@ -150,7 +150,7 @@ def _common_checks(ctx: Context) -> list[Check]:
         checks.append(Check("XLA auto-clustering off", False,
                             "with XLA auto-clustering on, the remapper leaves GPU fusions to XLA", fix("unset TF_XLA_FLAGS", [env("TF_XLA_FLAGS")])))
     if ctx.onednn and ctx.on_cpu and "dtype" in ctx.p:
-        ok, why = _onednn_dtype_ok(ctx, ctx.p["dtype"])
+        ok, why = onednn_dtype_ok(ctx, ctx.p["dtype"])
         if ctx.p["dtype"] in ("float16", "bfloat16"):
             checks.append(Check("oneDNN supports the dtype on this CPU", ok,
                                 f"{ctx.p['dtype']} is supported by oneDNN here" if ok else why,
@@ -158,7 +158,7 @@ def _common_checks(ctx: Context) -> list[Check]:
     return checks
 
 
-def _consumer_checks(ctx: Context, upto: str) -> list[Check]:
+def consumer_checks(ctx: Context, upto: str) -> list[Check]:
     """Intermediates of the chain must have one consumer and must not be returned."""
     checks = []
     if ctx.p.get("second_consumer") and ctx.chain.contraction != "none":
@@ -175,7 +175,7 @@ def _consumer_checks(ctx: Context, upto: str) -> list[Check]:
     return checks
 
 
-def _act_into_contraction(ctx: Context) -> tuple[bool | None, list[Check], str]:
+def act_into_contraction(ctx: Context) -> tuple[bool | None, list[Check], str]:
     """Can the chain's activation join the contraction+bias fusion? (ok, checks, fused_ops label)"""
     c, p, act = ctx.chain, ctx.p, ctx.chain.activation
     checks: list[Check] = []
@@ -237,13 +237,13 @@ def _act_into_contraction(ctx: Context) -> tuple[bool | None, list[Check], str]:
     return ok, checks, label
 
 
-def _core_checks(ctx: Context) -> list[Check]:
+def core_checks(ctx: Context) -> list[Check]:
     """Conditions for Contraction+BiasAdd (rows 1-3 of the catalogue)."""
     c, p, dtype = ctx.chain, ctx.p, ctx.p["dtype"]
     checks: list[Check] = []
     if ctx.on_cpu:
         if ctx.onednn:
-            ok = dtype in ("float32", "bfloat16", "float16") and _onednn_dtype_ok(ctx, dtype)[0]
+            ok = dtype in ("float32", "bfloat16", "float16") and onednn_dtype_ok(ctx, dtype)[0]
             checks.append(Check("data type", ok, f"{dtype} {'is' if ok else 'is not'} fused by oneDNN on this CPU",
                                 NO_FIX if ok else USE_FLOAT32))
         else:
@@ -276,7 +276,7 @@ def _core_checks(ctx: Context) -> list[Check]:
     return checks
 
 
-def _gpu_batchnorm_checks(ctx: Context) -> list[Check]:
+def gpu_batchnorm_checks(ctx: Context) -> list[Check]:
     """FindFusedBatchNormEx on a GPU: float32/float16; training adds cuDNN's persistent-BN limits."""
     p = ctx.p
     dtype = p.get("dtype", "float32")

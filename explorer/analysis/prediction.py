@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from ..model.chain import ACTIVATION_LABELS
 from ..model.devices import is_simulated
 from .preconditions import (FUSED_OP, NO_FIX, ONEDNN_ON, PERSISTENT_BN_ON, STANDALONE, STOCK_ACTS, USE_FLOAT32,
-                            USE_NHWC, Check, Context, _act_into_contraction, _common_checks, _consumer_checks,
-                            _core_checks, _gpu_batchnorm_checks, _onednn_dtype_ok, chain, device, env, fix, param)
+                            USE_NHWC, Check, Context, act_into_contraction, common_checks, consumer_checks,
+                            core_checks, gpu_batchnorm_checks, onednn_dtype_ok, chain, device, env, fix, param)
 
 
 @dataclass
@@ -29,11 +29,11 @@ class Prediction:
 def _predict_kind(ctx: Context) -> Prediction:
     """Models that are not contraction chains: one pattern each (catalogue rows 14, 17, 18, 25, 29, 30)."""
     c, p = ctx.chain, ctx.p
-    checks = _common_checks(ctx)
+    checks = common_checks(ctx)
     notes: list[str] = []
     blocked = any(ch.ok is False for ch in checks)
     certain = ctx.on_cpu
-    onednn_ok = ctx.on_cpu and ctx.onednn and _onednn_dtype_ok(ctx, p.get("dtype", "float32"))[0]
+    onednn_ok = ctx.on_cpu and ctx.onednn and onednn_dtype_ok(ctx, p.get("dtype", "float32"))[0]
     if c.kind == "hash_bucket":
         full = ("_TensorToHashBucketFast", ())
         fusions = [full]
@@ -76,44 +76,73 @@ def _predict_kind(ctx: Context) -> Prediction:
     return Prediction(c.describe(), fusions, full, checks, certain, notes)
 
 
+@dataclass
+class _Draft:
+    """A prediction as ``predict``'s steps build it."""
+
+    checks: list[Check]
+    notes: list[str]
+    certain: bool
+    standalone: bool  # the activation is not folded into anything else, so it may become one op of its own
+    fusions: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    full: tuple[str, tuple[str, ...]] | None = None
+
+
 def predict(ctx: Context) -> Prediction:
+    """The fusions the rules expect for an op chain, in steps: what holds for any chain, an explicit Pad,
+    the contraction with its bias and what joins it, the batch norm, an activation standing alone."""
     if ctx.chain.kind != "chain":
         return _predict_kind(ctx)
-    c, p, act = ctx.chain, ctx.p, ctx.chain.activation
-    checks = _common_checks(ctx)
+    d = _start(ctx)
+    blocked = any(ch.ok is False for ch in d.checks)
+    _pad(ctx, d)
+    _contraction(ctx, d)
+    _norm(ctx, d)
+    _standalone(ctx, d)
+    return Prediction(ctx.chain.describe(), [] if blocked else d.fusions, d.full, _unique(d.checks), d.certain, d.notes)
+
+
+def _start(ctx: Context) -> _Draft:
+    """What holds for any chain: the remapper runs, XLA does not take over; on a GPU, a note on certainty."""
     notes: list[str] = []
-    certain = ctx.on_cpu
     if not ctx.on_cpu:
         notes.append("Simulated GPU: the graph is Grappler's own decision on a virtual GPU, the checklist is read "
                      "from the remapper's source; kernels are not run, so run-time refusals cannot show."
                      if is_simulated(ctx.device) else
                      "GPU rules are read from the remapper's source; on this machine they cannot be confirmed.")
-    blocked = any(ch.ok is False for ch in checks)
-    fusions: list[tuple[str, tuple[str, ...]]] = []
-    full = None
-    standalone = act in STANDALONE  # an activation not folded elsewhere may still become one op
+    return _Draft(common_checks(ctx), notes, certain=ctx.on_cpu, standalone=ctx.chain.activation in STANDALONE)
+
+
+def _pad(ctx: Context, d: _Draft) -> None:
+    """An explicit Pad before Conv3D, folded by oneDNN."""
+    c = ctx.chain
     if c.pad and c.bias == "none":
         ok = ctx.on_cpu and ctx.onednn
-        checks.append(Check("oneDNN on", ok, "oneDNN folds an explicit Pad into Conv3D" if ok else
-                            "Pad+Conv3D fuses only with oneDNN on CPU", NO_FIX if ok else ONEDNN_ON))
-        full = ("_FusedConv3D", ())
+        d.checks.append(Check("oneDNN on", ok, "oneDNN folds an explicit Pad into Conv3D" if ok else
+                              "Pad+Conv3D fuses only with oneDNN on CPU", NO_FIX if ok else ONEDNN_ON))
+        d.full = ("_FusedConv3D", ())
         if ok:
-            fusions.append(full)
+            d.fusions.append(d.full)
+
+
+def _contraction(ctx: Context, d: _Draft) -> None:
+    """The contraction and its bias, and what joins them: a residual Add, a Squeeze, the activation."""
+    c, act = ctx.chain, ctx.chain.activation
     contraction = FUSED_OP.get(c.contraction)
 
     if contraction and c.bias != "none":
-        core = _core_checks(ctx) + _consumer_checks(ctx, "bias")
-        checks += core
+        core = core_checks(ctx) + consumer_checks(ctx, "bias")
+        d.checks += core
         core_ok = all(ch.ok is not False for ch in core)
         ops: list[str] = ["BiasAdd"] if core_ok else []
         full_ops = ["BiasAdd"]
         if c.side_add:
             full_ops.append("Add")
             ok = ctx.on_cpu and ctx.onednn and c.contraction in ("Conv2D", "MatMul")
-            checks.append(Check("oneDNN Contraction+BiasAdd+Add", ok,
-                                "oneDNN fuses the residual Add into the contraction" if ok else
-                                "a residual Add joins the fused op only with oneDNN on CPU, for Conv2D and MatMul",
-                                NO_FIX if ok else ONEDNN_ON))
+            d.checks.append(Check("oneDNN Contraction+BiasAdd+Add", ok,
+                                  "oneDNN fuses the residual Add into the contraction" if ok else
+                                  "a residual Add joins the fused op only with oneDNN on CPU, for Conv2D and MatMul",
+                                  NO_FIX if ok else ONEDNN_ON))
             if act != "none":
                 full_ops.append(act)
             if core_ok and ok:
@@ -121,43 +150,47 @@ def predict(ctx: Context) -> Prediction:
                 if act in ("Relu", "Relu6", "Elu") or (act == "LeakyRelu" and c.contraction == "Conv2D"):
                     ops.append(act)
                     if c.contraction == "MatMul":
-                        checks.append(Check("TensorFlow can build the fused node", False,
-                                            "TensorFlow 2.21 defect: for MatMul+BiasAdd+Add+activation the remapper "
-                                            "writes a node with no op, Grappler gives up and the function runs with "
-                                            "no Grappler optimisation at all",
-                                            fix("use Conv2D, drop the activation, or set TF_ENABLE_ONEDNN_OPTS=0", [chain("contraction", "Conv2D")], [chain("activation", "none")], [env("TF_ENABLE_ONEDNN_OPTS", "0")])))
+                        d.checks.append(Check("TensorFlow can build the fused node", False,
+                                              "TensorFlow 2.21 defect: for MatMul+BiasAdd+Add+activation the remapper "
+                                              "writes a node with no op, Grappler gives up and the function runs with "
+                                              "no Grappler optimisation at all",
+                                              fix("use Conv2D, drop the activation, or set TF_ENABLE_ONEDNN_OPTS=0", [chain("contraction", "Conv2D")], [chain("activation", "none")], [env("TF_ENABLE_ONEDNN_OPTS", "0")])))
                         ops = []
         elif c.squeeze:
             ok = ctx.on_cpu
-            checks.append(Check("device", ok, "Conv2D+Squeeze+BiasAdd fuses on CPU only", NO_FIX if ok else fix("choose the CPU", [device("cpu")])))
+            d.checks.append(Check("device", ok, "Conv2D+Squeeze+BiasAdd fuses on CPU only", NO_FIX if ok else fix("choose the CPU", [device("cpu")])))
             if not ok:
                 ops = []
         elif act != "none" and c.norm == "none":
-            act_ok, act_checks, label = _act_into_contraction(ctx)
-            act_checks += _consumer_checks(ctx, "norm")
-            checks += act_checks
+            act_ok, act_checks, label = act_into_contraction(ctx)
+            act_checks += consumer_checks(ctx, "norm")
+            d.checks += act_checks
             full_ops.append(label)
             if act_ok is None:
-                certain = False
+                d.certain = False
             if core_ok and act_ok and all(ch.ok is not False for ch in act_checks):
                 ops.append(label)
-                standalone = False
+                d.standalone = False
         if c.norm == "none":
-            full = (contraction, tuple(full_ops))
+            d.full = (contraction, tuple(full_ops))
         if ops:
-            fusions.append((contraction, tuple(ops)))
+            d.fusions.append((contraction, tuple(ops)))
     elif c.contraction == "BatchMatMulV2":
-        notes.append("BatchMatMulV2 has no bias or activation fusion in the remapper (oneDNN fuses only "
-                     "BatchMatMul×scale+addend, another pattern).")
+        d.notes.append("BatchMatMulV2 has no bias or activation fusion in the remapper (oneDNN fuses only "
+                       "BatchMatMul×scale+addend, another pattern).")
 
+
+def _norm(ctx: Context, d: _Draft) -> None:
+    """A batch norm: into the convolution before it, with the Relu after it, or (GPU) with a side input."""
+    c, p, act = ctx.chain, ctx.p, ctx.chain.activation
     if c.norm != "none":
         training = bool(p.get("training"))
         dtype = p["dtype"]
-        bn_ex = ctx.on_cpu and ctx.onednn and _onednn_dtype_ok(ctx, dtype)[0]
+        bn_ex = ctx.on_cpu and ctx.onednn and onednn_dtype_ok(ctx, dtype)[0]
         conv_bn = False
         if c.contraction == "Conv2D" and c.bias == "none":
             acts = STOCK_ACTS + (("Tanh",) if ctx.onednn else ())
-            full = ("_FusedConv2D", ("FusedBatchNorm",) + ((act,) if act in STOCK_ACTS + ("Tanh",) else ()))
+            d.full = ("_FusedConv2D", ("FusedBatchNorm",) + ((act,) if act in STOCK_ACTS + ("Tanh",) else ()))
             bn = [Check("device", ctx.on_cpu, "Conv2D+FusedBatchNorm fuses on CPU only", NO_FIX if ctx.on_cpu else fix("choose the CPU", [device("cpu")])),
                   Check("inference mode", not training,
                         "in training the batch statistics must be computed first, so the convolution cannot absorb "
@@ -167,67 +200,69 @@ def predict(ctx: Context) -> Prediction:
                         NO_FIX if dtype == "float32" else USE_FLOAT32)]
             if p.get("data_format") == "NCHW" and not ctx.onednn:
                 bn.append(Check("data format", False, "the stock CPU fuses convolutions only in NHWC", USE_NHWC))
-            bn += _consumer_checks(ctx, "norm")
-            checks += bn
+            bn += consumer_checks(ctx, "norm")
+            d.checks += bn
             if all(ch.ok is not False for ch in bn):
                 conv_bn = True
                 ops = ["FusedBatchNorm"]
                 if act in acts:
                     ops.append(act)
                     if act == "Tanh":
-                        notes.append("TensorFlow 2.21 with oneDNN fuses Conv2D+FusedBatchNorm+Tanh, but the kernel does "
-                                     "not implement it: the model fails when run (a TF defect).")
+                        d.notes.append("TensorFlow 2.21 with oneDNN fuses Conv2D+FusedBatchNorm+Tanh, but the kernel does "
+                                       "not implement it: the model fails when run (a TF defect).")
                 elif act == "Swish" and ctx.onednn:
                     ops.append("_MklSwish")
-                    standalone = False
-                fusions.append(("_FusedConv2D", tuple(ops)))
+                    d.standalone = False
+                d.fusions.append(("_FusedConv2D", tuple(ops)))
         if not conv_bn and act == "Relu":
             if c.side_add:
-                checks.append(Check("device", not ctx.on_cpu,
-                                    "FusedBatchNorm+Add+Relu fuses only on GPU (oneDNN refuses the side input)",
-                                    fix("run on a GPU", [device("gpu")], [device("gpu-sim")]) if ctx.on_cpu else NO_FIX))
-                if full is None:
-                    full = ("_FusedBatchNormEx", ("Add", "Relu"))
+                d.checks.append(Check("device", not ctx.on_cpu,
+                                      "FusedBatchNorm+Add+Relu fuses only on GPU (oneDNN refuses the side input)",
+                                      fix("run on a GPU", [device("gpu")], [device("gpu-sim")]) if ctx.on_cpu else NO_FIX))
+                if d.full is None:
+                    d.full = ("_FusedBatchNormEx", ("Add", "Relu"))
                 if not ctx.on_cpu:
-                    gpu = _gpu_batchnorm_checks(ctx)
-                    checks += gpu
-                    certain = False
+                    gpu = gpu_batchnorm_checks(ctx)
+                    d.checks += gpu
+                    d.certain = False
                     if all(ch.ok for ch in gpu):
-                        fusions.append(("_FusedBatchNormEx", ("Add", "Relu")))
+                        d.fusions.append(("_FusedBatchNormEx", ("Add", "Relu")))
             elif not ctx.on_cpu:
-                gpu = _gpu_batchnorm_checks(ctx)
-                checks += gpu
-                if full is None:
-                    full = ("_FusedBatchNormEx", ("Relu",))
-                certain = False
+                gpu = gpu_batchnorm_checks(ctx)
+                d.checks += gpu
+                if d.full is None:
+                    d.full = ("_FusedBatchNormEx", ("Relu",))
+                d.certain = False
                 if all(ch.ok for ch in gpu) and p.get("return_intermediate") != "norm":
-                    fusions.append(("_FusedBatchNormEx", ("Relu",)))
+                    d.fusions.append(("_FusedBatchNormEx", ("Relu",)))
             else:
                 ok = bn_ex
-                checks.append(Check("FusedBatchNorm+Relu supported here", ok,
-                                    "oneDNN fuses FusedBatchNorm+Relu (training and inference)" if ok else
-                                    "the stock CPU never fuses FusedBatchNorm+Relu",
-                                    NO_FIX if ok else ONEDNN_ON))
-                if full is None:
-                    full = ("_FusedBatchNormEx", ("Relu",))
+                d.checks.append(Check("FusedBatchNorm+Relu supported here", ok,
+                                      "oneDNN fuses FusedBatchNorm+Relu (training and inference)" if ok else
+                                      "the stock CPU never fuses FusedBatchNorm+Relu",
+                                      NO_FIX if ok else ONEDNN_ON))
+                if d.full is None:
+                    d.full = ("_FusedBatchNormEx", ("Relu",))
                 second = p.get("return_intermediate") == "norm"
                 if ok and not second:
-                    fusions.append(("_FusedBatchNormEx", ("Relu",)))
+                    d.fusions.append(("_FusedBatchNormEx", ("Relu",)))
         elif not conv_bn and act not in ("none", "Swish"):
-            checks.append(Check("activation after FusedBatchNorm", False,
-                                f"FusedBatchNorm fuses with Relu only, not {ACTIVATION_LABELS[act]}", fix("use Relu", [chain("activation", "Relu")])))
-    if standalone and c.contraction == "none" and c.norm == "none":
+            d.checks.append(Check("activation after FusedBatchNorm", False,
+                                  f"FusedBatchNorm fuses with Relu only, not {ACTIVATION_LABELS[act]}", fix("use Relu", [chain("activation", "Relu")])))
+
+
+def _standalone(ctx: Context, d: _Draft) -> None:
+    """An activation folded into nothing else, which oneDNN's block of the remapper may still make one op."""
+    c, p, act = ctx.chain, ctx.p, ctx.chain.activation
+    if d.standalone and c.contraction == "none" and c.norm == "none":
         ok = ctx.on_cpu and ctx.onednn
-        checks.append(Check("oneDNN on", ok, f"{STANDALONE[act][0]} is made by the remapper's oneDNN block" if ok else
-                            f"{ACTIVATION_LABELS[act]} becomes {STANDALONE[act][0]} only with oneDNN on CPU",
-                            NO_FIX if ok else ONEDNN_ON))
-    if standalone and ctx.on_cpu and ctx.onednn and _onednn_dtype_ok(ctx, p["dtype"])[0]:
-        fusions.append(STANDALONE[act])
-        if full is None:
-            full = STANDALONE[act]
-    if blocked:
-        fusions = []
-    return Prediction(c.describe(), fusions, full, _unique(checks), certain, notes)
+        d.checks.append(Check("oneDNN on", ok, f"{STANDALONE[act][0]} is made by the remapper's oneDNN block" if ok else
+                              f"{ACTIVATION_LABELS[act]} becomes {STANDALONE[act][0]} only with oneDNN on CPU",
+                              NO_FIX if ok else ONEDNN_ON))
+    if d.standalone and ctx.on_cpu and ctx.onednn and onednn_dtype_ok(ctx, p["dtype"])[0]:
+        d.fusions.append(STANDALONE[act])
+        if d.full is None:
+            d.full = STANDALONE[act]
 
 
 def _unique(checks: list[Check]) -> list[Check]:
