@@ -6,6 +6,8 @@
     imported/   real user models (SavedModel, .keras, GraphDef)        -> tf
     app/        the page (AppTest) on the real engine                  -> tf
     gpu/        a real GPU (skipped without one)                       -> tf (and gpu, in the file)
+    realmodels/ real networks (keras.applications) through the engine  -> tf
+    security/   hostile inputs: each file marks its TensorFlow tests tf itself
     e2e/        the app in headless Chromium                           -> e2e
 
 A test file may add markers of its own (``slow``, ``gpu``); the directory's come on top.
@@ -18,7 +20,8 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-DIRECTORY_MARKS = {"worker": ("tf",), "imported": ("tf",), "app": ("tf",), "gpu": ("tf",), "e2e": ("e2e",)}
+DIRECTORY_MARKS = {"worker": ("tf",), "imported": ("tf",), "app": ("tf",), "gpu": ("tf",), "realmodels": ("tf",),
+                   "e2e": ("e2e",)}
 
 
 def pytest_collection_modifyitems(config, items):

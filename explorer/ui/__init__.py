@@ -6,13 +6,13 @@ figures (``charts``); these modules decide where things go on the page.
 
 - ``state``: session-state keys and their defaults (tests set them by these names).
 - ``cached``: the one shared Engine, the machine's fingerprint, DOT/SVG strings.
-- ``sidebar``: the model builder, device, environment flags and Grappler switches -> ``Choice``.
+- ``sidebar``: the model source's input, device, environment flags and Grappler switches -> ``Choice``;
+  ``model_input`` (presets, op chains), ``stack_editor`` and ``upload`` are the sources' inputs.
 - ``frame``: title, the "what is fusion" intro, the configuration as environment + command line.
-- ``stages``: two stages of the model side by side, coloured by their diff (a fragment).
-- ``linked``: both graphs in one frame, where hovering a node lights up its counterparts on the other side.
-- ``why``: why it fused (or not): the verdict, the pattern's checklist, the fixes.
-- ``passes``: every Grappler pass on the model's function, and the graphs around one pass.
-- ``bench``: fused against unfused, and the size sweep.
+- ``tabs``: the table of tabs; a model source's ``offers`` say which it gets. Each tab's panel:
+  ``stages`` (two stages side by side, ``linked`` hover-linking them), ``why``, ``report``, ``passes``,
+  ``bench`` (fused against unfused, and the size sweep; ``traffic`` under it), ``grappler_log``, ``xla``,
+  ``matrix``.
 - ``whatif``: pin a result, change one thing, compare.
-- ``page``: the composition ``app.py`` runs.
+- ``page``: the composition ``app.py`` runs; every panel that calls the engine is handed it.
 """
