@@ -133,16 +133,7 @@ def export(directory: str) -> None:
     with open(os.path.join(directory, "readfile_in_function.pb"), "wb") as handle:
         handle.write(graph_def.SerializeToString())
 
-    module = tf.Module()
-    module.w = tf.Variable([1.0, 2.0])
-
-    @tf.function(input_signature=[tf.TensorSpec([2], tf.float32, name="x")])
-    def serve(x):
-        tf.io.write_file(target, tf.strings.as_string(x[0]))
-        return {"y": x * module.w}
-
-    module.serve = serve
-    tf.saved_model.save(module, os.path.join(directory, "writefile_savedmodel"), signatures={"serving_default": serve})
+    writing_savedmodel(tf, os.path.join(directory, "writefile_savedmodel"), target)
 
     hidden = tf.Module()
     hidden.w = tf.Variable([1.0, 2.0])
@@ -158,6 +149,20 @@ def export(directory: str) -> None:
     inp = keras.Input((4,), name="x")
     out = keras.layers.Lambda(lambda t: t * 2.0, name="doubler")(keras.layers.Dense(4)(inp))
     keras.Model(inp, out).save(os.path.join(directory, "lambda.keras"))
+
+
+def writing_savedmodel(tf, path: str, target: str) -> None:
+    """A SavedModel whose serving signature writes ``target`` (tests/security's corpus uses it too)."""
+    module = tf.Module()
+    module.w = tf.Variable([1.0, 2.0])
+
+    @tf.function(input_signature=[tf.TensorSpec([2], tf.float32, name="x")])
+    def serve(x):
+        tf.io.write_file(target, tf.strings.as_string(x[0]))
+        return {"y": x * module.w}
+
+    module.serve = serve
+    tf.saved_model.save(module, path, signatures={"serving_default": serve})
 
 
 def all_nodes(graph_def):

@@ -15,15 +15,11 @@ from pathlib import Path
 import pytest
 import streamlit.testing.v1  # noqa: F401 - made now: it keeps a temporary directory of its own for the process
 
+from security_support import LIMITS
+
 from explorer.engine import Engine
-from explorer.engine.runner import Limits
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))  # graphs.py, zips.py, corpus.py
-
-# A lower memory cap than the server's: a model that gets past the static checks and still grows is
-# stopped well before it troubles a shared test machine.
-LIMITS = Limits(memory_bytes=3 << 30, inspect_s=90.0, max_workers=2)
 
 
 @pytest.fixture(scope="package")
@@ -68,26 +64,3 @@ def engine(temp_root):
     yield engine
     engine.close()
 
-
-def leftovers(root: Path) -> list[str]:
-    """What lies under ``root`` but the workers' own directories of a live engine (removed when it closes)."""
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*")
-                  if not p.relative_to(root).parts[0].startswith("explorer-worker-"))
-
-
-ROOT = HERE.parents[1]
-
-
-def cli(*args: str, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
-    """The command line as a user runs it, in a process of its own (``python -m explorer ...``)."""
-    return subprocess.run([sys.executable, "-m", "explorer", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
-
-
-def one_line_refusal(proc: subprocess.CompletedProcess, status: int = 2) -> str:
-    """The refusal line of a command that must have failed with ``status``, one line, no traceback."""
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == status, (proc.returncode, proc.stderr[-2000:])
-    assert len(lines) == 1 and lines[0].startswith("explorer: error: "), proc.stderr[-2000:]
-    assert "Traceback" not in proc.stderr and not proc.stdout
-    return lines[0]

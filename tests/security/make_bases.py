@@ -11,6 +11,11 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "imported"))
+from hostile_corpus import VICTIM  # noqa: E402
+from make_models import writing_savedmodel  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -34,17 +39,7 @@ def main(directory: str) -> None:
     with open(os.path.join(directory, "tiny.pb"), "wb") as handle:
         handle.write(convert_variables_to_constants_v2(function).graph.as_graph_def().SerializeToString())
 
-    module = tf.Module()
-    module.w = tf.Variable([1.0, 2.0])
-    target = os.path.join(directory, "victim", "written.txt")
-
-    @tf.function(input_signature=[tf.TensorSpec([2], tf.float32, name="x")])
-    def serve(x):
-        tf.io.write_file(target, tf.strings.as_string(x[0]))
-        return {"y": x * module.w}
-
-    module.serve = serve
-    tf.saved_model.save(module, os.path.join(directory, "writefile_savedmodel"), signatures={"serving_default": serve})
+    writing_savedmodel(tf, os.path.join(directory, "writefile_savedmodel"), VICTIM)
 
     inp = keras.Input((4,), name="x")
     keras.Model(inp, keras.layers.Lambda(lambda t: t * 2.0, name="doubler")(inp)).save(

@@ -13,8 +13,8 @@ import shutil
 import zipfile
 
 import pytest
-import zips
-from conftest import cli, leftovers, one_line_refusal
+import hostile_zips as zips
+from security_support import cli, leftovers, one_line_refusal
 
 from explorer.engine.uploads import ModelFileError, save_upload, spec_for_path
 from explorer.errors import SpecError

@@ -1,4 +1,4 @@
-"""The hostile-input corpus (corpus.py, about a hundred inputs) through the page's upload path, the engine and
+"""The hostile-input corpus (hostile_corpus.py, about a hundred inputs) through the page's upload path, the engine and
 the command line.
 
 For every input: the answer expected (a refusal holding its words, or a result for the good models),
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 
-import corpus
+import hostile_corpus as corpus
 import pytest
-from conftest import cli, leftovers, one_line_refusal
+from security_support import cli, leftovers, one_line_refusal
 
 from explorer.engine import uploads
 from explorer.errors import SpecError, WorkerError
@@ -25,9 +25,6 @@ from explorer.ui import state
 pytestmark = pytest.mark.tf
 CPU = Config.make("cpu", {})
 MESSAGE_CHARS = 2500
-CLI_CASES = ("good.pbtxt", "writefile_partitioned.pbtxt", "twice_bad_first.pbtxt", "const_1e12.pbtxt",
-             "nested_text.pbtxt", "bad_utf8_name.zip", "version_9_9.zip", "slip.zip", "junk_member.keras",
-             "fifo_dir", "dev_zero_dir", "empty.pb")
 PAGE_CASES = ("bad_utf8_name.zip", "writefile_direct.pbtxt", "const_1e12.pbtxt", "name_newline.pbtxt",
               "bomb_weights.keras", "good.pbtxt")
 
@@ -78,7 +75,7 @@ def test_every_input_is_answered_in_one_line_and_leaves_nothing(engine, cases, t
 def test_a_representative_subset_through_the_command_line(cases, tmp_path):
     temp = tmp_path / "tmp"
     temp.mkdir()
-    for name in CLI_CASES:
+    for name in corpus.CLI_SUBSET:
         case = cases[name]
         proc = cli("inspect", "--model", str(case.path), "--no-cache", env={"TMPDIR": str(temp)}, timeout=300)
         if case.expect == "ok":

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from graphs import (binary, call, const, function, good, graph, node, placeholder, unary,
+from hostile_graphs import (binary, call, const, function, good, graph, node, placeholder, unary,
                     write_file)
 
 from explorer.engine.uploads import spec_for_path

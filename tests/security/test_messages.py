@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from graphs import binary, const, good, graph, node, placeholder, unary, write_file
+from hostile_graphs import binary, const, good, graph, node, placeholder, unary, write_file
 
 from explorer.engine.uploads import spec_for_path
 from explorer.errors import SpecError

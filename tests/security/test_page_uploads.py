@@ -15,7 +15,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from graphs import good
+from hostile_graphs import good
 
 from explorer.engine import uploads
 from explorer.model.imported import MAX_UPLOAD_BYTES

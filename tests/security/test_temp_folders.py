@@ -12,8 +12,8 @@ import threading
 import time
 
 import pytest
-from conftest import leftovers
-from graphs import good
+from security_support import leftovers
+from hostile_graphs import good
 
 from explorer.engine.uploads import spec_for_path
 from explorer.errors import WorkerError
@@ -64,7 +64,7 @@ def test_a_keras_model_runs_from_the_explorers_own_unpacked_copy_and_leaves_noth
 
 
 def test_closing_the_engine_removes_its_workers_directories(bases, temp_root):
-    from conftest import LIMITS
+    from security_support import LIMITS
 
     from explorer.engine import Engine
 

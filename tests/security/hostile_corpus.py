@@ -1,7 +1,7 @@
 """The hostile-input corpus: about a hundred broken and malicious models, generated (no binary blob committed).
 
-``build(directory, bases)`` writes every case under ``directory`` from hand-written GraphDefs (graphs.py),
-forged zips (zips.py) and the real models make_bases.py exported, and returns the cases. A case names
+``build(directory, bases)`` writes every case under ``directory`` from hand-written GraphDefs (hostile_graphs.py),
+forged zips (hostile_zips.py) and the real models make_bases.py exported, and returns the cases. A case names
 what it is, where it lies, whether the page can take it (a file; the command line also takes
 directories) and what must come of it: ``ok`` (the good models, run before and after the hostile ones)
 or a refusal holding ``words``. Every hostile file that would touch the disk aims at ``VICTIM``.
@@ -16,11 +16,16 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import zips
-from graphs import (binary, call, const, function, good, graph, node, placeholder, q, unary, write_file)
+import hostile_zips as zips
+from hostile_graphs import (binary, call, const, function, good, graph, node, placeholder, q, unary, write_file)
 
 VICTIM = "/tmp/explorer-hostile-written"
 MiB = 1 << 20
+# What the tests run through the command line, a process each (a TensorFlow import each for those that
+# reach a worker): a refusal of each kind, before and in the worker, and a good model.
+CLI_SUBSET = ("good.pbtxt", "writefile_partitioned.pbtxt", "twice_bad_first.pbtxt", "const_1e12.pbtxt",
+              "nested_text.pbtxt", "bad_utf8_name.zip", "version_9_9.zip", "slip.zip", "junk_member.keras",
+              "fifo_dir", "dev_zero_dir", "empty.pb")
 
 
 @dataclass(frozen=True)
