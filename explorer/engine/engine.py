@@ -23,7 +23,7 @@ from ..model.flags import Config
 from ..model.results import BenchResult, InspectResult, SweepResult
 from ..model.sources import source_of
 from ..model.spec import resolve
-from . import fix_check, machine_profile
+from . import fix_check, fixes, machine_profile
 from .admission import HOST, AdmissionQueue
 from .cache import DEFAULT_CACHE_DIR, ResultCache, inspect_key
 from .runner import Limits, Pool, WorkerProcess
@@ -34,6 +34,7 @@ MAX_WARMUP = 200
 MAX_BENCH_SECONDS = 300.0
 MAX_SWEEP_POINTS = 12
 MAX_PROCESSES = 20  # fresh worker processes of one replicated benchmark (pyperf's default for CPython)
+MAX_PROFILE_CALLS = 200  # profiled calls of one per-op time request
 
 
 class Engine:
@@ -203,6 +204,32 @@ class Engine:
         self.cache.put(key, result)
         return result
 
+    def profile(self, spec, config=None, *, calls: int = 10, on_progress=None, use_cache: bool = True) -> dict:
+        """Per-op time of the model's run: each executed node's median over ``calls`` profiled calls
+        (``worker.op_time``). It times, so it waits for the bench slot: no other timing shares the cores."""
+        spec, config = resolve(spec), Config.coerce(config)
+        refuse_simulated(config.device, "bench")
+        _check_range("calls", calls, 1, MAX_PROFILE_CALLS)
+        key = ResultCache.key("profile", spec, config, {"calls": int(calls)})
+        cached = self.cache.get(key) if use_cache else None
+        if cached is not None:
+            return dict(cached, cached=True)
+        with self.queue(config.device).slot("bench", on_progress):
+            result, info = self._run(config, "profile", profile_payload(spec, config, calls),
+                                     self.pool.limits.inspect_s, on_progress)
+        result = dict(result, config=config.to_dict(), worker=info, cached=False, key=key,
+                      measured_at=time.strftime("%Y-%m-%d %H:%M:%S"))
+        self.cache.put(key, result)
+        return result
+
+    def fix(self, spec, config=None, *, apply: list[str] | None = None, out: str | None = None, processes: int = 3,
+            reps: int = 30, warmup: int = 3, max_seconds: float = 30.0, measure: bool = True,
+            on_progress=None) -> dict:
+        """An imported model's near-misses rewritten into the form the remapper fuses (``engine.fixes``): the
+        copy checked against the original and timed against it, all fixes together and each alone."""
+        return fixes.run(self, spec, config, apply=apply, out=out, processes=processes, reps=reps, warmup=warmup,
+                         max_seconds=max_seconds, measure=measure, on_progress=on_progress)
+
     def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
               processes: int = 1, on_progress=None, compiler: str = compilers.FIRST.id) -> BenchResult:
         """Fused against unfused, interleaved, with proof of which graph each variant ran.
@@ -329,6 +356,12 @@ def inspect_payload(spec, config: Config, pass_graphs: bool = False) -> dict:
 def compiler_payload(spec) -> dict:
     """What a request of a compiler other than Grappler sends the worker (model.compilers: ``inspect_op``)."""
     return {"spec": spec.to_dict()}
+
+
+def profile_payload(spec, config: Config, calls: int = 10) -> dict:
+    """What a per-op time request sends the worker: the model run ``calls`` times under the profiler."""
+    return {"spec": spec.to_dict(), "grappler": config.grappler_dict, "calls": int(calls), "warmup": 3,
+            "max_seconds": 60.0}
 
 
 def _check_range(name: str, value, low, high) -> None:

@@ -37,6 +37,17 @@ class EngineInterface(Protocol):
     def xla(self, spec, config=None, *, on_progress=None, use_cache: bool = True) -> dict:
         """The model compiled by XLA: HLO stages, XLA's fusions mapped to the model's TF ops."""
 
+    def profile(self, spec, config=None, *, calls: int = 10, on_progress=None, use_cache: bool = True) -> dict:
+        """Per-op time of the model's run: each executed node's median time over ``calls`` profiled calls."""
+
+    def fix(self, spec, config=None, *, apply: list[str] | None = None, out: str | None = None, processes: int = 3,
+            reps: int = 30, warmup: int = 3, max_seconds: float = 30.0, measure: bool = True,
+            on_progress=None) -> dict:
+        """An imported model's near-misses rewritten into the form the remapper fuses: which fixes applied to
+        which chains, the fusions before and after, the outputs against the original's, the speedup of all
+        the fixes together and of each alone (``measure``), the near-misses ranked by time, and the fixed
+        model written at ``out``."""
+
     def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
               processes: int = 1, on_progress=None, compiler: str = compilers.FIRST.id) -> BenchResult:
         """Fused against unfused (and another compiler's variant, for its id or "both"), with proof of what ran."""

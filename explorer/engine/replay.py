@@ -28,7 +28,7 @@ from ..model import compilers
 from ..model.flags import Config
 from ..model.spec import resolve
 from .cache import ResultCache, spec_identity
-from .engine import Engine, compiler_payload, inspect_payload
+from .engine import Engine, compiler_payload, inspect_payload, profile_payload
 
 SUFFIX = ".worker.json"
 
@@ -80,6 +80,8 @@ class ReplayEngine(Engine):
             payload = inspect_payload(spec, config, bool((extra or {}).get("pass_graphs")))
         elif kind in {c.inspect_op for c in compilers.COMPILERS}:
             payload = compiler_payload(spec)
+        elif kind == "profile":
+            payload = profile_payload(spec, config, int((extra or {}).get("calls", 10)))
         else:
             return False
         return self._recording(config, kind, payload) is not None

@@ -18,9 +18,14 @@ from ..errors import SpecError
 from ..model import compilers
 from ..model.devices import no_gpu_words, nvidia_gpus_present, refuse_simulated
 from ..model.hooks import hook
-from . import probe, xla
+from . import fix, fix_bench, op_time, probe, xla
 from .protocol import BadRequest, NoGpu, Protocol
 from .runtime import Runtime
+
+
+# profile: per-op time (TensorFlow's profiler); fix: copies of an imported model rewritten by fixes, written
+# to disk; bench_models: the model as imported against its fixed copies, interleaved.
+MODEL_OPS = {"profile": op_time.run, "fix": fix.run, "bench_models": fix_bench.run}
 
 
 def handle(rt: Runtime, request: dict) -> dict:
@@ -31,6 +36,11 @@ def handle(rt: Runtime, request: dict) -> dict:
         return rt.fingerprint
     if op == "machine":  # the bandwidth curve and FLOP rate the traffic estimate uses
         return dict(probe.run(rt.tf, request), fingerprint=rt.fingerprint)
+    if op in MODEL_OPS:  # what is done to an imported model: its per-op time, its fixed copies, them timed
+        if op != "fix":
+            refuse_simulated(rt.device, "bench")
+        with rt.without_dumps():
+            return MODEL_OPS[op](rt, request)
     found = compilers.by_op(op)  # what a compiler made, or its benchmark (model.compilers)
     if found is None:
         raise BadRequest(f"unknown request {op!r}")

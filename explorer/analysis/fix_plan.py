@@ -1,0 +1,113 @@
+"""Which graph rewrites apply to a model's near-misses, and what each did, in the words a user acts on.
+
+A rewrite is offered for a near-miss kind when it keeps the maths (``worker.rewrite``'s modules say
+why for each); the other kinds (an activation the remapper does not fuse after that contraction, a layer
+norm, an Einsum) have no such rewrite and are not offered one. ``freeze`` applies to any model that
+reads variables. After the engine has run the fixed copies (``engine.fixes``), ``resolved`` says which
+near-misses of the model as imported are gone from each copy: the chains that fix changed.
+"""
+
+from __future__ import annotations
+
+from ..errors import SpecError
+from .model_report import layer_of
+
+# fix -> the near-miss kinds it rewrites (freeze: none in particular; it applies to any model with variables)
+FIXES = {
+    "bias-add": ("bias-as-add",),
+    "bias-before-reshape": ("reshape-before-bias",),
+    "fold-batchnorm": ("batchnorm-as-arithmetic",),
+    "freeze": (),
+}
+NOT_OFFERED = ("activation-left-out", "gelu-left-out", "activation-without-bias", "layernorm-as-arithmetic",
+               "einsumdense-batchmatmul", "einsum")
+
+
+def has_variables(result: dict) -> bool:
+    traced = (result.get("stages") or {}).get("traced") or {}
+    return any(n["op"] in ("ReadVariableOp", "ResourceGather") for n in traced.get("nodes", ()))
+
+
+def choose(result: dict, requested: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """(the fixes to apply, in order; {fix: why it is not applied}) for an inspect result. ``requested``
+    None: every fix that has something to rewrite."""
+    unknown = [name for name in requested or () if name not in FIXES]
+    if unknown:
+        raise SpecError("--apply", f"no fix {unknown[0]!r}; the fixes are {', '.join(FIXES)}")
+    kinds = {m["kind"] for m in (result.get("report") or {}).get("near_misses") or ()}
+    chosen, skipped = [], {}
+    for name, wanted in FIXES.items():
+        if requested is not None and name not in requested:
+            continue
+        if name == "freeze":
+            if has_variables(result):
+                chosen.append(name)
+            else:
+                skipped[name] = "the model reads no variables: its weights are constants already"
+        elif kinds & set(wanted) or requested is not None:
+            chosen.append(name)  # asked for by name: run, and say what it found
+        else:
+            skipped[name] = f"no near-miss of kind {', '.join(wanted)}"
+    return chosen, skipped
+
+
+def variants(fixes: list[str]) -> list[dict]:
+    """The copies to make: all the fixes together ("all"), and each alone when there are several."""
+    out = [{"name": "all", "fixes": list(fixes)}]
+    if len(fixes) > 1:
+        out += [{"name": name, "fixes": [name]} for name in fixes]
+    return out
+
+
+def resolved(before: list[dict], after: list[dict]) -> list[dict]:
+    """Near-misses of ``before`` none of whose nodes is in a near-miss of ``after`` (gone: fused, or
+    rewritten into another form that fused). A fixed SavedModel's nodes sit one call scope deeper
+    ("StatefulPartitionedCall/" + the original's name): a node matches a name it ends with."""
+    left = set()
+    for miss in after:
+        for name in miss["nodes"]:
+            parts = name.split("/")
+            left.update("/".join(parts[i:]) for i in range(len(parts)))
+    return [m for m in before if not left & set(m["nodes"])]
+
+
+def chain_of(miss: dict) -> dict:
+    return {"kind": miss["kind"], "chain": miss["chain"], "nodes": list(miss["nodes"]),
+            **({"time_ms": miss["time_ms"], "share": miss["share"]} if "time_ms" in miss else {})}
+
+
+def layers(misses: list[dict], limit: int = 6) -> str:
+    """'conv1, block_1_expand (and 30 more)': the layers of some near-misses, without their shared scope."""
+    names = list(dict.fromkeys(layer_of(m["nodes"][0]) for m in misses))
+    if not names:
+        return ""
+    parts = [n.split("/") for n in names]
+    common = 0
+    while len(names) > 1 and all(len(p) > common + 1 and p[common] == parts[0][common] for p in parts):
+        common += 1
+    short = ["/".join(p[common:]) for p in parts]
+    more = f" (and {len(short) - limit} more)" if len(short) > limit else ""
+    return ", ".join(short[:limit]) + more
+
+
+def advice(fix: str, chains: list[dict], keras: bool = True) -> str:
+    """The sentence a user acts on for one applied fix: where, in their own code, to make the change."""
+    where = layers(chains)
+    at = f" ({where})" if where else ""
+    if fix == "fold-batchnorm":
+        return (f"Fold each batch norm into the layer before it when you export for inference{at}: "
+                "w' = w·γ/√(σ²+ε) per output channel, b' = (b − μ)·γ/√(σ²+ε) + β, set on that layer with "
+                "use_bias=True, and drop the BatchNormalization layer from the exported model"
+                + (" (Keras 3 writes it as Mul and AddV2, which no remapper pattern takes)" if keras else "")
+                + "; or serve the fixed model written here.")
+    if fix == "bias-add":
+        return (f"Add the bias with tf.nn.bias_add(x, b) instead of x + b after the contraction{at}: the "
+                "remapper fuses a BiasAdd, not a broadcast AddV2 (without oneDNN).")
+    if fix == "bias-before-reshape":
+        return (f"Apply the Dense to a 2-D tensor{at}: reshape [batch, tokens, features] to "
+                "[batch·tokens, features] before it and back after, so its bias follows the MatMul directly.")
+    if fix == "freeze":
+        return ("Serve a frozen graph: convert the serving function's variables to constants "
+                "(tf.python.framework.convert_to_constants.convert_variables_to_constants_v2, as converters "
+                "and frozen-graph servers do), so Grappler's constant folding and oneDNN can fold the weights.")
+    return ""

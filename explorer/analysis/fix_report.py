@@ -1,0 +1,103 @@
+"""The result of trying fixes on a model, assembled from plain data: what each fix rewrote and resolved,
+the fusions before and after, the outputs' agreement, the speedups and the memory traffic saved.
+
+Inputs (made by ``engine.fixes``): the model's inspect result with its per-op times, the worker's record
+of each fixed copy, the inspect result of each copy, and the interleaved benchmark of all of them (one
+list of samples per process). The speedup of a copy is the replicated method's (``replicated``): the
+geometric mean over processes of median(as imported) / median(fixed), with its Student-t interval (or
+the bootstrap interval of one process).
+"""
+
+from __future__ import annotations
+
+from .fix_plan import advice, chain_of, resolved
+from .model_report import tensor_bytes
+from .op_time import IDLE_OPS, ranked
+from .replicated import replicated_speedup
+from ..model.graph import Graph
+
+
+def fusions(result: dict) -> list[dict]:
+    """The report's fusions as fused op and count."""
+    return [{"fused": r["fused"], "count": r["count"]} for r in (result.get("report") or {}).get("fusions") or []]
+
+
+def fused_kernels(result: dict) -> int:
+    return int(((result.get("report") or {}).get("totals") or {}).get("fused_kernels") or 0)
+
+
+def bytes_written(result: dict) -> int | None:
+    """Bytes the executed graph's ops write per call (each op's first output, from the traced shapes): the
+    difference between two models is the memory traffic one saves. Nodes Grappler made (no traced shape:
+    shape arithmetic, folded constants) are left out; None without an executed graph."""
+    executed = (result.get("stages") or {}).get("executed")
+    if not executed:
+        return None
+    return sum(tensor_bytes(node) or 0 for node in Graph.from_dict(executed).nodes
+               if node.op not in IDLE_OPS and node.op not in ("Placeholder", "ReadVariableOp", "VarHandleOp"))
+
+
+def speedup(samples: list[dict], name: str, original: str = "as imported") -> dict:
+    """The speedup of ``name`` over the model as imported: estimate, interval, processes (and how)."""
+    sp = replicated_speedup({"fused": [s[name] for s in samples], "unfused": [s[original] for s in samples]})
+    return {"estimate": sp["estimate"], "ci_low": sp.get("ci_low"), "ci_high": sp.get("ci_high"),
+            "processes": sp.get("n_processes", 1), "mode": sp.get("mode")}
+
+
+def assemble(before: dict, variants: list[dict], fixed: dict[str, dict], bench: dict, model_out: str | None) -> dict:
+    """The fix result. ``variants``: the worker's records ({"name", "fixes", "records"}); ``fixed``: {variant
+    name: its inspect result}; ``bench``: {"samples": [{variant: ns list} per process], "agreement": {variant:
+    agreement}}; its samples None when nothing was timed."""
+    misses = (before.get("report") or {}).get("near_misses") or []
+    by_name = {v["name"]: v for v in variants}
+    written_before = bytes_written(before)
+
+    def entry(name: str) -> dict:
+        result = fixed[name]
+        gone = resolved(misses, (result.get("report") or {}).get("near_misses") or [])
+        after = bytes_written(result)
+        out = {"fixes": by_name[name]["fixes"], "fusions_after": fusions(result),
+               "fused_kernels_after": fused_kernels(result), "chains_resolved": [chain_of(m) for m in gone],
+               "bytes_saved": written_before - after if written_before is not None and after is not None else None}
+        agrees = bench["agreement"][name]
+        out.update(max_abs_diff=agrees["max_abs"], max_rel_diff=agrees["max_rel"], tolerance=agrees["tolerance"],
+                   within_tolerance=agrees["within_tolerance"],
+                   speedup=speedup(bench["samples"], name) if bench["samples"] else None)
+        return out
+
+    together = entry("all")
+    applied = []
+    for record in by_name["all"]["records"]:
+        alone = fixed.get(record["fix"]) if record["fix"] in fixed else fixed["all"]
+        chains = resolved(misses, (alone.get("report") or {}).get("near_misses") or [])
+        nodes = sorted({n for site in record["sites"] for n in site["nodes"]})
+        applied.append({"fix": record["fix"], "chains": [chain_of(m) for m in chains], "nodes": nodes,
+                        "sites": len(record["sites"]), "left": record["left"],
+                        "advice": advice(record["fix"], chains) if record["sites"] else
+                        "nothing of this form in the model"})
+    per_fix = [dict(entry(v["name"]), fix=v["name"]) for v in variants if v["name"] != "all"]
+    if not per_fix and variants[0]["fixes"]:  # one fix: alone is all together
+        per_fix = [dict(together, fix=variants[0]["fixes"][0])]
+    fixed_by: dict[tuple, list[str]] = {}
+    for a in applied:
+        for c in a["chains"]:
+            fixed_by.setdefault(tuple(c["nodes"]), []).append(a["fix"])
+    return {
+        "applied": applied,
+        "fusions_before": fusions(before),
+        "fusions_after": together["fusions_after"],
+        "fused_kernels_before": fused_kernels(before),
+        "fused_kernels_after": together["fused_kernels_after"],
+        "max_abs_diff": together.get("max_abs_diff"),
+        "max_rel_diff": together.get("max_rel_diff"),
+        "tolerance": together.get("tolerance"),
+        "within_tolerance": together.get("within_tolerance"),
+        "speedup": together.get("speedup"),
+        "bytes_saved": together["bytes_saved"],
+        "bytes_written_before": written_before,
+        "per_fix": per_fix,
+        "near_misses_ranked": [dict(chain_of(m), fix=m.get("fix"), fixed_by=fixed_by.get(tuple(m["nodes"]), []))
+                               for m in ranked(misses)],
+        "near_misses_left": [chain_of(m) for m in (fixed["all"].get("report") or {}).get("near_misses") or []],
+        "model_out": model_out,
+    }

@@ -1,0 +1,64 @@
+"""bias-before-reshape: a bias added after a Reshape of a MatMul moved before the Reshape.
+
+A Keras Dense on a 3-D input runs MatMul on [batch·tokens, features], reshapes to [batch, tokens,
+units], then adds its bias. When the Reshape keeps the last dimension (units), adding the [units] bias
+before it gives the same tensor element for element: MatMul → BiasAdd is then the remapper's pattern.
+The bias node keeps its name and moves before the Reshape; what read it reads the Reshape. Left alone:
+a Reshape that changes the last dimension, a MatMul or Reshape read by anything else, a bias that is
+not one value per unit.
+"""
+
+from __future__ import annotations
+
+from .fold_batchnorm import ADDS, _only, _other
+from .model import Model, as_bias_add
+
+NAME = "bias-before-reshape"
+
+
+def find(model: Model) -> list[dict]:
+    users = model.consumers()
+    sites = []
+    for node in list(model.graph_def.node):
+        if node.op != "MatMul":
+            continue
+        reshape = _only(users, node.name)
+        if reshape is None or reshape.op != "Reshape" or not reshape.input[0].startswith(node.name):
+            continue
+        add = _only(users, reshape.name)
+        if add is None or not (add.op == "BiasAdd" or add.op in ADDS):
+            continue
+        bias = add.input[1] if add.op == "BiasAdd" and add.input[0].split(":")[0] == reshape.name else \
+            _other(add, reshape) if add.op in ADDS else None
+        if bias is None or not model.constant_valued(bias):
+            continue
+        before, after, shape = model.shape(node.name), model.shape(reshape.name), model.shape(bias)
+        why = None
+        if not before or not after or before[-1] != after[-1] or before[-1] < 0:
+            why = f"the Reshape changes the last dimension ({before} → {after})"
+        elif shape is None or len(shape) != 1 or shape[0] != before[-1]:
+            why = f"the bias has shape {shape}, not [{before[-1]}]"
+        elif add.op == "BiasAdd" and add.attr["data_format"].s not in (b"", b"NHWC"):
+            why = "the BiasAdd is channels-first"
+        elif any(model.has_control_edges(n) for n in (reshape.name, add.name)):
+            why = "the Reshape or the bias has control edges"
+        sites.append({"nodes": [node.name, reshape.name, add.name], "matmul": node.name, "reshape": reshape.name,
+                      "add": add.name, "bias": bias, "why": why})
+    return sites
+
+
+def apply(model: Model, targets: set[str] | None = None) -> tuple[list[dict], list[dict]]:
+    done, left = [], []
+    for site in find(model):
+        if targets is not None and site["matmul"] not in targets:
+            continue
+        if site["why"]:
+            left.append({"nodes": site["nodes"], "why": site["why"]})
+            continue
+        nodes = model.nodes()
+        add, reshape = nodes[site["add"]], nodes[site["reshape"]]
+        model.reroute(f"{add.name}:0", f"{reshape.name}:0")  # what read the bias now reads the Reshape...
+        as_bias_add(add, site["matmul"], site["bias"])  # ...which now reshapes MatMul + bias
+        reshape.input[0] = add.name
+        done.append({"nodes": site["nodes"], "why": None})
+    return done, left

@@ -1,0 +1,172 @@
+"""fold-batchnorm: a batch norm written as arithmetic after a contraction, folded into its weights and a BiasAdd.
+
+In inference a batch norm is y = x·s + t with s = γ/√(σ²+ε) and t = β − μ·s, constants per channel
+(Keras 3 writes it as Mul then AddV2; a frozen graph as Mul by a Const then AddV2). After a Conv2D,
+DepthwiseConv2dNative or MatMul, with or without a bias b before it:
+
+    (x ⊛ w + b)·s + t  =  x ⊛ (w·s) + (b·s + t)
+
+per output channel. The rewrite scales the filter's output channels by s, writes b·s + t as the bias
+of a BiasAdd (the layer's own, or a new one), and reads the BiasAdd where the batch norm's result was
+read: Conv2D + BiasAdd (+ Relu) is then a remapper pattern. New weights are held as the layer held its
+own (variables stay variables; a frozen graph's are Consts).
+
+Left alone (the result would change, or the form is not the one described): a scale or shift that is
+not per output channel, or that depends on the model's input (a batch norm in training); a contraction
+or an intermediate read by anything else; a channels-first convolution; a filter that is not a weight.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .model import Model, as_bias_add
+
+NAME = "fold-batchnorm"
+CONTRACTIONS = ("Conv2D", "DepthwiseConv2dNative", "MatMul")
+ADDS = ("AddV2", "Add")
+
+
+def find(model: Model) -> list[dict]:
+    """Every contraction [→ bias] → Mul → Add chain of the model's graph, each with why it cannot be folded
+    (``why``) or what folding needs (the tensors of the filter, bias, scale and shift)."""
+    nodes, users = model.nodes(), model.consumers()
+    sites = []
+    for node in list(model.graph_def.node):
+        if node.op not in CONTRACTIONS:
+            continue
+        chain = [node]
+        nxt = _only(users, node.name)
+        bias_input = None
+        if nxt is not None and (nxt.op == "BiasAdd" or nxt.op in ADDS and _other(nxt, chain[-1]) is not None):
+            other = nxt.input[1] if nxt.op == "BiasAdd" else _other(nxt, chain[-1])
+            if model.constant_valued(other) and _is_vector(model, other):
+                bias_input = other
+                chain.append(nxt)
+                nxt = _only(users, nxt.name)
+        if nxt is None or nxt.op != "Mul":
+            continue
+        scale = _other(nxt, chain[-1])
+        add = _only(users, nxt.name)
+        if scale is None or add is None or add.op not in ADDS:
+            continue
+        shift = _other(add, nxt)
+        if shift is None or not model.constant_valued(scale) or not model.constant_valued(shift):
+            continue  # not a batch norm in inference (its statistics come from the input)
+        chain += [nxt, add]
+        sites.append({"nodes": [n.name for n in chain], "contraction": node.name, "bias_node": chain[1].name
+                      if bias_input else None, "bias": bias_input, "scale": scale, "shift": shift,
+                      "why": _refusal(model, node, chain, users)})
+    return sites
+
+
+def apply(model: Model, targets: set[str] | None = None) -> tuple[list[dict], list[dict]]:
+    """Fold every foldable site (or those whose contraction is in ``targets``): (sites folded, sites left
+    with the reason)."""
+    sites = [s for s in find(model) if targets is None or s["contraction"] in targets]
+    ready = [s for s in sites if s["why"] is None]
+    tensors = [t for s in ready for t in (_filter(model, s), s["bias"], s["scale"], s["shift"]) if t]
+    values = model.values(tensors) if tensors else {}
+    done, left = [], [s for s in sites if s["why"] is not None]
+    for site in ready:
+        why = _fold(model, site, values)
+        (left if why else done).append(dict(site, why=why) if why else site)
+    return [_public(s) for s in done], [_public(s) for s in left]
+
+
+def _fold(model: Model, site: dict, values: dict) -> str | None:
+    tf = model.tf
+    nodes = model.nodes()
+    conv = nodes[site["contraction"]]
+    dtype = tf.dtypes.as_dtype(conv.attr["T"].type)
+    filter_tensor = _filter(model, site)
+    w = values[filter_tensor].astype(np.float64)
+    channels = _channels(conv, w)
+    scale, shift = (_per_channel(values[site[k]], channels) for k in ("scale", "shift"))
+    if scale is None or shift is None:
+        return "the batch norm's scale or shift is not one value per output channel"
+    bias = _per_channel(values[site["bias"]], channels) if site["bias"] else np.zeros(channels)
+    if bias is None:
+        return "the bias is not one value per output channel"
+    if conv.op == "Conv2D":
+        folded = w * scale
+    elif conv.op == "DepthwiseConv2dNative":
+        folded = w * scale.reshape(w.shape[2], w.shape[3])
+    else:
+        folded = w * (scale[:, None] if conv.attr["transpose_b"].b else scale)
+    weight = model.weight(f"{conv.name}/folded_filter", folded, dtype, like=filter_tensor)
+    conv.input[1] = weight
+    new_bias = model.weight(f"{conv.name}/folded_bias", bias * scale + shift, dtype, like=filter_tensor)
+    mul, add = site["nodes"][-2:]
+    if site["bias_node"]:  # the layer's own bias (a BiasAdd, or an Add that becomes one) takes the folded bias
+        node = model.nodes()[site["bias_node"]]
+    else:
+        node = model.graph_def.node.add(name=model.unique(f"{conv.name}/BiasAdd"))
+        node.attr["T"].type = dtype.as_datatype_enum
+    as_bias_add(node, conv.name, new_bias)
+    model.reroute(f"{add}:0", f"{node.name}:0")
+    model.remove([mul, add])
+    return None
+
+
+def _refusal(model: Model, conv, chain: list, users: dict) -> str | None:
+    if conv.op != "MatMul" and conv.attr["data_format"].s not in (b"", b"NHWC"):
+        return f"{conv.op} is channels-first ({conv.attr['data_format'].s.decode()}): folding writes NHWC biases"
+    if conv.op == "MatMul" and conv.attr["transpose_a"].b:
+        return "the MatMul transposes its input"
+    if not model.constant_valued(conv.input[1]) or model.weight_of(conv.input[1]) is None:
+        return f"the {conv.op}'s filter is not a weight (a constant or a variable read)"
+    if model.constant_valued(conv.input[0]):
+        return f"the {conv.op} computes on constants only"
+    for node in chain:
+        if model.has_control_edges(node.name):
+            return f"{node.name} has control edges"
+    return None
+
+
+def _filter(model: Model, site: dict) -> str:
+    return model.nodes()[site["contraction"]].input[1]
+
+
+def _channels(conv, w: np.ndarray) -> int:
+    if conv.op == "Conv2D":
+        return w.shape[-1]
+    if conv.op == "DepthwiseConv2dNative":
+        return w.shape[2] * w.shape[3]
+    return w.shape[0] if conv.attr["transpose_b"].b else w.shape[-1]
+
+
+def _per_channel(value: np.ndarray, channels: int) -> np.ndarray | None:
+    """A value broadcast along the last axis only ([C], [1, 1, 1, C] or a scalar) as a [C] vector."""
+    value = np.asarray(value, dtype=np.float64)
+    if value.ndim == 0 or value.size == 1:
+        return np.full(channels, float(value.reshape(-1)[0]))
+    if value.shape[-1] == channels and value.size == channels:
+        return value.reshape(channels)
+    return None
+
+
+def _is_vector(model: Model, tensor: str) -> bool:
+    shape = model.shape(tensor)
+    return shape is None or len([d for d in shape if d != 1]) <= 1
+
+
+def _only(users: dict, name: str):
+    """The one consumer of ``name``'s output, or None (several, none, or the model's output)."""
+    found = users.get(name) or []
+    return found[0][0] if len(found) == 1 and found[0][0] is not None else None
+
+
+def _other(node, source) -> str | None:
+    """The input of a binary op ``node`` that is not ``source``'s output (None if both are, or neither)."""
+    data = [i for i in node.input if not i.startswith("^")]
+    if len(data) != 2:
+        return None
+    own = [i for i in data if i.split(":")[0] == source.name and (":" not in i or i.endswith(":0"))]
+    if len(own) != 1:
+        return None
+    return data[1] if data[0] == own[0] else data[0]
+
+
+def _public(site: dict) -> dict:
+    return {"nodes": site["nodes"], "why": site.get("why")}

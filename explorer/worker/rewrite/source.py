@@ -1,0 +1,80 @@
+"""A loaded model as a rewritable copy (``source``), and a rewritten one written out (``write``).
+
+A GraphDef or a SavedModel is already one flat GraphDef in the worker (``models.imported``): its
+inputs, outputs and the variables its resource placeholders stand for. A .keras model is traced once
+into the same form (its calls inlined, its variables captured). The result is written as the model
+keeps its weights: a GraphDef (``model.pb``) when nothing is a variable any more (a frozen graph, or
+after ``freeze``), else a SavedModel (``savedmodel/``) whose one signature, ``serving_default``,
+runs the rewritten graph on variables holding the weights; outputs are named ``output_0``, ``output_1`` ...
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..models import imported
+from ..models.imported import GRAPH
+from .model import Model
+
+
+def source(spec, tf, shapes: dict[str, list[int]]) -> Model:
+    loaded = imported.load(spec, tf)
+    graph = getattr(loaded.body, GRAPH, None)
+    if graph is None:  # a .keras model: traced into a flat graph with its variables captured
+        graph = _traced(loaded, tf)
+    graph_def, feeds, outputs, handles = graph
+    copied = tf.compat.v1.GraphDef()
+    copied.CopyFrom(graph_def)
+    return Model(copied, list(feeds), list(loaded.inputs), list(outputs),
+                 {name.split(":")[0]: handle for name, handle in handles}, tf, shapes=dict(shapes))
+
+
+def _traced(loaded, tf):
+    from tensorflow.python.framework import convert_to_constants
+
+    specs = [tf.TensorSpec(shape, dtype, name=name) for name, shape, dtype in loaded.inputs]
+    concrete = tf.function(loaded.body).get_concrete_function(*specs)
+    graph_def = convert_to_constants._run_inline_graph_optimization(concrete, False, False)  # noqa: SLF001
+    captures = concrete.graph.captures
+    feeds = [t.name for t in concrete.inputs[:len(concrete.inputs) - len(captures)]]
+    return graph_def, feeds, [t.name for t in concrete.outputs], [(inner.name, outer) for outer, inner in captures]
+
+
+def write(model: Model, directory: str) -> dict:
+    """The model written under ``directory``: {"format", "path"}."""
+    os.makedirs(directory, exist_ok=True)
+    variables = model.variables()
+    if not variables:
+        path = os.path.join(directory, "model.pb")
+        with open(path, "wb") as handle:
+            handle.write(model.graph_def.SerializeToString())
+        return {"format": "graphdef", "path": path, "outputs": [t.split(":")[0] for t in model.outputs]}
+    path = os.path.join(directory, "savedmodel")
+    _saved_model(model, variables, path)
+    return {"format": "savedmodel", "path": path, "outputs": []}
+
+
+def _saved_model(model: Model, variables: list, path: str) -> None:
+    tf = model.tf
+    module = tf.Module()
+    module.weights_ = [tf.Variable(value, name="w") for _, value in variables]
+    placeholders = [name for name, _ in variables]
+    graph_def = tf.compat.v1.GraphDef()
+    graph_def.CopyFrom(model.graph_def)
+    fed = {f.split(":")[0] for f in model.feeds} | set(placeholders)
+    kept = [n for n in graph_def.node if not (n.op == "Placeholder" and n.name in fed)]
+    del graph_def.node[:]
+    graph_def.node.extend(kept)
+    specs = [tf.TensorSpec(shape, dtype, name=name) for name, shape, dtype in model.inputs]
+    feeds, outputs = list(model.feeds), list(model.outputs)
+
+    def serve(*args):
+        input_map = dict(zip([f if ":" in f else f + ":0" for f in feeds], args))
+        graph = tf.compat.v1.get_default_graph()
+        input_map.update({f"{name}:0": graph.capture(variable.handle)
+                          for name, variable in zip(placeholders, module.weights_)})
+        results = tf.graph_util.import_graph_def(graph_def, input_map=input_map, return_elements=outputs, name="")
+        return {f"output_{i}": tensor for i, tensor in enumerate(results)}
+
+    module.serve = tf.function(serve, input_signature=specs)
+    tf.saved_model.save(module, path, signatures={"serving_default": module.serve})

@@ -1,0 +1,143 @@
+"""Small models for the rewrite tests, and TensorFlow's own run of a model (the oracle), each in a process
+of its own.
+
+    python fix_models.py export DIR          # the models below, seeded non-zero weights and statistics
+    python fix_models.py run PATH...          # each model run directly by TensorFlow (no explorer code):
+                                              # its fused ops after Grappler and its outputs, as JSON
+
+Models: ``bn_cnn`` (Conv2D with a bias + batch norm + Relu, Conv2D without bias + batch norm + Relu6,
+DepthwiseConv2D + batch norm, Dense + batch norm) as a SavedModel and frozen as ``bn_cnn.pb``;
+``adds`` (a tf.Module: Conv2D and MatMul whose 1-D biases are added with ``+``, and a residual add
+of two convolutions, which is no bias); ``dense3d`` (Dense on a 3-D input: MatMul, Reshape, BiasAdd);
+``moments`` (a normalisation whose scale comes from the input's own moments: not a batch norm in
+inference, so nothing may fold it).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+SEED = 7
+
+
+def _nonzero(model, np):
+    rng = np.random.default_rng(1)
+    for weight in model.weights:
+        value = weight.numpy()
+        if "variance" in weight.path:
+            weight.assign(rng.uniform(0.5, 1.5, value.shape).astype(value.dtype))
+        elif "moving_mean" in weight.path or "beta" in weight.path:
+            weight.assign(rng.uniform(-0.3, 0.3, value.shape).astype(value.dtype))
+        elif "gamma" in weight.path:
+            weight.assign(rng.uniform(0.5, 2.0, value.shape).astype(value.dtype))
+        elif not np.any(value):
+            weight.assign(rng.uniform(0.1, 0.5, value.shape).astype(value.dtype))
+    return model
+
+
+def export(directory: str) -> None:
+    import keras
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+    keras.utils.set_random_seed(SEED)
+    layers = keras.layers
+    image = keras.Input((12, 12, 3), name="image")
+    x = layers.ReLU()(layers.BatchNormalization()(layers.Conv2D(8, 3, padding="same")(image)))
+    x = layers.ReLU(6.0)(layers.BatchNormalization()(layers.Conv2D(8, 1, use_bias=False)(x)))
+    x = layers.BatchNormalization()(layers.DepthwiseConv2D(3, padding="same")(x))
+    x = layers.Flatten()(layers.MaxPooling2D(4)(x))
+    x = layers.ReLU()(layers.BatchNormalization()(layers.Dense(6)(x)))
+    bn_cnn = _nonzero(keras.Model(image, layers.Dense(4)(x)), np)
+    bn_cnn.export(os.path.join(directory, "bn_cnn"), verbose=False)
+    concrete = tf.function(lambda t: bn_cnn(t, training=False)).get_concrete_function(
+        tf.TensorSpec([None, 12, 12, 3], tf.float32, name="image"))
+    with open(os.path.join(directory, "bn_cnn.pb"), "wb") as handle:
+        handle.write(convert_variables_to_constants_v2(concrete).graph.as_graph_def().SerializeToString())
+
+    tokens = keras.Input((5, 16), name="tokens")
+    dense3d = _nonzero(keras.Model(tokens, layers.Dense(4)(layers.Dense(12, activation="relu")(tokens))), np)
+    dense3d.export(os.path.join(directory, "dense3d"), verbose=False)
+
+    rng = np.random.default_rng(SEED)
+    module = tf.Module()
+    module.w1 = tf.Variable(rng.standard_normal((3, 3, 3, 8)).astype(np.float32))
+    module.b1 = tf.Variable(rng.uniform(0.1, 0.5, 8).astype(np.float32))
+    module.w2 = tf.Variable(rng.standard_normal((3, 3, 8, 8)).astype(np.float32))
+    module.w3 = tf.Variable(rng.standard_normal((3, 3, 8, 8)).astype(np.float32))
+    module.w4 = tf.Variable(rng.standard_normal((8, 5)).astype(np.float32))
+    module.b4 = tf.Variable(rng.uniform(0.1, 0.5, 5).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 10, 10, 3], tf.float32, name="image")])
+    def adds(t):
+        y = tf.nn.relu(tf.nn.conv2d(t, module.w1, 1, "SAME") + module.b1)  # a bias written as +
+        y = tf.nn.conv2d(y, module.w2, 1, "SAME") + tf.nn.conv2d(y, module.w3, 1, "SAME")  # a residual: no bias
+        return {"y": tf.nn.relu(tf.matmul(tf.reduce_mean(y, [1, 2]), module.w4) + module.b4)}
+
+    module.adds = adds
+    tf.saved_model.save(module, os.path.join(directory, "adds"), signatures={"serving_default": adds})
+
+    norm = tf.Module()
+    norm.w = tf.Variable(rng.standard_normal((3, 3, 3, 8)).astype(np.float32))
+    norm.gamma = tf.Variable(rng.uniform(0.5, 2.0, 8).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 10, 10, 3], tf.float32, name="image")])
+    def moments(t):
+        y = tf.nn.conv2d(t, norm.w, 1, "SAME")
+        mean, variance = tf.nn.moments(y, [0, 1, 2])
+        scale = norm.gamma * tf.math.rsqrt(variance + 1e-3)
+        return {"y": tf.nn.relu(y * scale + (0.1 - mean * scale))}
+
+    norm.moments = moments
+    tf.saved_model.save(norm, os.path.join(directory, "moments"), signatures={"serving_default": moments})
+
+
+def run(path: str) -> dict:
+    """TensorFlow alone: the model called once with run metadata on; its fused ops and its outputs."""
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow.python.eager import context
+
+    if os.path.isdir(path):
+        function = tf.saved_model.load(path).signatures["serving_default"]
+        (key, spec), = function.structured_input_signature[1].items()
+        shape, call = spec.shape, (lambda x: list(function(**{key: x}).values()))
+    else:
+        graph_def = tf.compat.v1.GraphDef()
+        with open(path, "rb") as handle:
+            graph_def.ParseFromString(handle.read())
+        placeholder = next(n for n in graph_def.node if n.op == "Placeholder")
+        consumed = {i.lstrip("^").split(":")[0] for n in graph_def.node for i in n.input}
+        outputs = [n.name + ":0" for n in graph_def.node if n.name not in consumed and n.op not in ("NoOp", "Const")]
+        wrapped = tf.compat.v1.wrap_function(lambda: tf.compat.v1.import_graph_def(graph_def, name=""), [])
+        pruned = wrapped.prune(wrapped.graph.get_tensor_by_name(placeholder.name + ":0"),
+                               [wrapped.graph.get_tensor_by_name(o) for o in outputs])
+        shape = [d.size for d in placeholder.attr["shape"].shape.dim]
+        call = tf.function(lambda x: pruned(x))
+    x = tf.constant(np.random.default_rng(0).standard_normal([2 if d is None or d < 0 else d for d in shape]),
+                    tf.float32)
+    ctx = context.context()
+    ctx.enable_run_metadata()
+    ctx.export_run_metadata()
+    out = call(x)
+    graphs = ctx.export_run_metadata().function_graphs
+    ctx.disable_run_metadata()
+    optimized = max(graphs, key=lambda g: len(g.post_optimization_graph.node)).post_optimization_graph
+    fused = collections.Counter()
+    for node in optimized.node:
+        if node.op.startswith(("_Fused", "_Mkl")):
+            ops = ",".join(s.decode() for s in node.attr["fused_ops"].list.s) if "fused_ops" in node.attr else ""
+            fused[f"{node.op}[{ops}]" if ops else node.op] += 1
+    return {"fused": dict(fused), "outputs": [np.asarray(t).tolist() for t in out]}
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "export":
+        export(sys.argv[2])
+    else:
+        print(json.dumps({path: run(path) for path in sys.argv[2:]}))

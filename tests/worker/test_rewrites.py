@@ -1,0 +1,148 @@
+"""Fixes as graph rewrites, each on small models made here, against TensorFlow's own run of the models.
+
+``fix_models.py`` exports the models (seeded non-zero weights and batch-norm statistics) and is the
+oracle: it runs the original and the fixed model directly with TensorFlow (no explorer code), giving
+their outputs on the same input and the fused ops of the fixed model's optimized graph. The engine's
+fix is run without timing (``measure=False``: the outputs are still compared in the worker), with oneDNN
+on (``TF_ENABLE_ONEDNN_OPTS=1``, so the tests hold on a CPU where it is off by default), and the oracle
+runs under the same setting.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from explorer.engine.uploads import spec_for_path
+
+SCRIPT = Path(__file__).resolve().parent / "fix_models.py"
+ONEDNN = {"TF_ENABLE_ONEDNN_OPTS": "1"}
+
+
+def _script(*args) -> str:
+    proc = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **ONEDNN})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("fix_models")
+    _script("export", str(directory))
+    return directory
+
+
+@pytest.fixture(scope="module")
+def fixed(engine, models, tmp_path_factory):
+    """{(model, fix): the engine's fix result}, each fixed model written under a folder of this module."""
+    out = tmp_path_factory.mktemp("fixed")
+    runs = {("bn_cnn", "fold-batchnorm"), ("bn_cnn.pb", "fold-batchnorm"), ("bn_cnn", "freeze"),
+            ("adds", "bias-add"), ("dense3d", "bias-before-reshape"), ("moments", "fold-batchnorm")}
+    return {(name, fix): engine.fix(spec_for_path(str(models / name)), {"env": ONEDNN}, apply=[fix], measure=False,
+                                    out=str(out / f"{name.replace('.', '_')}-{fix}"))
+            for name, fix in sorted(runs)}
+
+
+@pytest.fixture(scope="module")
+def oracle(models, fixed):
+    """{path: {"fused", "outputs"}} for every original and fixed model, from TensorFlow alone."""
+    paths = sorted({str(models / name) for name, _ in fixed} | {r["model_out"] for r in fixed.values()})
+    return json.loads(_script("run", *paths).splitlines()[-1])
+
+
+def fused_counts(fusions: list[dict]) -> dict:
+    return {row["fused"].replace(" [", "[").replace(", ", ","): row["count"] for row in fusions}
+
+
+def agrees_with_tensorflow(oracle, original: str, fixed: str) -> float:
+    a, b = oracle[original]["outputs"], oracle[fixed]["outputs"]
+    assert len(a) == len(b)
+    return max(float(np.max(np.abs(np.asarray(x) - np.asarray(y)))) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("name", ["bn_cnn", "bn_cnn.pb"])
+def test_fold_batchnorm_folds_every_batch_norm_and_keeps_the_result(models, fixed, oracle, name):
+    result = fixed[(name, "fold-batchnorm")]
+    (applied,) = result["applied"]
+    assert applied["fix"] == "fold-batchnorm" and applied["sites"] == 4 and applied["left"] == []
+    norms = [m for m in result["near_misses_ranked"] if m["kind"] == "batchnorm-as-arithmetic"]
+    # Every batch-norm near-miss is gone after (frozen, Grappler folds the bias-less conv's scale itself).
+    assert len(norms) >= 3 and all(m["fixed_by"] == ["fold-batchnorm"] for m in norms)
+    assert not [m for m in result["near_misses_left"] if m["kind"] == "batchnorm-as-arithmetic"]
+    assert result["within_tolerance"] and result["max_abs_diff"] <= result["tolerance"]
+    out = result["model_out"]
+    # A SavedModel keeps its weights as variables (a SavedModel again); a frozen graph stays a GraphDef.
+    assert (os.path.isdir(out) and (Path(out) / "variables").is_dir()) if name == "bn_cnn" else out.endswith(".pb")
+    assert agrees_with_tensorflow(oracle, str(models / name), out) < 1e-4
+    assert fused_counts(result["fusions_after"]) == oracle[out]["fused"]  # what TensorFlow itself fuses
+    # The activations after the folded batch norms join the convolutions and the Dense (stock and oneDNN).
+    assert {"_FusedConv2D[BiasAdd,Relu]", "_FusedConv2D[BiasAdd,Relu6]", "_FusedMatMul[BiasAdd,Relu]"} <= set(
+        fused_counts(result["fusions_after"]))
+    # The conv without a bias fuses too (frozen, with oneDNN, Grappler had already fused it with its shift).
+    assert result["fused_kernels_after"] >= result["fused_kernels_before"] + (name == "bn_cnn")
+    assert "use_bias=True" in applied["advice"]
+
+
+def test_freeze_turns_variables_into_constants(models, fixed, oracle):
+    result = fixed[("bn_cnn", "freeze")]
+    (applied,) = result["applied"]
+    assert applied["fix"] == "freeze" and applied["sites"] == len(applied["nodes"]) > 20
+    assert result["model_out"].endswith(".pb")  # nothing is a variable any more
+    assert agrees_with_tensorflow(oracle, str(models / "bn_cnn"), result["model_out"]) < 1e-4
+    assert fused_counts(result["fusions_after"]) == oracle[result["model_out"]]["fused"]
+
+
+def test_bias_add_rewrites_biases_only(models, fixed, oracle, engine):
+    result = fixed[("adds", "bias-add")]
+    (applied,) = result["applied"]
+    assert applied["sites"] == 2  # the conv's and the matmul's; the residual add of two convolutions is no bias
+    assert agrees_with_tensorflow(oracle, str(models / "adds"), result["model_out"]) < 1e-4
+    traced = engine.inspect(result["fixed_spec"], {"env": ONEDNN}, check_fixes=False)["stages"]["traced"]["nodes"]
+    ops = Counter(n["op"] for n in traced)
+    assert ops["BiasAdd"] == 2 and ops["AddV2"] == 1
+    assert fused_counts(result["fusions_after"]) == oracle[result["model_out"]]["fused"]
+
+
+def test_bias_before_reshape_moves_a_dense_layers_bias(models, fixed, oracle):
+    result = fixed[("dense3d", "bias-before-reshape")]
+    (applied,) = result["applied"]
+    assert applied["sites"] == 2 and len(applied["chains"]) == 2
+    assert not [m for m in result["near_misses_left"] if m["kind"] == "reshape-before-bias"]
+    assert agrees_with_tensorflow(oracle, str(models / "dense3d"), result["model_out"]) < 1e-4
+    after = fused_counts(result["fusions_after"])
+    assert after == oracle[result["model_out"]]["fused"]
+    assert sum(n for op, n in after.items() if op.startswith("_FusedMatMul")) == 2
+
+
+def test_a_normalisation_of_the_inputs_own_moments_is_not_folded(models, fixed, oracle):
+    result = fixed[("moments", "fold-batchnorm")]
+    (applied,) = result["applied"]
+    assert applied["sites"] == 0 and applied["advice"] == "nothing of this form in the model"
+    assert agrees_with_tensorflow(oracle, str(models / "moments"), result["model_out"]) < 1e-5
+
+
+def test_per_op_time_comes_from_the_executed_graph_and_ranks_the_near_misses(engine, models, fixed):
+    from explorer.analysis import op_time
+
+    spec, config = spec_for_path(str(models / "bn_cnn")), {"env": ONEDNN}
+    result, profile = engine.inspect(spec, config), engine.profile(spec, config, calls=5)
+    executed = {n["name"]: n["op"] for n in result["stages"]["executed"]["nodes"]}
+    assert profile["calls"] == 5 and profile["call_ms"] > 0
+    assert profile["nodes"] and all(executed[name] == entry["op"] for name, entry in profile["nodes"].items())
+    convolutions = [name for name, op in executed.items() if "Conv2D" in op]
+    assert convolutions and all(profile["nodes"][name]["ms"] > 0 for name in convolutions)  # every conv ran, timed
+    timed = op_time.attach(result, profile)["report"]
+    times = timed["op_time"]["nodes"]
+    for miss in timed["near_misses"]:
+        assert miss["time_ms"] == pytest.approx(sum(times.get(n, 0.0) for n in miss["nodes"]))
+        assert miss["share"] == pytest.approx(miss["time_ms"] / timed["op_time"]["total_ms"])
+    ranked = [m["time_ms"] for m in fixed[("bn_cnn", "fold-batchnorm")]["near_misses_ranked"]]
+    assert ranked == sorted(ranked, reverse=True) and ranked[0] > 0
