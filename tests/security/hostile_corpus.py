@@ -59,10 +59,12 @@ def _while(name: str, body: str) -> str:
 def _branching(op: str, condition: str) -> str:
     """An If (then f, else g) or a Case (branches g, f) over x."""
     if op == "If":
-        funcs = 'attr { key: "then_branch" value { func { name: "f" } } } attr { key: "else_branch" value { func { name: "g" } } }'
+        funcs = ('attr { key: "then_branch" value { func { name: "f" } } } '
+                 'attr { key: "else_branch" value { func { name: "g" } } }')
     else:
         funcs = 'attr { key: "branches" value { list { func { name: "g" } func { name: "f" } } } }'
-    types = ('attr { key: "Tin" value { list { type: DT_FLOAT } } } attr { key: "Tout" value { list { type: DT_FLOAT } } }'
+    types = ('attr { key: "Tin" value { list { type: DT_FLOAT } } } '
+             'attr { key: "Tout" value { list { type: DT_FLOAT } } }'
              + (' attr { key: "Tcond" value { type: DT_FLOAT } }' if op == "If" else ""))
     return node("y", op, condition, "x", attrs=f"{types} {funcs}")
 
