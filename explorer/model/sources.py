@@ -12,8 +12,9 @@ worker its builder, the CLI its reader, the page its input), so this table impor
     parse     (data: dict) -> spec                 the JSON spec ({"<id>": ...}) checked, or SpecError naming the field
     cli_read  (args) -> dict | None                inspect/bench's options as the JSON spec; None when they pick
                                                    another source (SpecError for options that contradict)
-    builder   module with build(spec, tf) -> (body, input names), make_inputs(spec, tf), input_dtype(spec,
-              name, tf), and optionally describe(spec, tf) (what the user may choose, e.g. signatures)
+    builder   module with build(spec, tf) -> (body, input names) and make_inputs(spec, tf); input_dtype(spec,
+              name, tf) for a source the simulated GPU builds; optionally describe(spec, tf) (what the user
+              may choose, e.g. signatures) and unknown_dims(spec, tf) (inputs with a dimension left open)
     repro     (spec, config) -> [ReproFile]        the files that rebuild the model elsewhere (None: none)
     page      () -> (data | None, [problem])       the sidebar's input for it (None: not offered in the page)
 
