@@ -68,8 +68,8 @@ def load_result(model: str | None, tmp: str) -> dict:
 
 def draw(result: dict, view: str, browser_page) -> dict[str, float]:
     from explorer.model.graph import Graph
-    from explorer.present.dot import to_svg
-    from explorer.ui import linked
+    from explorer.present.svg import to_svg
+    from explorer.present import linked
     from explorer.ui.cached import _drawn_pair
 
     started = time.perf_counter()

@@ -1,29 +1,22 @@
-"""Neutral graph (+ a diff overlay) -> DOT text; DOT -> SVG. The only module that imports pydot.
+"""Neutral graph (+ a diff overlay) -> DOT text (``svg.to_svg`` lays it out).
 
 DOT ids are synthetic (n0, n1 ... in graph order; m0 ... for inputs that name a missing node):
 TF names never reach DOT as ids, because pydot reads ``a:1`` as a node:port reference and
 ``^a`` as a name. Names appear only inside HTML-like labels (escaped here) and tooltips.
 Every string attribute is quoted here rather than by pydot, which does not escape backslashes.
 
-``to_dot`` needs no Graphviz binary (the page renders DOT in the browser); ``to_svg`` runs
-``dot`` for downloads.
+``to_dot`` needs no Graphviz binary (the page can render DOT in the browser).
 """
 
 from __future__ import annotations
 
-import logging
-import shutil
-import subprocess
 from dataclasses import dataclass
 
 import pydot
 
 from ..analysis.fusion import CONST_OPS, is_fused_node
-from ..errors import ExplorerError
 from ..model.graph import BOILERPLATE_OPS, INPUT_OPS, TRANSFER_OPS, Edge, Graph, Node
 from .dot_text import css_name, html_id, html_text, quoted, shorten, visible
-
-log = logging.getLogger(__name__)
 
 # Folded by fold_boilerplate. _Arg and _Retval stay: they are the function's inputs and outputs,
 # few, and they anchor the picture.
@@ -380,26 +373,3 @@ def legend_dot() -> str:
 def legend() -> list[dict[str, str]]:
     """LEGEND as plain rows (status, fill, border, meaning) for a table or markdown."""
     return [{"status": s.status, "fill": s.fill, "border": s.border, "meaning": s.meaning} for s in LEGEND]
-
-
-# ---- SVG -----------------------------------------------------------------------------------
-
-def to_svg(dot_text: str, *, timeout: float = 30.0, dot_binary: str = "dot") -> str:
-    """Run Graphviz ``dot -Tsvg``; ExplorerError if it is missing, fails or takes too long."""
-    exe = shutil.which(dot_binary)
-    if exe is None:
-        raise ExplorerError(
-            f"Graphviz '{dot_binary}' was not found, so the graph cannot be exported as SVG; "
-            "install the graphviz package (apt-get install graphviz) or download the DOT text instead."
-        )
-    try:
-        done = subprocess.run([exe, "-Tsvg"], input=dot_text.encode("utf-8"), capture_output=True, timeout=timeout,
-                              check=False)
-    except subprocess.TimeoutExpired:
-        raise ExplorerError(f"Graphviz took more than {timeout:g} s to lay out the graph; try folding boilerplate.") from None
-    if done.returncode != 0:
-        message = done.stderr.decode("utf-8", "replace").strip()
-        raise ExplorerError(f"Graphviz could not render the graph: {message[:500] or f'exit code {done.returncode}'}")
-    if done.stderr:
-        log.debug("dot: %s", done.stderr.decode("utf-8", "replace").strip())
-    return done.stdout.decode("utf-8")

@@ -2,7 +2,7 @@
 
 A fused node on the after side is linked to every node it absorbed on the before side (and its
 cluster), a node that kept its name to its namesake. The drawings are Graphviz SVGs made by
-``present.dot.to_svg`` from ``present.dot.to_dot`` with id prefixes "b-" (before) and "a-" (after), so a
+``present.svg.to_svg`` from ``present.dot.to_dot`` with id prefixes "b-" (before) and "a-" (after), so a
 node's element id is ``present.dot.html_id(name, prefix)``. The links travel as JSON of those ids
 (ids are ``[A-Za-z0-9_-]`` only; labels are set with ``textContent``), with ``<``, ``>`` and
 ``&`` escaped so that nothing in it can close the script.

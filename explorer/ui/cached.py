@@ -172,7 +172,7 @@ def stage_ops(result_key: str, _result: dict) -> dict:
 
 @st.cache_data(show_spinner=False, max_entries=128)
 def svg(dot: str) -> str:
-    """Graphviz's SVG of a DOT text (present.dot.to_svg); raises ExplorerError when ``dot`` is missing or fails."""
-    from ..present.dot import to_svg
+    """Graphviz's SVG of a DOT text (present.svg.to_svg); raises ExplorerError when ``dot`` is missing or fails."""
+    from ..present.svg import to_svg
 
     return to_svg(dot)

@@ -14,7 +14,8 @@ import pytest
 
 from explorer.analysis import xla_fusion
 from explorer.present import hlo_dot
-from explorer.present.dot import html_id, to_svg
+from explorer.present.dot import html_id
+from explorer.present.svg import to_svg
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:pydot")
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "xla"

@@ -7,7 +7,8 @@ import re
 
 from explorer.analysis.diff import diff_graphs
 from explorer.model.graph import Edge, Graph, Node
-from explorer.present.dot import html_id, to_dot, to_svg
+from explorer.present.dot import html_id, to_dot
+from explorer.present.svg import to_svg
 from explorer.present import linked
 
 EVIL = '</script><script>alert("x")</script>&<b>'

@@ -21,8 +21,8 @@ from explorer.present.dot import (
     node_label,
     node_tooltip,
     to_dot,
-    to_svg,
 )
+from explorer.present.svg import to_svg
 
 # pydot's parser uses pyparsing names that newer pyparsing deprecates; not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:pydot")
