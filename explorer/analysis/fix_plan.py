@@ -10,7 +10,7 @@ near-misses of the model as imported are gone from each copy: the chains that fi
 from __future__ import annotations
 
 from ..errors import SpecError
-from .model_report import layer_of
+from .model_report import layer_of, shared_scope
 
 # fix -> the near-miss kinds it rewrites (freeze: none in particular; it applies to any model with variables)
 FIXES = {
@@ -76,23 +76,22 @@ def chain_of(miss: dict) -> dict:
             **({"time_ms": miss["time_ms"], "share": miss["share"]} if "time_ms" in miss else {})}
 
 
-def layers(misses: list[dict], limit: int = 6) -> str:
-    """'conv1, block_1_expand (and 30 more)': the layers of some near-misses, without their shared scope."""
+def layers(misses: list[dict], scope: str = "", limit: int = 6) -> str:
+    """'conv1, block_1_expand (and 30 more)': the layers of some near-misses, without ``scope`` (the one the
+    model's near-misses all share, ``model_report.shared_scope``)."""
     names = list(dict.fromkeys(layer_of(m["nodes"][0]) for m in misses))
-    if not names:
-        return ""
-    parts = [n.split("/") for n in names]
-    common = 0
-    while len(names) > 1 and all(len(p) > common + 1 and p[common] == parts[0][common] for p in parts):
-        common += 1
-    short = ["/".join(p[common:]) for p in parts]
+    short = [n[len(scope):] if scope and n.startswith(scope) else n for n in names]
     more = f" (and {len(short) - limit} more)" if len(short) > limit else ""
     return ", ".join(short[:limit]) + more
 
 
-def advice(fix: str, chains: list[dict], keras: bool = True) -> str:
+def scope_of(misses: list[dict]) -> str:
+    return shared_scope([layer_of(m["nodes"][0]) for m in misses])
+
+
+def advice(fix: str, chains: list[dict], scope: str = "", keras: bool = True) -> str:
     """The sentence a user acts on for one applied fix: where, in their own code, to make the change."""
-    where = layers(chains)
+    where = layers(chains, scope)
     at = f" ({where})" if where else ""
     if fix == "fold-batchnorm":
         return (f"Fold each batch norm into the layer before it when you export for inference{at}: "

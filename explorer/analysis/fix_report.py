@@ -10,7 +10,7 @@ the bootstrap interval of one process).
 
 from __future__ import annotations
 
-from .fix_plan import advice, chain_of, resolved
+from .fix_plan import advice, chain_of, resolved, scope_of
 from .model_report import tensor_bytes
 from .op_time import IDLE_OPS, ranked
 from .replicated import replicated_speedup
@@ -66,6 +66,7 @@ def assemble(before: dict, variants: list[dict], fixed: dict[str, dict], bench: 
         return out
 
     together = entry("all")
+    scope = scope_of(misses)
     applied = []
     for record in by_name["all"]["records"]:
         alone = fixed.get(record["fix"]) if record["fix"] in fixed else fixed["all"]
@@ -73,7 +74,7 @@ def assemble(before: dict, variants: list[dict], fixed: dict[str, dict], bench: 
         nodes = sorted({n for site in record["sites"] for n in site["nodes"]})
         applied.append({"fix": record["fix"], "chains": [chain_of(m) for m in chains], "nodes": nodes,
                         "sites": len(record["sites"]), "left": record["left"],
-                        "advice": advice(record["fix"], chains) if record["sites"] else
+                        "advice": advice(record["fix"], chains, scope) if record["sites"] else
                         "nothing of this form in the model"})
     per_fix = [dict(entry(v["name"]), fix=v["name"]) for v in variants if v["name"] != "all"]
     if not per_fix and variants[0]["fixes"]:  # one fix: alone is all together

@@ -30,6 +30,20 @@ def layer_of(name: str) -> str:
     return scope or name
 
 
+def shared_scope(layers: list[str]) -> str:
+    """The name scope every one of ``layers`` sits in ('StatefulPartitionedCall/functional_1/' for a Keras 3
+    SavedModel), which tables and sentences leave out: each layer keeps its own last part. '' for one layer."""
+    if len(set(layers)) < 2:
+        return ""
+    parts = [layer.split("/")[:-1] for layer in layers]
+    common = []
+    for column in zip(*parts):
+        if len(set(column)) != 1:
+            break
+        common.append(column[0])
+    return "/".join(common) + "/" if common else ""
+
+
 def tensor_bytes(node: Node | None) -> int | None:
     """Bytes of a node's first output from its recorded shape and dtype; None when either is unknown."""
     if node is None or not node.shape.startswith("[") or node.dtype not in ITEMSIZE:

@@ -9,6 +9,7 @@
     python -m explorer inspect|bench --model PATH [--signature NAME] [--dim N] [--output NODE ...] [same options]
     python -m explorer matrix --presets P1,P2,... --vary NAME=V1,V2 [--vary ...] [--device ...] [--bench]
                               [--ray ADDRESS|local] [--json|--csv]
+    python -m explorer fix --model PATH [--apply NAME,...] [--env ...] [--processes N] [--out PATH] [--json]
 
 PRESET is a preset id, or ``chain`` with ``--chain FIELD=VALUE`` options for a custom op chain.
 Scripts rely on these names and options: keep them stable.
@@ -143,6 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "stacks":
         return _stacks(args.name, args.layers)
+    if args.command == "fix":
+        from . import fix
+
+        return fix.run(args)
     if args.command == "matrix":
         try:
             return _matrix(args)

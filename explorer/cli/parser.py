@@ -11,6 +11,7 @@ import argparse
 from ..model import compilers
 from ..model.limits import PASS_GRAPHS_AUTO_NODES
 from ..model.sources import sources
+from . import fix
 
 
 class Parser(argparse.ArgumentParser):
@@ -54,6 +55,7 @@ def make_parser() -> argparse.ArgumentParser:
             p.add_argument("--processes", type=int, default=1, metavar="N",
                            help="run the benchmark in N fresh worker processes, one after another, for a speedup "
                                 "whose interval includes process-to-process variation (default 1: the quick run)")
+    fix.add_parser(sub)
     p = sub.add_parser("matrix", help="what-if matrix: presets × every combination of varied settings")
     p.add_argument("--presets", required=True, metavar="P1,P2,...", help="preset ids, comma-separated")
     p.add_argument("--vary", action="append", default=[], metavar="NAME=V1,V2",

@@ -16,7 +16,7 @@ from collections import Counter
 
 import streamlit as st
 
-from ..analysis.model_report import layer_of
+from ..analysis.model_report import layer_of, shared_scope
 
 KINDS = {  # a near-miss's kind, in words
     "reshape-before-bias": "Reshape between contraction and bias",
@@ -38,19 +38,9 @@ def _mib(nbytes: int | None) -> str:
 
 
 def scope_prefix(report: dict) -> str:
-    """The name scope every layer of the report shares ('StatefulPartitionedCall/functional_1/' for a Keras 3
-    SavedModel), which the tables leave out of their layer columns: each layer keeps its own last part."""
+    """The name scope every layer of the report shares, which the tables leave out of their layer columns."""
     layers = [layer for r in report.get("fusions") or [] for layer in r["layers"]]
-    layers += [layer_of(m["nodes"][0]) for m in report.get("near_misses") or []]
-    if len(layers) < 2:
-        return ""
-    parts = [layer.split("/")[:-1] for layer in layers]
-    common = []
-    for column in zip(*parts):
-        if len(set(column)) != 1:
-            break
-        common.append(column[0])
-    return "/".join(common) + "/" if common else ""
+    return shared_scope(layers + [layer_of(m["nodes"][0]) for m in report.get("near_misses") or []])
 
 
 def _short(name: str, prefix: str) -> str:

@@ -28,6 +28,12 @@ def run_script(*args, env=None) -> str:
 
 
 @pytest.fixture(scope="session")
+def script():
+    """``networks.py`` run with arguments in a process of its own: its output (``run_script``)."""
+    return run_script
+
+
+@pytest.fixture(scope="session")
 def networks(tmp_path_factory) -> Path:
     directory = tmp_path_factory.mktemp("networks")
     run_script("export", str(directory))

@@ -43,6 +43,11 @@ def test_presets_lists_every_preset_and_the_coverage():
     (["bench", "matmul_bias_relu", "--reps", "1"], "reps"),
     (["bench", "matmul_bias_relu", "--device", "gpu-sim"], "nothing to time"),
     (["inspect"], "required"),
+    (["fix"], "the following arguments are required: --model"),
+    (["fix", "--model", "no/such/dir"], "no such file or directory"),
+    (["fix", "--model", str(ROOT / "README.md"), "--apply", "fold"], "--apply: no fix 'fold'; the fixes are"),
+    (["fix", "--model", str(ROOT / "README.md"), "--device", "gpu-sim"], "--device: 'gpu-sim'"),
+    (["fix", "--model", str(ROOT / "README.md"), "--processes", "0"], "processes"),
 ])
 def test_bad_arguments_exit_non_zero_with_one_line(args, words):
     out = run(*args)
