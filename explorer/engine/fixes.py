@@ -23,6 +23,7 @@ from ..analysis import fix_plan, fix_report, op_time
 from ..errors import SpecError
 from ..model.flags import Config
 from ..model.imported import ImportSpec
+from ..model.sources import source_of
 from ..model.spec import resolve
 from .uploads import spec_for_path
 
@@ -32,7 +33,7 @@ ORIGINAL = "as imported"
 def run(engine, spec, config=None, *, apply: list[str] | None = None, out: str | None = None, processes: int = 3,
         reps: int = 30, warmup: int = 3, max_seconds: float = 30.0, measure: bool = True, on_progress=None) -> dict:
     spec, config = resolve(spec), Config.coerce(config)
-    if not isinstance(spec, ImportSpec):
+    if "fix" not in source_of(spec).offers:  # model.sources: the sources whose graph a fix may rewrite
         raise SpecError("model", "fixes rewrite an imported model: give --model PATH (GraphDef, SavedModel, .keras)")
     if measure:
         processes = engine.check_bench_options(reps, warmup, max_seconds, processes)

@@ -35,7 +35,7 @@ from .hooks import hook
 # What the page offers for a model (tabs are the page's ui.tabs; the rest are actions):
 # "graphs", "why" (the pattern's checklist or the whole-model report), "report" (a tab of its own),
 # "passes", "bench", "sweep", "log", "matrix" and each compiler's tab; "export" (repro files and a
-# bug-report bundle), "pin" (what-if).
+# bug-report bundle), "pin" (what-if), "fix" (the near-misses' fixes as rewrites of its graph: engine.fix).
 EVERYTHING = frozenset({"graphs", "why", "passes", "bench", "sweep", "log", "matrix", "compilers", "export", "pin"})
 
 
@@ -121,7 +121,7 @@ SOURCES: tuple[Source, ...] = (
                                       "a GraphDef's output node (repeatable; default: the nodes nothing consumes)"},
                       own=True)),
            page="explorer.ui.upload:model_input", offers=frozenset({"graphs", "report", "passes", "bench", "log",
-                                                                    "compilers"}),
+                                                                    "compilers", "fix"}),
            simulated=False),
 )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from ..errors import SpecError
-from ..model.imported import ImportSpec
+from ..model.sources import source_of
 from ..model.spec import resolve
 from . import models, rewrite
 from .grappler import traced_shapes
@@ -21,7 +21,7 @@ from .runtime import Runtime
 
 def run(rt: Runtime, request: dict) -> dict:
     spec = resolve(request["spec"])
-    if not isinstance(spec, ImportSpec):
+    if "fix" not in source_of(spec).offers:  # model.sources: the sources whose graph a fix may rewrite
         raise SpecError("model", "fixes rewrite an imported model (a GraphDef, SavedModel or .keras file)")
     out_dir = request.get("out_dir")
     if not isinstance(out_dir, str) or not os.path.isdir(out_dir):

@@ -24,7 +24,7 @@ CALLERS = {"spec_type": "explorer.model", "parse": "explorer.model", "builder": 
            "cli_read": "explorer.cli", "repro": "explorer.present", "page": "explorer.ui",
            "worker_inspect": "explorer.worker", "worker_bench": "explorer.worker", "annotate": "explorer.engine",
            "annotate_bench": "explorer.engine", "text": "explorer.cli", "bench_text": "explorer.cli"}
-ACTIONS = {"export", "pin", "compilers"}
+ACTIONS = {"export", "pin", "compilers", "fix"}
 
 
 def hooks(table) -> list[tuple[str, str, str]]:
