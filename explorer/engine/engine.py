@@ -20,6 +20,7 @@ from ..model import compilers
 from ..model.devices import refuse_simulated
 from ..model.hooks import hook
 from ..model.flags import Config
+from ..model.limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_SWEEP_POINTS, MAX_WARMUP  # noqa: F401
 from ..model.results import BenchResult, InspectResult, SweepResult
 from ..model.sources import source_of
 from ..model.spec import resolve
@@ -28,12 +29,7 @@ from .admission import HOST, AdmissionQueue
 from .cache import DEFAULT_CACHE_DIR, ResultCache, inspect_key
 from .runner import Limits, Pool, WorkerProcess
 
-# Bounds a request must stay within; the page and the CLI state them.
-MAX_REPS = 2000
-MAX_WARMUP = 200
-MAX_BENCH_SECONDS = 300.0
-MAX_SWEEP_POINTS = 12
-MAX_PROCESSES = 20  # fresh worker processes of one replicated benchmark (pyperf's default for CPython)
+# Bounds a request must stay within are in model.limits (MAX_REPS ...), importable from here too.
 MAX_PROFILE_CALLS = 200  # profiled calls of one per-op time request
 
 

@@ -13,6 +13,13 @@ MAX_MODEL_BYTES = 2 << 30
 # and comparing, ~30 dumps of a 1,500-node network is a large share of a warm import's first graphs.
 PASS_GRAPHS_AUTO_NODES = 500
 
+# Bounds of a benchmark request (the engine checks them; the page, the command line and an experiment state them).
+MAX_REPS = 2000
+MAX_WARMUP = 200
+MAX_BENCH_SECONDS = 300.0
+MAX_SWEEP_POINTS = 12
+MAX_PROCESSES = 20  # fresh worker processes of one replicated benchmark (pyperf's default for CPython)
+
 
 def bytes_text(n: float) -> str:
     """'512 MiB', '3.6 TiB': a size in the unit a reader takes in at once."""

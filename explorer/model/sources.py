@@ -17,6 +17,10 @@ worker its builder, the CLI its reader, the page its input), so this table impor
               may choose, e.g. signatures) and unknown_dims(spec, tf) (inputs with a dimension left open)
     repro     (spec, config) -> [ReproFile]        the files that rebuild the model elsewhere (None: none)
     page      () -> (data | None, [problem])       the sidebar's input for it (None: not offered in the page)
+    page_load (data) -> None                       put a model of this source into the sidebar's session state
+                                                   (a link, an experiment file, a matrix cell: ``ui.link``)
+    link      object with keys, to_query, from_query   how the model is written in a page link (``links.py``;
+                                                   None: as its JSON, ``<id>={...}``)
 
 Adding a source: one module with its spec class and hooks, and one line here. ``EXPLORER_SOURCES``
 ("module:attribute,..." naming more ``Source`` objects) adds sources without editing this file; it is
@@ -70,6 +74,8 @@ class Source:
     cli_options: tuple[CliOption, ...] = ()
     repro: str | None = None
     page: str | None = None
+    page_load: str | None = None
+    link: str | None = None
     offers: frozenset = EVERYTHING
     checklist: bool = False  # the verdict's checklist reads it (one op chain); else the whole-model report
     simulated: bool = True  # the simulated GPU builds it
@@ -90,20 +96,23 @@ SOURCES: tuple[Source, ...] = (
            "explorer.cli.model_args:read_preset", "PRESET",
            (CliOption(("preset",), {"nargs": "?", "help": "a preset id (see `presets`), or 'chain' with --chain "
                                     "options; leave it out with --spec or --model"}), PARAMS_OPTION),
-           repro="explorer.present.repro:chain_files", page="explorer.ui.model_input:preset_input", checklist=True),
+           repro="explorer.present.repro:chain_files", page="explorer.ui.model_input:preset_input",
+           page_load="explorer.ui.model_input:load_preset", link="explorer.model.links:PRESET", checklist=True),
     Source("chain", "my own op chain", "a chain built from parts: contraction, bias, norm, activation",
            "explorer.model.spec:ModelSpec", "explorer.model.spec:parse_model", "explorer.worker.models.chain",
            "explorer.cli.model_args:read_chain", "PRESET 'chain'",
            (CliOption(("--chain",), {"action": "append", "default": [], "metavar": "FIELD=VALUE",
                                      "help": "with PRESET 'chain': contraction, bias, norm, activation, squeeze, "
                                              "side_add"}, own=True),),
-           repro="explorer.present.repro:chain_files", page="explorer.ui.model_input:chain_input", checklist=True),
+           repro="explorer.present.repro:chain_files", page="explorer.ui.model_input:chain_input",
+           page_load="explorer.ui.model_input:load_chain", link="explorer.model.links:CHAIN", checklist=True),
     Source("stack", "a layer stack", "a small Keras model written as JSON (ResNet, MobileNet and Transformer "
            "blocks ready)", "explorer.model.stack:StackSpec", "explorer.model.stack:parse_stack",
            "explorer.worker.models.stack", "explorer.cli.model_args:read_stack", "--spec FILE.json",
            (CliOption(("--spec",), {"metavar": "FILE.json",
                                     "help": "a layer stack (JSON; `stacks NAME` prints one to start from)"}),),
-           repro="explorer.present.repro:stack_files", page="explorer.ui.stack_editor:editor"),
+           repro="explorer.present.repro:stack_files", page="explorer.ui.stack_editor:editor",
+           page_load="explorer.ui.stack_editor:load", link="explorer.model.links:STACK"),
     Source("import", "an imported model", "your own file: a GraphDef, a SavedModel or a .keras model",
            "explorer.model.imported:ImportSpec", "explorer.model.imported:parse_import",
            "explorer.worker.models.imported", "explorer.cli.model_args:read_import", "--model PATH",
@@ -120,8 +129,9 @@ SOURCES: tuple[Source, ...] = (
             CliOption(("--output",), {"action": "append", "default": [], "metavar": "NODE", "help": "with --model, "
                                       "a GraphDef's output node (repeatable; default: the nodes nothing consumes)"},
                       own=True)),
-           page="explorer.ui.upload:model_input", offers=frozenset({"graphs", "report", "passes", "bench", "log",
-                                                                    "compilers", "fix"}),
+           page="explorer.ui.upload:model_input", page_load="explorer.ui.upload:load",
+           link="explorer.model.links:IMPORT",
+           offers=frozenset({"graphs", "report", "passes", "bench", "log", "compilers", "fix"}),
            simulated=False),
 )
 

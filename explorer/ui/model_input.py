@@ -11,7 +11,7 @@ import streamlit as st
 from ..errors import SpecError
 from ..model.catalog import PRESETS
 from ..model.chain import ACTIVATION_LABELS, ACTIVATIONS, BIASES, CONTRACTIONS, NORMS, Chain
-from ..model.spec import MAX_DIM, MAX_MODEL_BYTES, MAX_TENSOR_BYTES, PARAMS
+from ..model.spec import MAX_DIM, MAX_MODEL_BYTES, MAX_TENSOR_BYTES, PARAMS, resolve
 from . import state
 
 CONTRACTION_LABELS = {"MatMul": "MatMul", "BatchMatMulV2": "BatchMatMul", "Conv2D": "Conv2D",
@@ -43,6 +43,24 @@ def chain_input() -> tuple[dict, list[str]]:
         st.error(str(exc))
         problems.append(str(exc))
     return {"chain": chain.to_dict(), "params": _params(chain, "chain")}, problems
+
+
+def load_preset(data: dict) -> None:
+    """Put a preset and its sizes into the sidebar's state (a link, an experiment file, a matrix cell)."""
+    spec = resolve(data)
+    st.session_state[state.MODE], st.session_state[state.PRESET] = "preset", spec.preset
+    for name, value in spec.params:
+        st.session_state[state.param_key(spec.preset, name)] = value
+
+
+def load_chain(data: dict) -> None:
+    """Put an op chain and its sizes into the sidebar's state."""
+    spec = resolve(data)
+    st.session_state[state.MODE] = "chain"
+    for name in state.CHAIN_FIELDS:
+        st.session_state[state.chain_key(name)] = getattr(spec.chain, name)
+    for name, value in spec.params:
+        st.session_state[state.param_key("chain", name)] = value
 
 
 def _chain_builder() -> Chain:

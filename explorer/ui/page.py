@@ -6,20 +6,24 @@ import streamlit as st
 
 from ..errors import ExplorerError
 from ..present.machine import gpu_words
-from . import cached, frame, sidebar, state, tabs, upload, whatif, why
+from . import cached, frame, link, sidebar, state, tabs, upload, whatif, why
 
 
 def render(engine) -> None:
     """The page, run on ``engine`` (the server's live Engine; a test may give a ReplayEngine). Every panel
     that asks the engine for something is handed it."""
     state.init()
+    link.bind()  # a link opened (or Back/Forward): its experiment, before any widget draws
     st.session_state[state.ENGINE] = engine  # for a test to look at what the page showed; panels are handed it
     frame.header()
     problem = state.server_env_defaults()[1]
     if problem:
         st.warning(f"The server's default flags are ignored: {problem}", icon=":material/settings:")
+    if link.ignored_note():
+        st.warning(link.ignored_note(), icon=":material/link_off:")
     fingerprint = _fingerprint(engine)
     choice = sidebar.render(fingerprint)
+    link.sync(choice.spec)  # the address bar holds what is on screen (a history entry when it changed)
     if not choice.ready:
         for problem in choice.problems:
             st.error(problem)

@@ -35,6 +35,17 @@ def _load_example() -> None:
     st.session_state[state.STACK_TEXT] = new
 
 
+def load(data: dict) -> None:
+    """Put a layer stack into the sidebar's state (a link, an experiment file): its JSON as the editor's text."""
+    stack = data["stack"]
+    text = to_text(stack)
+    st.session_state[state.MODE] = "stack"
+    st.session_state[state.STACK_TEXT] = st.session_state[state.STACK_SAVED] = text
+    for name in stack_examples.NAMES:
+        if stack_examples.example(name) == stack:
+            st.session_state[state.STACK_EXAMPLE] = name
+
+
 def _undo() -> None:
     previous = st.session_state.get(state.STACK_UNDO)
     if previous is not None:

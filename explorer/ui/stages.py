@@ -13,7 +13,7 @@ from ..model.graph import STAGES
 from ..model.sources import source_for_data
 from ..present.dot import EDGE_LEGEND, LEGEND
 from ..present.linked import link_groups
-from . import cached, graph_views, linked, state
+from . import cached, graph_views, link, linked, state
 
 PAIRS = {
     "traced->optimized": "traced → after Grappler",
@@ -35,6 +35,7 @@ def panel(result: dict) -> None:
     if len(pairs) > 1:
         pair = top_left.radio("Stages to compare", pairs, key=state.STAGE_PAIR, horizontal=True,
                               format_func=PAIRS.get, help=PAIR_HELP)
+        link.write_stages(pair)  # a fragment's run: the link is written from here
     else:  # a radio with one option reads as a broken control
         pair = pairs[0]
         top_left.markdown(f"**Stages compared:** {PAIRS[pair]}" + (

@@ -27,6 +27,12 @@ UPLOAD_DIR = "model.upload_dir"  # this session's own temporary directory for up
 SIGNATURE = "model.import.signature"  # a SavedModel's signature (None: the one the model is run with by default)
 IMPORT_INFO = "model.import.info"  # {content digest: the worker's model_info (inputs, signatures)} of this session
 UNKNOWN_DIM = "model.import.unknown_dim"  # the value of the model's unknown dimensions
+# The session's imported model, kept apart from the uploader's widget (whose state Streamlit drops on a run that
+# does not draw it, such as a look at a preset): {"digest", "format", "name", "path", options}, or None.
+IMPORT_KEPT = "model.import.kept"
+# A model a link or an experiment file names by digest that this session does not hold yet: its public JSON, or None.
+IMPORT_WANTED = "model.import.wanted"
+IMPORT_SEEN = "model.import.upload_seen"  # the uploader's file last taken (its file_id): a new one replaces the kept
 PRESET = "model.preset"
 STACK_EXAMPLE = "model.stack.example"  # the ready stack "Start from it" loads
 STACK_TEXT = "model.stack.text"  # the stack's JSON as the user typed it (kept as typed, even when invalid)
@@ -59,6 +65,14 @@ def env_key(name: str) -> str:
 def switch_key(name: str) -> str:
     return f"config.grappler.{name}"
 
+
+# What the page shows (ui/link.py reads and writes them with the link; model/experiment.py is their format).
+MODEL_SPEC = "view.model_spec"  # the model's JSON spec as the sidebar last built it
+TAB = "view.tab"  # the open tab's id (ui/tabs.py: "graphs", "bench" ...); None: the first
+TAB_TITLE = "view.tab.title"  # st.tabs' own key: the open tab's title (set from TAB before the tabs draw)
+PRESENT = "view.present"  # the presenter view (a link's present=1)
+LESSON = "lesson.id"  # the open lesson's id (a link's lesson=ID), or None
+LESSON_STEP = "lesson.step"  # its step, 1 being the first (a link's step=N), or None
 
 # The graph panel.
 STAGE_PAIR = "graphs.pair"  # "traced->optimized", "optimized->executed" or "traced->executed"
@@ -105,11 +119,19 @@ DEFAULTS: dict[str, object] = {
     STACK_UNDO: None,
     SIGNATURE: None,
     IMPORT_INFO: {},
+    IMPORT_KEPT: None,
+    IMPORT_WANTED: None,
+    IMPORT_SEEN: None,
     UNKNOWN_DIM: 1,
     DEVICE: "cpu",
     GPU_PROFILE: None,
     **{env_key(name): UNSET for name in ENV_FLAGS},
     **{switch_key(name): UNSET for name in GRAPPLER_SWITCHES},
+    MODEL_SPEC: None,
+    TAB: None,
+    PRESENT: False,
+    LESSON: None,
+    LESSON_STEP: None,
     STAGE_PAIR: "traced->optimized",
     FOLD: False,
     PASS: None,

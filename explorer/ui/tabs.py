@@ -14,7 +14,7 @@ import streamlit as st
 
 from ..model import compilers
 from ..model.hooks import hook
-from . import bench, grappler_log, matrix, passes, report, stages, why
+from . import bench, grappler_log, matrix, passes, report, stages, state, why
 from .sidebar import Choice
 
 
@@ -68,9 +68,21 @@ def offered(offers) -> list[Tab]:
     return [tab for tab in TABS if (tab.offered_by or tab.id) in offers]
 
 
+def _opened(first: str, ids: dict) -> None:
+    """The user opened a tab: kept by id (None for the first), so the link and a later run keep it open."""
+    tab = ids.get(st.session_state.get(state.TAB_TITLE))
+    st.session_state[state.TAB] = None if tab == first else tab
+
+
 def render(view: View) -> None:
-    """The tabs the model's source offers, in the table's order."""
+    """The tabs the model's source offers, in the table's order; the open one is kept by its id (``state.TAB``),
+    across a change of device or flags, a rerun and a link."""
     shown = offered(view.choice.source.offers)
-    for tab, container in zip(shown, st.tabs([tab.title for tab in shown])):
+    wanted = st.session_state.get(state.TAB)
+    open_tab = next((tab for tab in shown if tab.id == wanted), shown[0])
+    st.session_state[state.TAB_TITLE] = open_tab.title
+    containers = st.tabs([tab.title for tab in shown], key=state.TAB_TITLE, on_change=_opened,
+                         args=(shown[0].id, {tab.title: tab.id for tab in shown}))
+    for tab, container in zip(shown, containers):
         with container:
             tab.panel(view)

@@ -74,6 +74,28 @@ def model_input() -> tuple[dict | None, list[str]]:
     return spec, []
 
 
+def load(data: dict) -> None:
+    """Put an imported model named by a link or an experiment file into the sidebar's state: its options at once,
+    the file by its digest (``model_input`` finds it, or asks for it)."""
+    st.session_state[state.MODE] = "import"
+    wanted = data.get("import")
+    if not wanted:
+        return
+    st.session_state[state.UNKNOWN_DIM] = wanted.get("unknown_dim", 1)
+    st.session_state[state.SIGNATURE] = wanted.get("signature")
+    kept = st.session_state.get(state.IMPORT_KEPT) or {}
+    if kept.get("digest") == wanted["digest"]:
+        st.session_state[state.IMPORT_KEPT] = dict(kept, **_options(wanted))
+        st.session_state[state.IMPORT_WANTED] = None
+    else:
+        st.session_state[state.IMPORT_WANTED] = dict(wanted)
+
+
+def _options(data: dict) -> dict:
+    """What a link or file says about feeding the model beyond the sidebar's own inputs."""
+    return {"outputs": list(data.get("outputs") or []), "fixed_dims": bool(data.get("fixed_dims"))}
+
+
 def _signature(info: dict) -> str | None:
     """The signature picked in the dropdown (shown when a SavedModel has several), or None for its default."""
     names = info.get("signatures") or []

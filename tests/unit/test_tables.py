@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Which layer calls each kind of hook: the hook's module must be in that layer or below it.
 CALLERS = {"spec_type": "explorer.model", "parse": "explorer.model", "builder": "explorer.worker",
-           "cli_read": "explorer.cli", "repro": "explorer.present", "page": "explorer.ui",
+           "cli_read": "explorer.cli", "repro": "explorer.present", "page": "explorer.ui", "page_load": "explorer.ui",
+           "link": "explorer.model",
            "worker_inspect": "explorer.worker", "worker_bench": "explorer.worker", "annotate": "explorer.engine",
            "annotate_bench": "explorer.engine", "text": "explorer.cli", "bench_text": "explorer.cli"}
 ACTIONS = {"export", "pin", "compilers", "fix"}

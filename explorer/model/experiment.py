@@ -1,0 +1,425 @@
+"""An experiment: everything one look at the explorer is made of, as plain data that travels as a link or a file.
+
+The model (one model source's JSON spec, ``sources``), the configuration (device, environment flags, Grappler
+switches), the compilers shown, what the page shows (the open tab, the stage pair, the presenter view, a
+lesson step) and the benchmark settings. It is written two ways (docs/experiments.md):
+
+- a page link's query parameters: ``Experiment.to_query(base)`` writes only what differs from ``base`` (the
+  server's defaults), in short words (``?preset=conv2d_bias_relu&TF_ENABLE_ONEDNN_OPTS=0&off=remapping``);
+  ``Experiment.from_query(params, base) -> (experiment, ignored)`` reads a link and never refuses it: each
+  part that is wrong keeps ``base``'s value and is named in ``ignored`` (one short phrase per part);
+- an experiment file: ``to_json(results)`` / ``from_json(text)``, strict: a wrong field is a SpecError
+  naming it, like any other input of the explorer.
+
+The model part goes through the model sources' table (each source's ``link`` words, ``links.py``), never
+through a branch on the kind of spec. A model is kept as its source's public JSON: an imported model by
+its content digest, never by a path of the machine that ran it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, replace
+
+from ..errors import SpecError, shown
+from .compilers import CHOICES as COMPILER_CHOICES, FIRST as FIRST_COMPILER
+from .flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config
+from .hooks import hook
+from .limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_WARMUP
+from .links import JsonLink
+from .sources import Source, source_for_data, sources
+from .spec import resolve
+
+FORMAT = 1  # the experiment file's "experiment" field: its format's version
+MAX_FILE_BYTES = 4 << 20  # an experiment file, results included
+DEFAULT_MODEL = {"preset": "matmul_bias_gelu_approx"}  # shows a fusion on load: MatMul+BiasAdd+GELU
+STAGE_PAIRS = ("traced->optimized", "optimized->executed", "traced->executed")
+UNSET = "unset"  # an env flag's value in a link: left at TensorFlow's default although the base sets it
+_TAB = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+_LESSON = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+MAX_STEP = 999
+# Keys of a link besides the model's (its source's ``link.keys``) and the env flags (their own names).
+KEYS = ("device", "on", "off", "compiler", "tab", "stages", "reps", "warmup", "seconds", "processes",
+        "present", "lesson", "step")
+LIST_KEYS = ("on", "off", "out")  # keys a link may repeat, read as one comma-separated list
+# Reserved for the lessons and the presenter view (read through ``Experiment``): ``present=1``, ``lesson=ID&step=N``.
+VIEW_KEYS = ("present", "lesson", "step")
+
+
+@dataclass(frozen=True)
+class Bench:
+    """The benchmark form: timed calls per variant, warm-up calls, time budget (s), processes (1: the quick
+    run; more: the repeatable run in that many fresh processes)."""
+
+    reps: int = 60
+    warmup: int = 5
+    seconds: int = 60
+    processes: int = 1
+
+    BOUNDS = {"reps": (3, MAX_REPS), "warmup": (0, MAX_WARMUP), "seconds": (1, int(MAX_BENCH_SECONDS)),
+              "processes": (1, MAX_PROCESSES)}
+
+    @staticmethod
+    def checked(name: str, value) -> int:
+        low, high = Bench.BOUNDS[name]
+        if isinstance(value, str) and re.fullmatch(r"\d{1,9}", value.strip()):
+            value = int(value)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise SpecError(f"bench.{name}", f"expected a whole number {low}..{high}, got {shown(value, 40)!r}")
+        return value
+
+    def to_dict(self) -> dict:
+        return {"reps": self.reps, "warmup": self.warmup, "seconds": self.seconds, "processes": self.processes}
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment (see the module's doc). ``model`` is a source's public JSON spec, or ``{source id: None}``
+    for a source chosen with nothing to run yet (an imported model before its upload). ``tab`` is a page tab's
+    id (``ui.tabs``; None: the first); ``lesson``/``step`` a lesson and its step (1 is the first)."""
+
+    model: dict = field(default_factory=lambda: dict(DEFAULT_MODEL))
+    config: Config = Config()
+    compiler: str = FIRST_COMPILER.id
+    tab: str | None = None
+    stages: str = STAGE_PAIRS[0]
+    bench: Bench = Bench()
+    present: bool = False
+    lesson: str | None = None
+    step: int | None = None
+
+    def __post_init__(self):  # one form of each model, so that equal experiments compare equal
+        object.__setattr__(self, "model", canonical_model(self.model))
+        check_view(self)
+
+    # ---- the model -------------------------------------------------------------------------------
+    @property
+    def source(self) -> Source:
+        return source_for_data(self.model)
+
+    @property
+    def ready(self) -> bool:
+        """Whether the model can run (not a source chosen with nothing in it yet)."""
+        return self.model.get(self.source.id) is not None
+
+    def spec(self):
+        """The model's checked spec (``spec.resolve``); an imported model's without its path."""
+        return resolve(self.model)
+
+    def replace(self, **changes) -> "Experiment":
+        return replace(self, **changes)
+
+    # ---- links -----------------------------------------------------------------------------------
+    def to_query(self, base: "Experiment | None" = None) -> dict[str, str | list[str]]:
+        """Query parameters of a page link: what differs from ``base`` (the server's defaults), in a fixed order;
+        a list is a key repeated (``off=remapping&off=constant_folding``)."""
+        base = base or Experiment()
+        out: dict[str, str] = {}
+        if self.model != base.model:
+            out.update(link_of(self.source).to_query(self.model) if self.ready else {self.source.id: ""})
+        if self.config.device != base.config.device:
+            out["device"] = self.config.device
+        env, base_env = self.config.env_dict, base.config.env_dict
+        for name in ENV_FLAGS:
+            if env.get(name) != base_env.get(name):
+                out[name] = env.get(name, UNSET)
+        if self.config.grappler != base.config.grappler:
+            for value in ("on", "off"):
+                names = [k for k, v in self.config.grappler if v == value]
+                if names or (value == "off" and not self.config.grappler):  # off= (empty): no switch set
+                    out[value] = names or ""
+        if self.compiler != base.compiler:
+            out["compiler"] = self.compiler
+        if self.tab != base.tab and self.tab:
+            out["tab"] = self.tab
+        if self.stages != base.stages:
+            out["stages"] = self.stages.replace("->", "-")
+        for name, value in self.bench.to_dict().items():
+            if value != getattr(base.bench, name):
+                out[name] = str(value)
+        if self.present:
+            out["present"] = "1"
+        if self.lesson:
+            out["lesson"] = self.lesson
+            if self.step and self.step != 1:
+                out["step"] = str(self.step)
+        return out
+
+    @staticmethod
+    def from_query(params, base: "Experiment | None" = None) -> tuple["Experiment", list[str]]:
+        """The experiment a link's query parameters describe, on top of ``base``; each part that is wrong keeps
+        ``base``'s value and is named in the returned list ("TF_USE_CUBLASLT=7 (value '7' not accepted ...)")."""
+        base = base or Experiment()
+        params = {str(k): ",".join(_values(v)) if k in LIST_KEYS else _last(v) for k, v in dict(params or {}).items()}
+        ignored: list[str] = []
+        used: set[str] = set()
+        model = _model_from_query(params, base, used, ignored)
+        config = _config_from_query(params, base.config, used, ignored)
+        changes: dict = {"model": model, "config": config}
+        for name, check in (("compiler", _compiler), ("tab", _tab), ("stages", _stages), ("lesson", _lesson)):
+            if name in params:
+                used.add(name)
+                try:
+                    changes[name] = check(params[name])
+                except SpecError as exc:
+                    ignored.append(_phrase(name, params[name], exc))
+        bench = base.bench.to_dict()
+        for name in bench:
+            if name in params:
+                used.add(name)
+                try:
+                    bench[name] = Bench.checked(name, params[name])
+                except SpecError as exc:
+                    ignored.append(_phrase(name, params[name], exc))
+        changes["bench"] = Bench(**bench)
+        if "present" in params:
+            used.add("present")
+            changes["present"] = params["present"].lower() in ("1", "true", "yes", "on")
+        if "step" in params:
+            used.add("step")
+            if changes.get("lesson", base.lesson) is None:
+                ignored.append(f"step={_short(params['step'])} (no lesson named)")
+            else:
+                try:
+                    changes["step"] = _step(params["step"])
+                except SpecError as exc:
+                    ignored.append(_phrase("step", params["step"], exc))
+        if changes.get("lesson") and "step" not in changes:
+            changes["step"] = 1
+        for key in params:
+            if key not in used:
+                ignored.append(f"{_short(key)} (not a setting of the explorer)")
+        return replace(base, **changes), ignored
+
+    # ---- files -----------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {"experiment": FORMAT, "model": self.model, "config": self.config.to_dict(),
+                "compiler": self.compiler,
+                "view": {"tab": self.tab, "stages": self.stages, "present": self.present},
+                "bench": self.bench.to_dict(),
+                "lesson": {"id": self.lesson, "step": self.step} if self.lesson else None}
+
+    def to_json(self, results: dict | None = None, link: str | None = None) -> str:
+        """The experiment file; ``results`` (what was measured, for a reader) and ``link`` ride along and are
+        not read back."""
+        data = self.to_dict()
+        if link:
+            data["link"] = link
+        if results:
+            data["results"] = results
+        return json.dumps(data, indent=1, sort_keys=False) + "\n"
+
+    @staticmethod
+    def from_json(text) -> "Experiment":
+        """An experiment file read and checked; SpecError naming the field that is wrong."""
+        if isinstance(text, bytes):
+            if len(text) > MAX_FILE_BYTES:
+                raise SpecError("experiment", f"{len(text) >> 10} KiB; an experiment file is at most "
+                                              f"{MAX_FILE_BYTES >> 20} MiB")
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError:
+                raise SpecError("experiment", "not a text file (an experiment is JSON)") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SpecError("experiment", f"not valid JSON: {exc}") from None
+        return Experiment.from_dict(data)
+
+    @staticmethod
+    def from_dict(data) -> "Experiment":
+        if not isinstance(data, dict) or "experiment" not in data:
+            raise SpecError("experiment", 'expected an experiment file: a JSON object with "experiment": 1')
+        if data["experiment"] != FORMAT:
+            raise SpecError("experiment", f"format {shown(data['experiment'], 20)} is not known here; this "
+                                          f"explorer reads format {FORMAT}")
+        unknown = set(data) - {"experiment", "model", "config", "compiler", "view", "bench", "lesson", "link",
+                               "results"}
+        if unknown:
+            raise SpecError("experiment", f"unknown field(s) {sorted(map(str, unknown))}")
+        view = _object(data.get("view"), "view", {"tab", "stages", "present"})
+        bench = _object(data.get("bench"), "bench", set(Bench().to_dict()))
+        lesson = _object(data.get("lesson"), "lesson", {"id", "step"})
+        present = view.get("present", False)
+        if not isinstance(present, bool):
+            raise SpecError("view.present", f"expected true or false, got {shown(present, 40)!r}")
+        if "model" not in data:
+            raise SpecError("model", "missing: the model's JSON spec, such as {\"preset\": \"matmul_bias_relu\"}")
+        return Experiment(
+            model=_file_model(data["model"]), config=Config.from_dict(data.get("config") or {}),
+            compiler=_compiler(data.get("compiler", FIRST_COMPILER.id)),
+            tab=None if view.get("tab") is None else _tab(view["tab"]),
+            stages=_stages(view.get("stages", STAGE_PAIRS[0])),
+            bench=Bench(**{k: Bench.checked(k, v) for k, v in bench.items()}), present=present,
+            lesson=None if lesson.get("id") is None else _lesson(lesson["id"]),
+            step=None if lesson.get("id") is None else _step(lesson.get("step", 1)))
+
+
+# ---- the parts, checked ------------------------------------------------------------------------------
+
+def link_of(source: Source):
+    """A source's link words (``links.py``), or its JSON for a source that names none."""
+    return hook(source.link) if source.link else JsonLink(source.id)
+
+
+def canonical_model(data) -> dict:
+    """A model's JSON spec in one form: its source's public JSON (an imported model without its path), or
+    {source id: None} for a source with nothing chosen yet. SpecError when it is wrong."""
+    source = source_for_data(data)
+    if source is None:
+        names = " or ".join(f'"{sid}"' for sid in sources())
+        raise SpecError("model", f"expected one model source's JSON spec: {{{names}: ...}}")
+    if data.get(source.id) is None:
+        if set(data) != {source.id}:
+            raise SpecError("model", f"{source.id} is null: nothing else may be given")
+        return {source.id: None}
+    return resolve(data).public_dict()
+
+
+def _file_model(data) -> dict:
+    inner = data.get(source_for_data(data).id) if isinstance(data, dict) and source_for_data(data) else None
+    if isinstance(inner, dict) and "path" in inner:  # a path on someone's machine: never followed from a file
+        raise SpecError("model.import.path", "an experiment names a model by its content (digest), never by a path; "
+                                             "give the file itself (--model PATH, or the page's upload)")
+    return canonical_model(data)
+
+
+def check_view(exp: Experiment) -> None:
+    if not isinstance(exp.config, Config):
+        raise SpecError("config", "expected a Config")
+    _compiler(exp.compiler)
+    if exp.tab is not None:
+        _tab(exp.tab)
+    _stages(exp.stages)
+    if exp.lesson is not None:
+        _lesson(exp.lesson)
+    if exp.step is not None:
+        _step(exp.step)
+
+
+def _compiler(value) -> str:
+    if value not in COMPILER_CHOICES:
+        raise SpecError("compiler", f"{shown(value, 40)!r} is not one of {', '.join(COMPILER_CHOICES)}")
+    return value
+
+
+def _tab(value) -> str:
+    if not isinstance(value, str) or not _TAB.match(value):
+        raise SpecError("tab", f"{shown(value, 40)!r} is not a tab's id (such as graphs, bench, matrix)")
+    return value
+
+
+def _stages(value) -> str:
+    text = value.replace("->", "-") if isinstance(value, str) else ""
+    for pair in STAGE_PAIRS:
+        if text == pair.replace("->", "-"):
+            return pair
+    raise SpecError("stages", f"{shown(value, 40)!r} is not one of "
+                              f"{', '.join(p.replace('->', '-') for p in STAGE_PAIRS)}")
+
+
+def _lesson(value) -> str:
+    if not isinstance(value, str) or not _LESSON.match(value):
+        raise SpecError("lesson", f"{shown(value, 40)!r} is not a lesson id (lower-case letters, digits, - and _)")
+    return value
+
+
+def _step(value) -> int:
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_STEP:
+        raise SpecError("step", f"expected a step number 1..{MAX_STEP}, got {shown(value, 40)!r}")
+    return value
+
+
+def _object(value, where: str, allowed: set) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise SpecError(where, "expected an object")
+    unknown = set(value) - allowed
+    if unknown:
+        raise SpecError(where, f"unknown field(s) {sorted(map(str, unknown))}; allowed: {', '.join(sorted(allowed))}")
+    return value
+
+
+def _model_from_query(params: dict, base: Experiment, used: set, ignored: list) -> dict:
+    """The model a link names: the first source (in the table's order) whose id is a key."""
+    named = [s for s in sources().values() if s.id in params]
+    for source in named:
+        used.update(k for k in link_of(source).keys if k in params)
+    if not named:
+        return base.model
+    source = named[0]
+    for other in named[1:]:
+        ignored.append(f"{other.id}={_short(params[other.id])} (the link already names a {source.id})")
+    if params[source.id] == "":
+        return {source.id: None}
+    try:
+        data, dropped = link_of(source).from_query(params)
+        ignored.extend(dropped)
+        return canonical_model(data)
+    except SpecError as exc:
+        ignored.append(_phrase(source.id, params[source.id], exc) + "; the default model instead")
+        return base.model
+
+
+def _config_from_query(params: dict, base: Config, used: set, ignored: list) -> Config:
+    config = base
+    if "device" in params:
+        used.add("device")
+        try:
+            config = Config.make(params["device"], config.env_dict, config.grappler_dict)
+        except SpecError as exc:
+            ignored.append(_phrase("device", params["device"], exc))
+    for name in ENV_FLAGS:
+        if name in params:
+            used.add(name)
+            try:
+                config = config.with_env(name, None if params[name] in (UNSET, "") else params[name])
+            except SpecError as exc:
+                ignored.append(_phrase(name, params[name], exc))
+    if "on" in params or "off" in params:
+        switches = {}
+        for value in ("on", "off"):
+            if value not in params:
+                continue
+            used.add(value)
+            for name in filter(None, (n.strip() for n in params[value].split(","))):
+                if name in GRAPPLER_SWITCHES:
+                    switches[name] = value
+                else:
+                    ignored.append(f"{value}={_short(name)} (not a Grappler switch)")
+        config = Config.make(config.device, config.env_dict, switches)
+    return config
+
+
+def _values(value) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
+
+
+def _last(value) -> str:
+    values = _values(value)
+    return values[-1] if values else ""
+
+
+def _short(text, limit: int = 60) -> str:
+    return shown(text, limit)
+
+
+def _phrase(key: str, value, exc: SpecError) -> str:
+    return f"{_short(key)}={_short(value)} ({exc.message})"
+
+
+def ignored_line(ignored: list[str]) -> str:
+    """What a link left out, in one line for the page."""
+    return "Ignored from the link: " + "; ".join(ignored) + "." if ignored else ""
+
+
+def keys_of_every_source() -> dict[str, tuple[str, ...]]:
+    """Every source's link keys (a test checks that none collides with KEYS or an env flag's name)."""
+    return {source.id: tuple(link_of(source).keys) for source in sources().values()}
+

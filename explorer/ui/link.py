@@ -1,0 +1,146 @@
+"""The page's link: the address bar always holds the experiment on screen, and a link opens it (docs/experiments.md).
+
+``apply(experiment)`` puts an experiment (``model.experiment``) into the session state the widgets read;
+``current()`` reads the one on screen back; ``base()`` is the server's default experiment.
+
+The binding: ``bind()`` runs first in every run and applies the address bar's link on a session's first run
+(a new browser, a reload) and on a run the browser's Back or Forward started; ``sync(choice)`` runs last
+and writes the experiment on screen into ``st.query_params``, which Streamlit's frontend turns into a new
+history entry (a replaced one during a Back/Forward run). A link is applied at no other time, so a run
+still writing the previous link cannot undo a widget just changed. The stage pair, chosen in the graph
+panel's fragment, is written from there (``write_stages``).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from ..errors import SpecError
+from ..model.experiment import Bench, Experiment, canonical_model, ignored_line
+from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config
+from ..model.hooks import hook
+from . import state
+
+BOUND = "link.bound"  # set on a session's first run: its link was read
+SHOWN = "link.experiment"  # the Experiment on screen at the end of the last full run
+IGNORED = "link.ignored"  # what the link that opened the page left out (one line), shown while it is on screen
+
+
+def base() -> Experiment:
+    """The server's default experiment: the page as a new session opens it (with the server's default flags)."""
+    env, _ = state.server_env_defaults()
+    return Experiment(config=Config.make("cpu", env))
+
+
+def apply(exp: Experiment) -> None:
+    """Put ``exp`` into the session state the sidebar and the tabs read. Call it before the sidebar draws (at the
+    start of a run, or in a widget's callback)."""
+    ss = st.session_state
+    source = exp.source
+    if source.page_load:
+        hook(source.page_load)(exp.model)
+    else:
+        ss[state.MODE] = source.id
+    device, _, profile = exp.config.device.partition(":")
+    ss[state.DEVICE] = device
+    if profile:
+        ss[state.GPU_PROFILE] = profile
+    env, switches = exp.config.env_dict, exp.config.grappler_dict
+    for name in ENV_FLAGS:
+        ss[state.env_key(name)] = env.get(name, state.UNSET)
+    for name in GRAPPLER_SWITCHES:
+        ss[state.switch_key(name)] = switches.get(name, state.UNSET)
+    ss[state.XLA_ON] = exp.compiler != "grappler"
+    ss[state.TAB] = exp.tab
+    ss[state.STAGE_PAIR] = exp.stages
+    ss[state.BENCH_REPS], ss[state.BENCH_WARMUP] = exp.bench.reps, exp.bench.warmup
+    ss[state.BENCH_SECONDS] = exp.bench.seconds
+    ss[state.BENCH_MODE] = "repeatable" if exp.bench.processes > 1 else "quick"
+    if exp.bench.processes > 1:
+        ss[state.BENCH_PROCESSES] = exp.bench.processes
+    ss[state.PRESENT], ss[state.LESSON], ss[state.LESSON_STEP] = exp.present, exp.lesson, exp.step
+
+
+def current(spec: dict | None = None) -> Experiment:
+    """The experiment on screen: the model the sidebar built (``spec``, else the last one it built) and the rest
+    of the session state. A part that cannot be read (a test's odd value) keeps the server's default."""
+    ss = st.session_state
+    default = base()
+    spec = spec if spec is not None else ss.get(state.MODEL_SPEC)
+    try:
+        model = canonical_model(spec) if spec else default.model
+    except SpecError:
+        model = {ss.get(state.MODE, "preset"): None}  # the source chosen; what is in it cannot run
+    device = ss.get(state.DEVICE, "cpu")
+    if device == "gpu-sim" and ss.get(state.GPU_PROFILE):
+        device = f"gpu-sim:{ss[state.GPU_PROFILE]}"
+    try:
+        config = Config.make(device, {n: ss.get(state.env_key(n)) for n in ENV_FLAGS
+                                      if ss.get(state.env_key(n), state.UNSET) != state.UNSET},
+                             {n: ss.get(state.switch_key(n)) for n in GRAPPLER_SWITCHES
+                              if ss.get(state.switch_key(n), state.UNSET) != state.UNSET})
+    except SpecError:
+        config = default.config
+    processes = int(ss.get(state.BENCH_PROCESSES) or 1) if ss.get(state.BENCH_MODE) == "repeatable" else 1
+    try:
+        bench = Bench(*(Bench.checked(k, v) for k, v in (
+            ("reps", ss.get(state.BENCH_REPS)), ("warmup", ss.get(state.BENCH_WARMUP)),
+            ("seconds", ss.get(state.BENCH_SECONDS)), ("processes", processes))))
+    except SpecError:
+        bench = default.bench
+    parts = {"tab": ss.get(state.TAB), "stages": ss.get(state.STAGE_PAIR), "present": bool(ss.get(state.PRESENT)),
+             "lesson": ss.get(state.LESSON), "step": ss.get(state.LESSON_STEP)}
+    try:
+        return Experiment(model, config, "both" if ss.get(state.XLA_ON) else "grappler", bench=bench, **parts)
+    except SpecError:
+        return Experiment(model, config, "both" if ss.get(state.XLA_ON) else "grappler", bench=bench)
+
+
+def bind() -> None:
+    """Apply the address bar's link on a session's first run and on a Back/Forward run; see the module's doc."""
+    ss = st.session_state
+    ctx = get_script_run_ctx()
+    first = not ss.get(BOUND)
+    ss[BOUND] = True
+    if not first and not (ctx is not None and ctx.is_history_navigation):
+        return
+    params = {k: st.query_params.get_all(k) for k in st.query_params}
+    if first and not params:
+        return  # a bare page: the session's own state stays (a test may have set it)
+    exp, ignored = Experiment.from_query(params, base())
+    apply(exp)
+    ss[IGNORED] = ignored_line(ignored)
+
+
+def ignored_note() -> str:
+    """The line saying what the link that opened this page left out, while that experiment is on screen."""
+    return st.session_state.get(IGNORED) or ""
+
+
+def sync(spec: dict | None) -> None:
+    """Write the experiment on screen into the address bar (a history entry when it changed)."""
+    ss = st.session_state
+    ss[state.MODEL_SPEC] = spec
+    exp = current(spec)
+    if ss.get(IGNORED) and ss.get(SHOWN) is not None and exp != ss[SHOWN]:
+        ss[IGNORED] = None  # the user moved on from the link that was cut down
+    ss[SHOWN] = exp
+    _write(exp)
+
+
+def write_stages(pair: str) -> None:
+    """The stage pair changed in the graph panel's fragment: the link says so too."""
+    shown = st.session_state.get(SHOWN)
+    if shown is not None and shown.stages != pair:
+        exp = shown.replace(stages=pair)
+        st.session_state[SHOWN] = exp
+        _write(exp)
+
+
+def _write(exp: Experiment) -> None:
+    query = exp.to_query(base())
+    now = {k: st.query_params.get_all(k) for k in st.query_params}
+    wanted = {k: v if isinstance(v, list) else [v] for k, v in query.items()}
+    if now != wanted:
+        st.query_params.from_dict(query)
