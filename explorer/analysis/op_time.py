@@ -77,8 +77,8 @@ def colour_scale(times: dict[str, float], top: int = 5) -> tuple[dict[str, str],
 
 
 def heat(fraction: float) -> str:
-    """A fill from near-white (no time) to deep red (the slowest node)."""
+    """A fill from near-white (no time) to red (the slowest node), light enough for black text on it."""
     f = max(0.0, min(1.0, fraction)) ** 0.5
-    low, high = (255, 247, 236), (179, 0, 0)
+    low, high = (255, 247, 236), (227, 74, 51)
     r, g, b = (round(a + (c - a) * f) for a, c in zip(low, high))
     return f"#{r:02x}{g:02x}{b:02x}"

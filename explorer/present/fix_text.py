@@ -12,14 +12,18 @@ from ..analysis.fix_plan import layers, scope_of
 from . import machine
 
 
+def runs_words(sp: dict | None) -> str:
+    """'3 fresh worker processes' or 'one worker process (a quick run)'."""
+    runs = (sp or {}).get("processes") or 1
+    return f"{runs} fresh worker processes" if runs > 1 else "one worker process (a quick run)"
+
+
 def speedup_words(sp: dict | None) -> str:
-    """'1.83× (95% CI 1.25–2.68, 3 processes)', or why there is none."""
+    """'1.83× (95% CI 1.25–2.68, 3 fresh worker processes)', or why there is none."""
     if not sp:
         return "not timed"
     ci = f"95% CI {sp['ci_low']:.2f}–{sp['ci_high']:.2f}" if sp.get("ci_low") is not None else "no interval"
-    runs = sp.get("processes") or 1
-    how = f"{runs} processes" if runs > 1 else "one process: a quick run"
-    return f"{sp['estimate']:.2f}× ({ci}, {how})"
+    return f"{sp['estimate']:.2f}× ({ci}, {runs_words(sp)})"
 
 
 def agreement_words(result: dict) -> str:

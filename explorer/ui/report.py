@@ -16,7 +16,10 @@ from collections import Counter
 
 import streamlit as st
 
+from ..analysis import op_time
 from ..analysis.model_report import layer_of, shared_scope
+from . import fixes
+from . import op_time as op_time_panel
 
 KINDS = {  # a near-miss's kind, in words
     "reshape-before-bias": "Reshape between contraction and bias",
@@ -47,12 +50,25 @@ def _short(name: str, prefix: str) -> str:
     return name[len(prefix):] if prefix and name.startswith(prefix) else name
 
 
+def _timed(row: dict, m: dict, after: str) -> dict:
+    """The row with the time its ops take and their share of the model's op time (once measured), right
+    after the column ``after``."""
+    if "time_ms" not in m:
+        return row
+    out = {}
+    for column, value in row.items():
+        out[column] = value
+        if column == after:
+            out.update({"time (ms)": round(m["time_ms"], 4), "share": round(m["share"] * 100, 1)})
+    return out
+
+
 def fusion_table(report: dict) -> list[dict]:
     prefix = scope_prefix(report)
-    return [{"fused op": r["fused"], "count": r["count"],
-             "absorbed": ", ".join(f"{op} ×{n}" if n > 1 else op for op, n in sorted(r["absorbed_ops"].items())),
-             "layers": len(r["layers"]), "layer names": [_short(layer, prefix) for layer in r["layers"]],
-             "nodes": r["nodes"]}
+    return [_timed({"fused op": r["fused"], "count": r["count"],
+                    "absorbed": ", ".join(f"{op} ×{n}" if n > 1 else op for op, n in sorted(r["absorbed_ops"].items())),
+                    "layers": len(r["layers"]), "layer names": [_short(layer, prefix) for layer in r["layers"]],
+                    "nodes": r["nodes"]}, r, "count")
             for r in report.get("fusions") or []]
 
 
@@ -78,10 +94,10 @@ def checked_words(miss: dict) -> str:
 def near_miss_table(report: dict) -> list[dict]:
     """One row per near-miss; what to do (the fix, and whether it was run) before the longer why."""
     prefix = scope_prefix(report)
-    return [{"kind": KINDS.get(m["kind"], m["kind"]), "layer": _short(layer_of(m["nodes"][0]), prefix),
-             "pattern": m["chain"], "fix": m["fix"] or "none known", "fix checked": checked_words(m),
-             "form found": m["form"], "the pattern needs": m["needs"], "nodes": m["nodes"]}
-            for m in report.get("near_misses") or []]
+    return [_timed({"kind": KINDS.get(m["kind"], m["kind"]), "layer": _short(layer_of(m["nodes"][0]), prefix),
+                    "pattern": m["chain"], "fix": m["fix"] or "none known", "fix checked": checked_words(m),
+                    "form found": m["form"], "the pattern needs": m["needs"], "nodes": m["nodes"]}, m, "layer")
+            for m in op_time.ranked(report.get("near_misses") or [])]
 
 
 def checks_caption(checked: dict | None) -> str:
@@ -163,7 +179,15 @@ def _must_compile(result: dict, key: str) -> None:
                                                                      "(constants, identities and reads left out)")})
 
 
-def panel(result: dict, key: str = "report") -> None:
+TIME_COLUMNS = {"time (ms)": st.column_config.NumberColumn(format="%.4f", help="The median time of its ops per call "
+                                                           "(TensorFlow's profiler)"),
+                "share": st.column_config.NumberColumn(format="%.1f%%", help="Of the model's op time per call")}
+
+
+def panel(result: dict, key: str = "report", engine=None, choice=None) -> None:
+    """The report; given the engine and the sidebar's choice (an imported model's page), with the per-op time
+    and "Try the fixes"."""
+    result = op_time_panel.timed(engine, result, choice)
     report = result.get("report")
     if not report:
         st.info("No whole-model report for this result: it is made from the graph after Grappler.")
@@ -174,6 +198,7 @@ def panel(result: dict, key: str = "report") -> None:
                "pattern needs and how to get it. Click a column's header to sort."
                + (f" Layers are named without the scope they all share, `{prefix}`." if prefix else ""))
     _totals(report.get("totals") or {})
+    op_time_panel.panel(engine, result, choice, key)
     fusions, misses = fusion_table(report), near_miss_table(report)
     st.markdown(f"**Fusions: {sum(r['count'] for r in fusions)} in {len(fusions)} pattern"
                 f"{'s' if len(fusions) != 1 else ''}**")
@@ -184,11 +209,12 @@ def panel(result: dict, key: str = "report") -> None:
                                     "layers": st.column_config.NumberColumn(width="small",
                                                                             help="Name scopes (Keras layers) involved"),
                                     "layer names": st.column_config.ListColumn(),
-                                    "nodes": st.column_config.ListColumn(help="The fused nodes after Grappler")})
+                                    "nodes": st.column_config.ListColumn(help="The fused nodes after Grappler"),
+                                    **TIME_COLUMNS})
     else:
         st.caption("Grappler fused nothing in this model.")
     kinds = Counter(r["kind"] for r in misses)
-    st.markdown(f"**Near-misses: {len(misses)}**"
+    st.markdown(f"**Near-misses: {len(misses)}**" + (", the costliest first" if report.get("op_time") else "")
                 + (" (" + ", ".join(f"{k} ×{n}" for k, n in kinds.most_common()) + ")" if kinds else ""))
     if misses:
         st.dataframe(misses, hide_index=True, width="stretch", key=f"{key}.near_misses",
@@ -199,7 +225,7 @@ def panel(result: dict, key: str = "report") -> None:
                                     "fix checked": st.column_config.TextColumn(
                                         width="medium", help="Whether a setting was run here to check the fix: "
                                         "✓ it fused the chain, ✗ it did not, ? not run"),
-                                    "nodes": st.column_config.ListColumn()})
+                                    "nodes": st.column_config.ListColumn(), **TIME_COLUMNS})
     else:
         st.caption("No chain that looks like a catalogue pattern was left unfused.")
     words = checks_caption(report.get("fixes_checked"))
@@ -219,3 +245,4 @@ def panel(result: dict, key: str = "report") -> None:
     c.download_button("Near-misses (CSV)", data=to_csv(misses), file_name=f"{stem}-near-misses.csv",
                       mime="text/csv", on_click="ignore", key=f"{key}.misses_csv", icon=":material/table:",
                       width="stretch", disabled=not misses)
+    fixes.panel(engine, result, choice, f"{key}.fixes")

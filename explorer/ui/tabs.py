@@ -53,7 +53,7 @@ class Tab:
 TABS: tuple[Tab, ...] = (
     Tab("graphs", "Graphs before → after", lambda v: stages.panel(v.result)),
     Tab("why", "Why it fused (or not)", _why),
-    Tab("report", "Fusion report", lambda v: report.panel(v.result)),
+    Tab("report", "Fusion report", lambda v: report.panel(v.result, engine=v.engine, choice=v.choice)),
     Tab("passes", "Pass pipeline", lambda v: passes.panel(v.engine, v.result, v.choice)),
     Tab("bench", "Fused vs unfused", _runs(lambda v: bench.panel(v.engine, v.choice))),
     Tab("sweep", "Size sweep", _runs(lambda v: bench.sweep_panel(v.engine, v.choice))),

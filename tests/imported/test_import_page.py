@@ -204,3 +204,29 @@ def test_a_frozen_cnn_with_batch_norm_names_its_near_misses(models):
     assert any("is all zeros" in form for form in misses["form found"])
     assert any(checked.startswith("✓ verified: ran TF_ENABLE_ONEDNN_OPTS=1") for checked in misses["fix checked"])
     assert "Settings are offered only once the engine has run them" in "\n".join(str(c.value) for c in at.caption)
+
+
+def test_the_report_times_each_op_and_tries_the_fixes(models):
+    """A frozen CNN with batch norm: "Time each op" ranks its near-miss by time; "Try the fixes" folds the batch
+    norm into the convolution, whose Relu then fuses, checks the outputs and times the fixed model against
+    the original, shows both graphs and offers the fixed GraphDef."""
+    at = upload(page("0"), "small.pb", (models / "small.pb").read_bytes())
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    at = at.button(key="report.time_ops").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    misses = next(d.value for d in at.dataframe if "form found" in d.value.columns)
+    assert list(misses.columns[:4]) == ["kind", "layer", "time (ms)", "share"] and (misses["time (ms)"] > 0).all()
+    assert "Op time per call" in [m.label for m in at.metric]
+    assert at.multiselect(key="report.fixes.chosen").value == ["fold-batchnorm"]  # a frozen graph: no variables
+    at = at.button(key="report.fixes.run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    metrics = {m.label: m.value for m in at.metric}
+    before, after = (int(n) for n in metrics["Fused kernels"].split(" → "))
+    assert after >= before and metrics["Outputs"] == "agree" and metrics["Speedup, all fixes"].endswith("×")
+    fused = next(d.value for d in at.dataframe if "gained" in d.value.columns)
+    assert fused[fused["fused op"] == "_FusedConv2D [BiasAdd, Relu]"]["gained"].iloc[0] >= 1
+    assert any("Fold each batch norm into the layer before it" in i.value for i in at.info)
+    assert any(b.label.startswith("Download the fixed model (GraphDef)") for b in at.get("download_button"))
+    at = at.toggle(key="report.fixes.graphs").set_value(True).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any(m.value.startswith("**With the fixes**, after Grappler") for m in at.markdown)

@@ -47,4 +47,4 @@ def test_near_misses_are_ranked_by_time_and_the_graph_coloured_by_it():
     assert [m["kind"] for m in op_time.ranked(misses)] == ["b", "a", "c"]
     colours, slowest, largest = op_time.colour_scale({"a": 4.0, "b": 1.0, "c": 0.0}, top=2)
     assert slowest == ["a", "b"] and largest == 4.0
-    assert colours["a"] == "#b30000" and colours["c"] == "#fff7ec" and colours["b"] not in (colours["a"], colours["c"])
+    assert colours["a"] == "#e34a33" and colours["c"] == "#fff7ec" and colours["b"] not in (colours["a"], colours["c"])

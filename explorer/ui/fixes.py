@@ -1,0 +1,196 @@
+"""Try the fixes, in the Fusion report of an imported model: rewrite it, check it, time it, take it away.
+
+The person picks the fixes (those that apply are preselected) and how to time them; the engine
+(``engine.fix``) writes the fixed copy into this session's folder, compares its outputs with the
+original's, and times it against the original interleaved. The panel shows what each fix changed and
+the sentence to act on, the fusions gained, the agreement, the speedup of all the fixes together and
+of each alone, the memory traffic saved, the graphs after Grappler side by side, and the download.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+import zipfile
+
+import streamlit as st
+
+from ..analysis import fix_plan
+from ..errors import ExplorerError
+from ..analysis.fusion import is_fused_node
+from ..model.graph import Graph
+from ..present import fix_text
+from ..present.dot import to_dot
+from . import cached, frame, upload
+
+RESULTS = "fixes.results"  # {run key: fix result} of this session (the last few)
+KEEP = 4
+PROCESSES = {"quick: 1 process": 1, "repeatable: 3 processes": 3}
+FIX_HELP = {
+    "fold-batchnorm": "batch norm written as Mul and AddV2 after a convolution or Dense, folded into its weights "
+                      "and a BiasAdd",
+    "bias-add": "a 1-D bias added with AddV2 after a contraction, written as BiasAdd",
+    "bias-before-reshape": "a Dense layer's bias moved before the Reshape that keeps its last dimension",
+    "freeze": "the variables as constants, as a frozen serving graph has them",
+}
+
+
+def run_key(result: dict, fixes: list[str], processes: int) -> str:
+    return hashlib.sha256(json.dumps([result["key"], sorted(fixes), processes]).encode()).hexdigest()[:16]
+
+
+def panel(engine, result: dict, choice, key: str = "fixes") -> None:
+    """``choice``: the sidebar's (its spec names the model's file, which the result leaves out)."""
+    if engine is None or choice is None or "import" not in (result.get("spec") or {}):
+        return
+    st.divider()
+    st.markdown("#### Try the fixes")
+    chosen, skipped = fix_plan.choose(result)
+    st.caption("Rewrite a copy of this model into the form the remapper fuses, with the same maths: the copy's "
+               "outputs are compared with the original's on the same seeded inputs, and it is timed against the "
+               "original, interleaved. A rewrite that would change the result is not offered."
+               + (" Not applicable here: " + "; ".join(f"{k} ({v})" for k, v in skipped.items()) + "."
+                  if skipped else ""))
+    if not chosen:
+        st.info("No fix applies to this model's near-misses.")
+        return
+    left, middle, right = st.columns([3, 2, 1], vertical_alignment="bottom")
+    fixes = left.multiselect("Fixes", list(fix_plan.FIXES), default=chosen, key=f"{key}.chosen",
+                             format_func=lambda f: f, help="; ".join(f"{k}: {v}" for k, v in FIX_HELP.items()))
+    timing = middle.radio("Timing", list(PROCESSES), horizontal=True, key=f"{key}.processes",
+                          help="Quick: one warm worker process, an interval for that process only. Repeatable: "
+                               "three fresh processes, an interval that holds from one run to the next.")
+    processes = PROCESSES[timing]
+    results = st.session_state.setdefault(RESULTS, {})
+    this = run_key(result, fixes, processes)
+    if right.button("Try the fixes", type="primary", key=f"{key}.run", disabled=not fixes, width="stretch"):
+        _run(engine, result, choice, fixes, processes, this)
+    fixed = results.get(this)
+    if fixed is not None:
+        show(engine, result, fixed, choice.config, key)
+
+
+def _run(engine, result: dict, choice, fixes: list[str], processes: int, this: str) -> None:
+    out = os.path.join(tempfile.mkdtemp(prefix="fixed-", dir=upload.session_directory()), _stem(result) + "-fixed")
+    failed = None
+    with st.status("Rewriting the model…", expanded=False) as status:
+        def progress(p: dict) -> None:
+            status.update(label=p.get("message") or "working…")
+
+        try:
+            fixed = engine.fix(choice.spec, choice.config, apply=fixes, out=out, processes=processes, reps=20,
+                               warmup=3, max_seconds=20.0, on_progress=progress)
+            status.update(label="Fixed, checked and timed", state="complete")
+        except ExplorerError as exc:
+            failed = exc
+            status.update(label="The fixes could not be tried", state="error")
+    if failed is not None:
+        frame.show_error(failed, "Trying the fixes failed")
+        return
+    results = st.session_state[RESULTS]
+    results[this] = fixed
+    while len(results) > KEEP:
+        results.pop(next(iter(results)))
+
+
+def _stem(result: dict) -> str:
+    name = ((result.get("spec") or {}).get("import") or {}).get("name") or "model"
+    for suffix in (".zip", ".pbtxt", ".pb", ".keras"):
+        name = name.removesuffix(suffix)
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "model"
+
+
+def show(engine, result: dict, fixed: dict, config, key: str) -> None:
+    before, after = fixed.get("fused_kernels_before"), fixed.get("fused_kernels_after")
+    sp = fixed.get("speedup")
+    cols = st.columns(4)
+    cols[0].metric("Fused kernels", f"{before} → {after}", f"{after - before:+d}" if before is not None else None)
+    cols[1].metric("Speedup, all fixes", f"{sp['estimate']:.2f}×" if sp else "not timed",
+                   f"95% CI {sp['ci_low']:.2f}–{sp['ci_high']:.2f}" if sp and sp.get("ci_low") else None,
+                   delta_color="off", delta_arrow="off", help=fix_text.speedup_words(sp))
+    cols[2].metric("Outputs", "agree" if fixed.get("within_tolerance") else "DIFFER",
+                   f"max abs diff {fixed['max_abs_diff']:.2g}" if fixed.get("max_abs_diff") is not None else None,
+                   delta_color="off", delta_arrow="off", help=fix_text.agreement_words(fixed))
+    saved = fixed.get("bytes_saved")
+    cols[3].metric("Memory traffic saved", fix_text.size_words(saved) if saved is not None else "?",
+                   help=fix_text.bytes_words(saved, fixed.get("bytes_written_before")))
+    for applied in fixed["applied"]:
+        st.markdown(f"**{applied['fix']}** · {fix_text.plural(len(applied['chains']), 'near-miss', 'near-misses')} "
+                    f"resolved, {fix_text.plural(len(applied['nodes']), 'node')} rewritten")
+        st.info(applied["advice"], icon=":material/edit_note:")
+        if applied.get("left"):
+            with st.expander(f"{len(applied['left'])} left as they are (the result would change)"):
+                st.dataframe([{"node": s["nodes"][0], "why": s["why"]} for s in applied["left"]], hide_index=True)
+    a, b = st.columns([5, 4])
+    with a:
+        st.markdown("**Fused ops before → after**")
+        st.dataframe([{"fused op": op, "before": x, "after": y, "gained": y - x}
+                      for op, x, y in fix_text.fusion_changes(fixed["fusions_before"], fixed["fusions_after"])],
+                     hide_index=True, width="stretch")
+    with b:
+        st.markdown("**Each fix alone**")
+        st.dataframe([_alone(p) for p in fixed["per_fix"]], hide_index=True, width="stretch")
+    if sp:
+        st.caption(f"Timed interleaved with the model as imported in {fix_text.runs_words(sp)}. Outputs: "
+                   f"{fix_text.agreement_words(fixed)}. Memory traffic: "
+                   f"{fix_text.bytes_words(saved, fixed.get('bytes_written_before'))}.")
+    _download(fixed, key)
+    if st.toggle("Show both models' graphs after Grappler, side by side", key=f"{key}.graphs"):
+        _graphs(engine, result, fixed, config)
+
+
+def _alone(entry: dict) -> dict:
+    sp = entry.get("speedup")
+    return {"fix": entry["fix"], "speedup": f"{sp['estimate']:.2f}×" if sp else "—",
+            "95% CI": f"{sp['ci_low']:.2f}–{sp['ci_high']:.2f}" if sp and sp.get("ci_low") else "—",
+            "fused kernels": entry.get("fused_kernels_after"),
+            "traffic saved": fix_text.size_words(entry["bytes_saved"]) if entry.get("bytes_saved") is not None else "?"}
+
+
+def _graphs(engine, result: dict, fixed: dict, config) -> None:
+    """The original's and the fixed model's graphs after Grappler, side by side, each scrolling in its own
+    pane (fused kernels in purple): a network's graph is hundreds of nodes tall."""
+    spec = fixed.get("fixed_spec")
+    if not spec:
+        return
+    try:
+        other = engine.inspect(spec, config, check_fixes=False)
+    except ExplorerError as exc:
+        frame.show_error(exc, "The fixed model's graphs could not be made")
+        return
+    for column, title, drawn in zip(st.columns(2), ("As imported", "With the fixes"), (result, other)):
+        graph = Graph.from_dict(drawn["stages"]["optimized"])
+        dot = to_dot(graph, fold_boilerplate=True)
+        fused = sum(1 for n in graph.nodes if is_fused_node(n))
+        column.markdown(f"**{title}**, after Grappler · {len(graph)} nodes, {fused} fused (purple)")
+        with column.container(height=720):
+            try:
+                st.image(cached.svg(dot), width="stretch")
+            except ExplorerError:  # no Graphviz here: the browser draws the DOT
+                st.graphviz_chart(dot, width="stretch")
+
+
+def _download(fixed: dict, key: str) -> None:
+    path = fixed.get("model_out")
+    if not path or not os.path.exists(path):
+        return
+    name = os.path.basename(path)
+    if os.path.isdir(path):
+        data = io.BytesIO()
+        with zipfile.ZipFile(data, "w", zipfile.ZIP_DEFLATED) as archive:
+            for root, _, files in os.walk(path):
+                for file in files:
+                    full = os.path.join(root, file)
+                    archive.write(full, os.path.join(name, os.path.relpath(full, path)))
+        payload, file_name, mime = data.getvalue(), f"{name}.zip", "application/zip"
+    else:
+        with open(path, "rb") as handle:
+            payload, file_name, mime = handle.read(), name, "application/octet-stream"
+    st.download_button(f"Download the fixed model ({'SavedModel, .zip' if os.path.isdir(path) else 'GraphDef'})",
+                       data=payload, file_name=file_name, mime=mime, on_click="ignore", key=f"{key}.download",
+                       icon=":material/download:",
+                       help="The model with all the fixes applied, as this page ran it: import it again here, or "
+                            "serve it.")
