@@ -44,7 +44,7 @@ def run_key(result: dict, fixes: list[str], processes: int) -> str:
 
 def panel(engine, result: dict, choice, key: str = "fixes") -> None:
     """``choice``: the sidebar's (its spec names the model's file, which the result leaves out)."""
-    if engine is None or choice is None or "import" not in (result.get("spec") or {}):
+    if engine is None or choice is None or "fix" not in choice.source.offers:  # model.sources: what a fix rewrites
         return
     st.divider()
     st.markdown("#### Try the fixes")

@@ -23,7 +23,7 @@ TOP = 5  # the slowest nodes labelled on the graph
 def timed(engine, result: dict, choice) -> dict:
     """The result with its per-op times attached, when they were measured (else as it is). ``choice``: the
     sidebar's (its spec names the model's file, which the result leaves out)."""
-    if engine is None or choice is None or not _importable(result):
+    if engine is None or choice is None or not _timeable(result, choice):
         return result
     try:
         profile = engine.stored("profile", choice.spec, choice.config, {"calls": CALLS}) \
@@ -33,13 +33,14 @@ def timed(engine, result: dict, choice) -> dict:
     return op_time.attach(result, profile) if profile else result
 
 
-def _importable(result: dict) -> bool:
-    return "import" in (result.get("spec") or {}) and "optimized" in (result.get("stages") or {})
+def _timeable(result: dict, choice) -> bool:
+    """A model with the report as a tab of its own (model.sources), run here (not simulated)."""
+    return "report" in choice.source.offers and "executed" in (result.get("stages") or {})
 
 
 def panel(engine, result: dict, choice, key: str) -> None:
     """The per-op time's summary and the coloured graph, or the button that measures it."""
-    if engine is None or choice is None or not _importable(result):
+    if engine is None or choice is None or not _timeable(result, choice):
         return
     timing = (result.get("report") or {}).get("op_time")
     if not timing:
