@@ -8,138 +8,31 @@ node's element id is ``present.dot.html_id(name, prefix)``. The links travel as 
 ``&`` escaped so that nothing in it can close the script.
 
 This module makes the view's data and its HTML document (CSS and JS inline), as text; ``ui.linked.show``
-puts it on the page.
+puts it on the page. The document navigates itself: zoom (one scale for both sides), pan by dragging or
+scrolling, fit to width or to the pane, step through search matches (each side centred on its match),
+panes no taller than the browser's window so that nothing is out of reach.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from pathlib import Path
 
 from .dot_text import html_id
+from .theme import dark_css
 
 BEFORE, AFTER = "b-", "a-"
 PANE_PX = 540  # the width one pane gets on a wide page; only used to guess the frame's height
 MAX_HEIGHT = 2400
 MIN_SCALE = 0.75  # below this a node's 8 pt detail line is under 8 px: stack the two sides instead
 
-CSS = """
-html, body { margin: 0; padding: 0; font-family: "Source Sans Pro", "Source Sans 3", sans-serif; color: #31333f; }
-.fx-hint { font-size: 13px; color: #6b6f7b; margin: 0 0 6px 0; min-height: 18px; }
-.fx-hint b { color: #31333f; }
-.fx-panes { display: flex; gap: 24px; align-items: flex-start; }
-.fx-pane { flex: 1 1 0; min-width: 0; text-align: center; overflow-x: auto; }
-.fx-pane svg { height: auto; }
-.fx-pane-title { display: none; font-size: 14px; font-weight: 600; text-align: left; margin: 4px 0; }
-.fx-stacked { flex-direction: column; }
-.fx-stacked .fx-pane { flex: none; width: 100%; }
-.fx-stacked .fx-pane-title { display: block; }
-.fx-note { font-size: 12px; color: #6b6f7b; margin: 2px 0 6px 0; }
-.fx-pane g.node, .fx-pane g.cluster { cursor: pointer; }
-.fx-active g.node:not(.fx-hl), .fx-active g.edge { opacity: 0.3; transition: opacity 0.12s; }
-.fx-pane g.node.fx-hl path, .fx-pane g.node.fx-hl polygon, .fx-pane g.node.fx-hl ellipse {
-  stroke: #e4572e !important; stroke-width: 3.5px !important; }
-.fx-pane g.node.fx-linked path, .fx-pane g.node.fx-linked polygon, .fx-pane g.node.fx-linked ellipse {
-  fill: #ffe3d6 !important; }
-.fx-pane g.cluster.fx-hl > path, .fx-pane g.cluster.fx-hl > polygon {
-  stroke: #e4572e !important; stroke-width: 2.5px !important; }
-.fx-pane g.node.fx-match path, .fx-pane g.node.fx-match polygon, .fx-pane g.node.fx-match ellipse {
-  stroke: #1c6dd0 !important; stroke-width: 4px !important; }
-.fx-pane g.node.fx-match text { font-weight: 600; }
-.fx-pinned .fx-hint::after { content: "  (pinned: click it again, or on empty space, to release)"; }
-"""
-
-JS = """
-(() => {
-  const groups = JSON.parse(document.getElementById("fx-links").textContent);
-  const root = document.getElementById("fx-root");
-  (root.dataset.marks || "").split(" ").filter(Boolean).forEach(id => {
-    const el = document.getElementById(id);
-    if (el) el.classList.add("fx-match");
-  });
-  const hint = document.getElementById("fx-hint");
-  const note = document.getElementById("fx-note");
-  const idle = hint.textContent;
-  const byId = new Map();
-  groups.forEach((g, i) => [...g.before, ...g.after].forEach(id => {
-    if (!byId.has(id)) byId.set(id, []);
-    byId.get(id).push(i);
-  }));
-  let pinned = null;
-  const clear = () => {
-    root.querySelectorAll(".fx-hl, .fx-linked").forEach(e => e.classList.remove("fx-hl", "fx-linked"));
-    root.classList.remove("fx-active");
-    hint.textContent = idle;
-  };
-  const light = (el) => {
-    clear();
-    const side = el.closest(".fx-pane").dataset.side;
-    const hits = byId.get(el.id) || [];
-    el.classList.add("fx-hl");
-    root.classList.add("fx-active");
-    const labels = [];
-    for (const i of hits) {
-      const g = groups[i];
-      for (const s of ["before", "after"]) {
-        for (const id of g[s]) {
-          const other = document.getElementById(id);
-          if (!other) continue;  // folded away (a constant) or not drawn
-          other.classList.add("fx-hl");
-          if (s !== side) other.classList.add("fx-linked");
-        }
-      }
-      if (g.label) labels.push(g.label);
-    }
-    const shown = labels.length > 4 ? [...labels.slice(0, 4), `and ${labels.length - 4} more`] : labels;
-    hint.textContent = labels.length ? shown.join("  ·  ") :
-      (hits.length ? "" : "No counterpart on the other side: this node is new here, or gone there.");
-  };
-  // One scale for both sides, so that a node is the same size left and right (Graphviz sizes are in pt).
-  // Below MIN_SCALE the labels are too small to read: draw one above the other instead, and scroll
-  // sideways if even the full width is not enough.
-  const MIN_SCALE = __MIN_SCALE__, GAP = 24;
-  const svgs = [...root.querySelectorAll(".fx-pane svg")];
-  const panes = root.querySelector(".fx-panes");
-  const natural = svgs.map(svg => (parseFloat(svg.getAttribute("width")) || 400) * 4 / 3);
-  const fitting = width => Math.min(1, ...natural.map(w => width / w));
-  const rescale = () => {
-    const width = panes.clientWidth;
-    if (!width) return;
-    const stacked = fitting((width - GAP) / 2) < MIN_SCALE;
-    if (panes.classList.contains("fx-stacked") !== stacked) {
-      panes.classList.toggle("fx-stacked", stacked);
-      note.hidden = !stacked;
-    }
-    const k = Math.max(MIN_SCALE, fitting(stacked ? width : (width - GAP) / 2));
-    svgs.forEach((svg, i) => { svg.style.width = (natural[i] * k) + "px"; svg.style.height = "auto"; });
-  };
-  rescale();
-  new ResizeObserver(rescale).observe(root);
-  const target = (ev) => ev.target.closest("g.node, g.cluster");
-  root.addEventListener("mouseover", ev => { const el = target(ev); if (el && !pinned) light(el); });
-  root.addEventListener("mouseout", ev => {
-    const el = target(ev);
-    if (el && !pinned && !(ev.relatedTarget && el.contains(ev.relatedTarget))) clear();
-  });
-  root.addEventListener("click", ev => {
-    const el = target(ev);
-    const release = !el || el === pinned;
-    pinned = release ? null : el;
-    root.classList.toggle("fx-pinned", !release);
-    if (el) light(el); else clear();  // released over a node: it stays lit as hovered until the mouse leaves
-  });
-  const fit = () => {
-    try {
-      const frame = window.frameElement;
-      if (frame) frame.style.height = Math.ceil(document.body.getBoundingClientRect().height + 4) + "px";
-    } catch (e) { /* another origin: keep the height given */ }
-  };
-  if (root.dataset.fit === "1") {  // a frame of fixed height (components.html): grow it to the drawing
-    window.addEventListener("load", fit);
-    new ResizeObserver(fit).observe(document.body);
-  }
-})();
-"""
+# The view's style and script live beside this module as plain files (read once): the script is tested in
+# a real browser (tests/e2e/test_graph_navigation.py), not as a Python string.
+_HERE = Path(__file__).resolve().parent
+CSS = (_HERE / "linked_view.css").read_text(encoding="utf-8")
+JS = (_HERE / "linked_view.js").read_text(encoding="utf-8")
 
 
 def link_groups(fusions: list[dict], before_names, after_names, cluster_order: list[str] | None = None,
@@ -222,31 +115,73 @@ def svg_size_px(svg: str) -> tuple[float, float]:
     return float(m.group(1)) * 4 / 3, float(m.group(2)) * 4 / 3
 
 
-HINT = "Hover over a node, or click it to pin: its counterparts on the other side light up."
+HINT = "Hover over a node, or click it to pin: its counterparts light up. Drag to pan, Ctrl + wheel to zoom."
 STACKED_NOTE = "Too wide to read side by side, so drawn one above the other."
+
+# The toolbar: (action, label, tooltip). The script (linked_view.js) binds each action and its key.
+TOOLBAR = (
+    ("out", "−", "Zoom out (−; or Ctrl + wheel over a graph)"),
+    ("actual", "100%", "Actual size (1)"),
+    ("in", "+", "Zoom in (+; or Ctrl + wheel over a graph)"),
+    ("width", "Fit width", "Both graphs as wide as their panes (W)"),
+    ("pane", "Fit pane", "Each whole graph in its pane (0)"),
+    ("layout", "One above the other", "Side by side, or one above the other"),
+)
+def _toolbar(hint: str) -> str:
+    import html
+
+    buttons = []
+    for act, label, title in TOOLBAR:
+        extra = " id='fx-zoom' class='fx-zoom'" if act == "actual" else ""
+        buttons.append(f"<button type='button' data-act='{act}'{extra} title='{html.escape(title, quote=True)}' "
+                       f"aria-label='{html.escape(title.split(' (')[0], quote=True)}'>{html.escape(label)}</button>")
+        if act in ("in", "pane"):
+            buttons.append("<span class='fx-sep'></span>")
+    find = ("<span id='fx-find' class='fx-find' hidden><button type='button' data-act='prev' title='Previous match (P)' "
+            "aria-label='Previous match'>‹</button><span id='fx-find-count'></span><button type='button' "
+            "data-act='next' title='Next match (N)' aria-label='Next match'>›</button></span>")
+    return (f"<div class='fx-bar' role='toolbar' aria-label='Graph view'>{''.join(buttons)}{find}"
+            f"<p id='fx-hint' class='fx-hint'>{html.escape(hint)}</p></div>")
+
+
+def view_key(before_svg: str, after_svg: str) -> str:
+    """What the browser keeps a drawing's zoom and scroll under, across the page's reruns."""
+    return hashlib.sha256((before_svg + "\0" + after_svg).encode()).hexdigest()[:16]
 
 
 def page_html(before_svg: str, after_svg: str, groups: list[dict], hint: str = HINT, fit: bool = False,
-              titles: tuple[str, str] = ("Before", "After"), marks=()) -> str:
-    """The whole document of the linked view: both SVGs, the links as JSON, the CSS and the JS.
+              titles: tuple[str, str] = ("Before", "After"), marks=(), focus=(), present: bool = False,
+              theme: str = "light") -> str:
+    """The whole document of the linked view: a toolbar, both SVGs in panes that zoom and pan, the links
+    as JSON, the CSS and the JS.
 
     ``fit``: the script grows its frame to the drawing (for a frame of fixed height). ``titles`` name
-    the sides when they are too wide to sit side by side and are drawn one above the other (the
-    page's own headings then no longer sit over them). ``marks``: element ids outlined as search matches.
+    the sides when they are drawn one above the other or in the presenter view (the page's own
+    headings then no longer sit over them). ``marks``: element ids outlined as search matches (the
+    view centres each side on its first); ``focus``: element ids a lesson points at (outlined, and
+    centred when the drawing opens). ``present``: the presenter view (larger type, always side by
+    side). ``theme``: the page's theme when the document is made ("light" or "dark"); the script
+    follows the page's own colours after that.
     """
     import html
 
     panes = "".join(
         f"<div class='fx-pane' data-side='{side}'><div class='fx-pane-title'>{html.escape(title)}</div>"
-        f"{svg_element(svg)}</div>"
+        f"<div class='fx-view'><div class='fx-canvas'>{svg_element(svg)}</div></div></div>"
         for side, title, svg in (("before", titles[0], before_svg), ("after", titles[1], after_svg)))
+    data = {"fit": 1 if fit else 0, "marks": " ".join(marks), "focus": " ".join(focus),
+            "present": 1 if present else 0, "theme": theme if theme in ("light", "dark") else "light",
+            "min-scale": MIN_SCALE, "key": view_key(before_svg, after_svg) + ("-present" if present else "")}
+    attrs = " ".join(f"data-{name}='{html.escape(str(value), quote=True)}'" for name, value in data.items())
+    classes = "fx-root" + (" fx-present" if present else "") + (" fx-dark" if theme == "dark" else "")
     return (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><style>" + CSS + "</style></head><body>"
-        f"<div id='fx-root' data-fit='{1 if fit else 0}' data-marks='{html.escape(' '.join(marks), quote=True)}'><p id='fx-hint' class='fx-hint'>{html.escape(hint)}</p>"
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><style>" + CSS + dark_css(before_svg, after_svg)
+        + "</style></head><body>"
+        f"<div id='fx-root' class='{classes}' {attrs}>{_toolbar(hint)}"
         f"<p id='fx-note' class='fx-note' hidden>{html.escape(STACKED_NOTE)}</p>"
         f"<div class='fx-panes'>{panes}</div></div>"
         f"<script type='application/json' id='fx-links'>{script_json(groups)}</script>"
-        f"<script>{JS.replace('__MIN_SCALE__', repr(MIN_SCALE))}</script></body></html>"
+        f"<script>{JS}</script></body></html>"
     )
 
 

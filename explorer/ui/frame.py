@@ -6,6 +6,7 @@ import streamlit as st
 
 from ..errors import ExplorerError, WorkerError
 from ..present.command import bench_command_line, command_line
+from . import presenter, state
 from .sidebar import Choice
 
 INTRO = (
@@ -27,8 +28,15 @@ CSS = "<style>[data-testid='stMainBlockContainer']{padding:2.2rem 3rem 4rem 3rem
 
 
 def header() -> None:
+    """The title with the presenter view's switch beside it; the introduction, except in the presenter view."""
     st.html(CSS)
-    st.title("TF Fusion Explorer")
+    title, switch = st.columns([4, 1], vertical_alignment="center")
+    if state.presenting():  # one short line: the room came for the graphs
+        title.markdown("**TF Fusion Explorer**")
+        presenter.toggle(switch)
+        return
+    title.title("TF Fusion Explorer", anchor=False)
+    presenter.toggle(switch)
     st.caption("Which op chains does TensorFlow's Grappler remapper fuse into one kernel here, and what does "
                "that buy? Build a model in the sidebar; the graphs and fusions appear below.")
     with st.expander("What is fusion?"):

@@ -28,13 +28,20 @@ SEARCH_HELP = ("Part of a node's name or op type (case does not matter), e.g. 'c
                "outlined in blue on both sides; a match inside a closed box outlines the box.")
 
 
-def top_controls() -> tuple[str, str]:
-    """The view choice and the search text (they do not depend on the drawing)."""
-    left, right = st.columns([3, 2], vertical_alignment="bottom")
-    view = left.radio("View", list(VIEWS), key=state.GRAPH_VIEW, horizontal=True, format_func=VIEWS.get,
-                      help=VIEW_HELP)
-    query = right.text_input("Find nodes", key=state.GRAPH_SEARCH, placeholder="name or op type, e.g. Conv2D",
-                             help=SEARCH_HELP)
+def top_controls(view_col=None, find_col=None) -> tuple[str, str]:
+    """The view choice and the search text (they do not depend on the drawing): on a row of their own, or in
+    the columns given (the presenter view's one row of controls, where the view is a drop-down)."""
+    if view_col is None:
+        view_col, find_col = st.columns([3, 2], vertical_alignment="bottom")
+        view = view_col.radio("View", list(VIEWS), key=state.GRAPH_VIEW, horizontal=True, format_func=VIEWS.get,
+                              help=VIEW_HELP)
+    else:
+        view = view_col.selectbox("View", list(VIEWS), key=state.GRAPH_VIEW, format_func=lambda v: f"view: {VIEWS[v]}",
+                                  help=VIEW_HELP, label_visibility="collapsed")
+        return view, find_col.text_input("Find nodes", key=state.GRAPH_SEARCH, placeholder="Find nodes: name or op type",
+                                         help=SEARCH_HELP, label_visibility="collapsed")
+    query = find_col.text_input("Find nodes", key=state.GRAPH_SEARCH, placeholder="name or op type, e.g. Conv2D",
+                                help=SEARCH_HELP)
     return view, query
 
 
@@ -78,6 +85,24 @@ def fused_caption(drawn: dict) -> bool:
     st.caption(f"Only the nodes the fusions and renames involve ({core['before']} before, {core['after']} after), "
                "with their immediate inputs and consumers dimmed; ⋯ N stands for N edges to nodes left out.")
     return True
+
+
+def focus_marks(focus: dict, drawn: dict, fold: bool, pair: tuple[str, str]) -> list[str]:
+    """Element ids of what a lesson's step points at: ``focus`` maps a stage ("traced", "optimized",
+    "executed") or "any" to op types or node names, each matched exactly (``Pow`` is every Pow node, not
+    ``Gelu/Pow/y``)."""
+    marks = []
+    for side, prefix, stage in (("before", "b-", pair[0]), ("after", "a-", pair[1])):
+        wanted = set(focus.get(stage) or ()) | set(focus.get("any") or ())
+        if not wanted:
+            continue
+        for name, op in drawn["names"][side].items():
+            if name not in wanted and op not in wanted:
+                continue
+            target = drawn["drawn_of"][side].get(name, name)
+            if target is not None and not (target == name and fold and op in FOLDED_OPS):
+                marks.append(html_id(target, prefix))
+    return list(dict.fromkeys(marks))
 
 
 def search_marks(query: str, found: dict, drawn: dict, fold: bool, names: dict) -> list[str]:

@@ -6,7 +6,7 @@ import streamlit as st
 
 from ..errors import ExplorerError
 from ..present.machine import gpu_words
-from . import cached, frame, link, sidebar, state, tabs, upload, whatif, why
+from . import cached, frame, link, presenter, sidebar, state, tabs, upload, whatif, why
 
 
 def render(engine) -> None:
@@ -15,6 +15,7 @@ def render(engine) -> None:
     state.init()
     link.bind()  # a link opened (or Back/Forward): its experiment, before any widget draws
     st.session_state[state.ENGINE] = engine  # for a test to look at what the page showed; panels are handed it
+    presenter.apply()
     frame.header()
     problem = state.server_env_defaults()[1]
     if problem:
@@ -39,7 +40,9 @@ def render(engine) -> None:
         st.rerun()  # the sidebar offers the model's signatures and shows its inputs, known from this result
     _summary_line(engine, choice, result)
     offers = choice.source.offers
-    if "export" in offers:
+    if state.presenting():  # the room needs the graphs within the screen; the command line can wait
+        pass
+    elif "export" in offers:
         # Folded: for the engineer taking the run elsewhere; open, it would push the graphs below the fold.
         with st.expander("Reproduce this run elsewhere: command line, repro.py, bug-report bundle",
                          icon=":material/terminal:"):
@@ -124,7 +127,8 @@ def _summary_line(engine, choice: sidebar.Choice, result: dict) -> None:
         ran_on = (f"GPU:0 {gpu_words(fp['gpus'][0])}" if choice.config.device == "gpu" and fp.get("gpus")
                   else f"{sidebar.device_label(choice.config.device)} · oneDNN {'on' if fp.get('onednn') else 'off'}")
         st.markdown(f"{badge + ' ' if badge else ''}{found} · {choice.label} on {ran_on}")
-        st.caption(f"TensorFlow {fp.get('tensorflow', '?')} · graphs {result['provenance']}.")
+        if not state.presenting():
+            st.caption(f"TensorFlow {fp.get('tensorflow', '?')} · graphs {result['provenance']}.")
     with right:
         if "pin" in choice.source.offers:
             whatif.pin_button(engine, choice, result)

@@ -26,28 +26,35 @@ PAIR_HELP = ("traced: the graph tf.function built. after Grappler: what the opti
 
 
 @st.fragment
-def panel(result: dict) -> None:
+def panel(result: dict, focus: dict | None = None) -> None:
+    """Both stages of ``result`` drawn side by side. ``focus``: what a lesson's step points at (op types or node
+    names per stage, ``graph_views.focus_marks``), outlined in the drawing and centred when it opens."""
     stages = result.get("stages") or {}
     pairs = [p for p in PAIRS if all(s in stages for s in p.split("->"))] or list(PAIRS)
     if st.session_state.get(state.STAGE_PAIR) not in pairs:
         st.session_state[state.STAGE_PAIR] = pairs[0]  # e.g. a simulated GPU has no executed stage
-    top_left, top_right = st.columns([3, 2], vertical_alignment="bottom")
+    presenting = state.presenting()
+    # The presenter view puts every control on one line, so that the graphs start within a projector's screen.
+    if presenting:
+        top_left, view_col, top_right, find_col = st.columns([2.2, 1.6, 1.5, 1.7], vertical_alignment="bottom")
+    else:
+        top_left, top_right = st.columns([3, 2], vertical_alignment="bottom")
+        view_col = find_col = None
     if len(pairs) > 1:
-        pair = top_left.radio("Stages to compare", pairs, key=state.STAGE_PAIR, horizontal=True,
-                              format_func=PAIRS.get, help=PAIR_HELP)
+        pair = _pick(top_left, "Stages to compare", pairs, state.STAGE_PAIR, PAIRS.get, PAIR_HELP, presenting)
         link.write_stages(pair)  # a fragment's run: the link is written from here
     else:  # a radio with one option reads as a broken control
         pair = pairs[0]
         top_left.markdown(f"**Stages compared:** {PAIRS[pair]}" + (
             " (nothing ran, so there is no executed stage)" if "executed" not in stages else ""))
-    fold = top_right.toggle("Fold constants and plumbing", key=state.FOLD,
+    fold = top_right.toggle("Fold constants and plumbing" if not presenting else "Fold consts", key=state.FOLD,
                             help="Hide Const, Identity, ReadVariableOp and NoOp nodes: constants become '+N const' "
                                  "on their consumer. Keeps graphs of a few hundred nodes readable.")
     before, after = pair.split("->")
     if before not in stages or after not in stages:
         st.info(f"This result has no {STAGES.get(before, before)} or {STAGES.get(after, after)} graph.")
         return
-    view, query = graph_views.top_controls()
+    view, query = graph_views.top_controls(view_col, find_col)
     depth, opened = graph_views.scope_settings()
     scope_row = st.container()
     drawn = cached.stage_pair(result["key"], before, after, fold, result, view, depth, opened)
@@ -57,24 +64,41 @@ def panel(result: dict) -> None:
         return
     found_names = cached.stage_search(result["key"], before, after, query, result) if query.strip() else {}
     marks = graph_views.search_marks(query, found_names, drawn, fold, drawn["names"])
-    found, legend = st.columns([3, 2], gap="medium")
-    with found:
-        _fusions(drawn, pair)
-    with legend:
-        _legend()
-    left, right = st.columns(2, gap="medium")
-    for col, side, stage in ((left, "before", before), (right, "after", after)):
-        with col:
-            _graph_head(stage, side, drawn, result)
+    looked_at = graph_views.focus_marks(focus or {}, drawn, fold, (before, after))
+    if not presenting:
+        found, legend = st.columns([3, 2], gap="medium")
+        with found:
+            _fusions(drawn, pair)
+        with legend:
+            _legend()
+        left, right = st.columns(2, gap="medium")
+        for col, side, stage in ((left, "before", before), (right, "after", after)):
+            with col:
+                _graph_head(stage, side, drawn, result)
     # The drawing's own diff is the one source of what went where: its clusters are numbered in its order.
     fusions = drawn["diff"]["fusions"]
     groups = link_groups(fusions, drawn["names"]["before"], drawn["names"]["after"],
                                 [f["node"] for f in fusions], (drawn["drawn_of"]["before"], drawn["drawn_of"]["after"]))
     titles = tuple(f"{_stage_title(s)} · {drawn['nodes'][side]} nodes" for side, s in (("before", before), ("after", after)))
-    if not linked.show(drawn["before"], drawn["after"], groups, titles=titles, marks=marks):
+    if not linked.show(drawn["before"], drawn["after"], groups, titles=titles, marks=marks, focus=looked_at):
         # No Graphviz binary here: the browser draws the DOT itself, without the linking.
+        left, right = st.columns(2, gap="medium")
         for col, side in ((left, "before"), (right, "after")):
             col.graphviz_chart(drawn[side], width="stretch")
+    if presenting:  # what fused, and the colours, below the graphs
+        found, legend = st.columns([3, 2], gap="medium")
+        with found:
+            _fusions(drawn, pair)
+        with legend:
+            _legend()
+
+
+def _pick(where, label: str, options: list, key: str, format_func, help: str, compact: bool):
+    """A choice among a few options: a row of radio buttons, or a drop-down where a row does not fit."""
+    if compact:
+        return where.selectbox(label, options, key=key, format_func=format_func, help=help,
+                               label_visibility="collapsed")
+    return where.radio(label, options, key=key, horizontal=True, format_func=format_func, help=help)
 
 
 def _fusions(drawn: dict, pair: str) -> None:

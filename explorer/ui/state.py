@@ -216,3 +216,8 @@ GRAPH_DEPTH = "graphs.depth"
 GRAPH_OPEN = "graphs.open"
 GRAPH_SEARCH = "graphs.search"
 DEFAULTS.update({GRAPH_VIEW: "auto", GRAPH_DEPTH: 1, GRAPH_OPEN: [], GRAPH_SEARCH: ""})
+
+
+def presenting() -> bool:
+    """The presenter view (ui/presenter.py) is on: present=1 in the link, or the toggle at the top of the page."""
+    return bool(st.session_state.get(PRESENT))

@@ -1,0 +1,34 @@
+"""The presenter view: the page as a projector shows it to a room (1280×720, read from the back).
+
+``present=1`` in a link or the toggle at the top of the page turns it on (``state.PRESENT``): the sidebar
+folds away, the header shrinks to one line, type grows, and the two graphs always sit side by side (the
+drawing's own script: ``present.linked``). What the page draws in it is the same page, so a lesson's step
+looks the same to the teacher preparing it and to the room.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from . import state
+
+# Streamlit sizes its type in rem: a larger root size grows every label, caption and button together.
+CSS = """<style>
+html { font-size: 18px; }
+[data-testid='stHeader'] { height: 44px; min-height: 44px; }
+[data-testid='stMainBlockContainer'] { padding: 46px 1.1rem 2rem 1.1rem !important; }
+</style>"""
+HELP = ("For a projector: the sidebar folds away (open it with the arrow at the top left), type grows and the two "
+        "graphs stay side by side. The link carries it (present=1).")
+
+
+def apply() -> None:
+    """Fold the sidebar away and grow the type when the presenter view is on (before anything else is drawn)."""
+    if state.presenting():
+        st.set_page_config(initial_sidebar_state="collapsed")
+        st.html(CSS)
+
+
+def toggle(where=st) -> bool:
+    """The page's switch for the presenter view; True when it is on."""
+    return where.toggle("Presenter view", key=state.PRESENT, help=HELP)
