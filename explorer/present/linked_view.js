@@ -56,7 +56,6 @@
             w: (parseFloat(svg.getAttribute("width")) || 400) * 4 / 3,
             h: (parseFloat(svg.getAttribute("height")) || 400) * 4 / 3};
   });
-  sides.forEach(s => { s.svg.removeAttribute("width"); s.svg.removeAttribute("height"); });
   const zoomLabel = document.getElementById("fx-zoom");
   const layoutButton = root.querySelector("[data-act='layout']");
   let k = 1, stacked = false;

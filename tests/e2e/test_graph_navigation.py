@@ -13,7 +13,8 @@ import pytest
 from explorer.analysis.diff import diff_graphs
 from explorer.model.graph import Edge, Graph, Node
 from explorer.present import linked
-from explorer.present.dot import html_id, to_dot, to_svg
+from explorer.present.dot import html_id, to_dot
+from explorer.present.svg import to_svg
 
 ORIGIN = "http://linked-view.test/"
 BRANCHES = 32  # 32 inputs, 32 ReLUs and their sum: 65 nodes, about 3,300 px wide as Graphviz lays it out
