@@ -214,12 +214,33 @@ def annotate_xla(result: dict) -> dict:
     return result
 
 
-# What XLA's GPU compiler is documented to do with the GELU pattern; this machine cannot show it.
-GPU_NOT_MEASURED = (
-    "Not measured here (no GPU): XLA's GPU compiler runs its own fusion passes, so its fusions are not the CPU ones shown. XLA's GPU gemm rewriter "
-    "matches the tanh form of GELU (approximate=True) on a cuBLASLt matmul and turns it into a GELU / "
-    "BIAS_GELU epilogue of the matmul; no erf form (exact GELU) was found in its source. With --device gpu "
-    "on a machine with a GPU, this same view shows XLA's GPU module.")
+# What XLA's GPU compiler is documented (in its source) to do, which this machine cannot show: said only of the
+# ops the model has, so that a CNN is not told about GELU.
+GPU_NOT_MEASURED = ("Not measured here (no GPU): XLA's GPU compiler runs its own fusion passes, so its fusions are "
+                    "not the CPU ones shown.")
+GPU_ONLY_THERE = "With --device gpu on a machine with a GPU, this same view shows XLA's GPU module."
+GELU_OPS = frozenset({"Erf", "Erfc", "Gelu"})
+CONV_OPS = frozenset({"Conv2D", "Conv3D", "DepthwiseConv2dNative", "Conv2DBackpropInput"})
+MATMUL_OPS = frozenset({"MatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum"})
+
+
+def gpu_note(ops) -> str:
+    """What XLA's GPU compiler would do with a model of these TF op types, as far as its source says."""
+    ops = set(ops)
+    said = [GPU_NOT_MEASURED]
+    gelu = bool(ops & GELU_OPS) or {"Tanh", "Pow"} <= ops
+    if ops & MATMUL_OPS and gelu:
+        said.append("Its gemm rewriter matches the tanh form of GELU (approximate=True) on a cuBLASLt matmul and "
+                    "turns it into a GELU / BIAS_GELU epilogue of the matmul; no erf form (exact GELU) was found in "
+                    "its source.")
+    elif ops & MATMUL_OPS:
+        said.append("Its gemm rewriter folds a bias add, and a ReLU after it, into the cuBLASLt matmul as its "
+                    "epilogue.")
+    if ops & CONV_OPS:
+        said.append("Its cudnn_fused_conv_rewriter folds a convolution's bias, a side input and an activation such "
+                    "as ReLU into one cuDNN call, where cuDNN supports the combination.")
+    said.append(GPU_ONLY_THERE)
+    return " ".join(said)
 
 
 def status_lines(accounting: dict[str, dict]) -> list[tuple[str, list[str]]]:

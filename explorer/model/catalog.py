@@ -52,8 +52,8 @@ PRESETS: dict[str, Preset] = {
             "nine: Pow (which the CPU's arithmetic optimiser turns into Square and Mul), Mul, AddV2, "
             "Tanh ... each a full pass over the output. The remapper recognises the whole sub-graph in "
             "its second pass and folds it, with the MatMul and the BiasAdd, into one _FusedMatMul.",
-            "CPU with oneDNN (on by default on recent x86); GPU with TF_USE_CUBLASLT=1. Without them "
-            "only MatMul+BiasAdd fuse.",
+            "CPU with oneDNN (on by default on x86 with AVX-512 VNNI/BF16 or AMX): all of it; CPU without oneDNN: "
+            "only MatMul+BiasAdd. GPU: all of it with TF_USE_CUBLASLT=1; without it nothing fuses.",
             MATMUL,
             rows=(16,),
         ),
@@ -65,8 +65,9 @@ PRESETS: dict[str, Preset] = {
             "The exact GELU, 0.5·x·(1 + erf(x/√2)). Constant folding first turns x/√2 into x·0.7071, "
             "which is the spelling the remapper's pattern looks for; then MatMul, BiasAdd and the five "
             "GELU ops become one _FusedMatMul.",
-            "CPU with oneDNN; GPU only with cuDNN runtime fusion (float16, compute capability 8.0+). "
-            "Elsewhere only MatMul+BiasAdd fuse.",
+            "CPU with oneDNN: all of it; CPU without oneDNN: only MatMul+BiasAdd. GPU: all of it with cuDNN "
+            "runtime fusion (TF_CUDNN_USE_RUNTIME_FUSION=1, float16, compute capability 8.0+); else only "
+            "MatMul+BiasAdd with TF_USE_CUBLASLT=1 (cuBLASLt has no erf form), and nothing without it.",
             MATMUL,
             rows=(15,),
         ),

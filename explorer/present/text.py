@@ -197,7 +197,7 @@ def xla_text(result: dict) -> str:
                 out.append(f"  {row['pipeline'] or '':<40} {row['pass']:<30} instructions {row['instructions_before']} -> "
                            f"{row['instructions_after']}, {(row['time_us'] or 0) / 1e3:.2f} ms")
     if result["fingerprint"].get("gpus") in (None, []):
-        out.append(f"\n{xla_fusion.GPU_NOT_MEASURED}")
+        out.append(f"\n{xla_fusion.gpu_note(a['op'] for a in result['accounting'].values())}")
     return lines(out)
 
 

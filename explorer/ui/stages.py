@@ -13,6 +13,7 @@ from ..model.graph import STAGES
 from ..model.sources import source_for_data
 from ..present.dot import EDGE_LEGEND, LEGEND
 from ..present.linked import link_groups
+from ..present.theme import dark
 from . import cached, graph_views, link, linked, state
 
 PAIRS = {
@@ -135,10 +136,12 @@ def _fusions(drawn: dict, pair: str) -> None:
 def _legend() -> None:
     """What the colours and edge styles mean (present.dot.LEGEND), as small swatches."""
     rows = []
+    colour = dark if linked.page_theme() == "dark" else (lambda c: c)  # the swatches as the drawing shows them
     for s in LEGEND:
-        border = f"{2 if s.status == 'fused' else 1}px {'dashed' if s.status == 'absorbed' else 'solid'} {s.border}"
+        border = (f"{2 if s.status == 'fused' else 1}px {'dashed' if s.status == 'absorbed' else 'solid'} "
+                  f"{colour(s.border)}")
         rows.append(f'<div title="{s.meaning}"><span style="display:inline-block;width:0.9em;height:0.9em;'
-                    f'vertical-align:-0.1em;border-radius:3px;background:{s.fill};border:{border}"></span> '
+                    f'vertical-align:-0.1em;border-radius:3px;background:{colour(s.fill)};border:{border}"></span> '
                     f'<b>{s.status}</b>: {s.meaning}</div>')
     edges = {name: meaning for name, _, meaning in EDGE_LEGEND}
     rows.append(f'<div>→ data edge · ⇢ <b>dashed</b>: {edges.get("control", "control dependency")} · '

@@ -10,7 +10,7 @@ import streamlit as st
 
 from ..analysis import xla_fusion, xla_passes
 from ..analysis.xla_bench import VARIANTS, WORDS
-from ..analysis.xla_fusion import GPU_NOT_MEASURED, STATUS_WORDS
+from ..analysis.xla_fusion import STATUS_WORDS, gpu_note
 from ..errors import ExplorerError
 from ..model import compilers
 from ..model.devices import is_simulated
@@ -41,7 +41,7 @@ def panel(engine, choice: sidebar.Choice, grappler: dict) -> None:
                     + "\n".join(f"- {line}" for line in xla_fusion.cluster_lines(grappler["xla_clusters"])))
     if is_simulated(choice.config.device):
         st.info("A simulated GPU has no XLA compiler behind it, so there is nothing to compile here. "
-                + GPU_NOT_MEASURED)
+                + gpu_note(_model_ops(grappler)))
         return
     if not st.toggle("Compile this model with XLA", key=state.XLA_ON,
                      help="Runs experimental_get_compiler_ir and one real call in the worker (well under a second "
@@ -143,9 +143,15 @@ def _downloads(result: dict) -> None:
         st.code(result["hlo"]["optimized_hlo"], language="text")
 
 
+def _model_ops(grappler: dict) -> set[str]:
+    """The TF op types of the model as traced (what the GPU note speaks of)."""
+    traced = (grappler.get("stages") or {}).get("traced") or {}
+    return {n.get("op", "") for n in traced.get("nodes") or ()}
+
+
 def _gpu_note(grappler: dict) -> None:
     if not (grappler.get("fingerprint") or {}).get("gpus"):
-        st.info(GPU_NOT_MEASURED)
+        st.info(gpu_note(_model_ops(grappler)))
 
 
 def _three_way(engine, choice: sidebar.Choice) -> None:

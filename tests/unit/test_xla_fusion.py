@@ -154,3 +154,12 @@ def test_an_op_carried_only_by_a_bitcast_is_said_to_compute_nothing():
     assert all("Reshape" not in g["tf_ops"] for g in groups)
     a = xla_fusion.account(groups, nodes, module=module)["Reshape"]
     assert a["status"] == "no_hlo" and a["note"].startswith("only a bitcast carries its name")
+
+
+def test_the_gpu_note_speaks_of_the_ops_the_model_has():
+    cnn = xla_fusion.gpu_note({"_Arg", "Conv2D", "BiasAdd", "Relu", "_Retval"})
+    assert "GELU" not in cnn and "cudnn_fused_conv_rewriter" in cnn and "Not measured here (no GPU)" in cnn
+    gelu = xla_fusion.gpu_note({"MatMul", "BiasAdd", "Mul", "Pow", "Tanh", "AddV2"})
+    assert "BIAS_GELU" in gelu and "cuDNN" not in gelu
+    dense = xla_fusion.gpu_note({"MatMul", "BiasAdd", "Relu"})
+    assert "GELU" not in dense and "epilogue" in dense
