@@ -25,26 +25,64 @@ _engines: list[Engine] = []  # what shutdown() closes (tests; the server's exit 
 _started: list[Engine] = []  # the engine explorer.ui.serve made before the server started, if it did
 
 
-# A model too small to matter, run once when the server starts: a new worker's first graph pays for
-# TensorFlow's first trace and Grappler's first run, which the first visitor should not.
-WARM_UP_SPEC = {"preset": "matmul_bias_relu", "params": {"m": 2, "k": 2, "n": 2}}
+def default_spec() -> dict:
+    """The model a new session starts with (the default preset at its default sizes)."""
+    return {"preset": state.DEFAULT_PRESET}
+
+
+def likely_next(config: Config, result: dict) -> Config | None:
+    """The configuration a person most likely asks for after ``config``: on the CPU, oneDNN the other way
+    ("and without oneDNN?"); from an explicit setting the way back is "unset" (TF's default)."""
+    if config.device != "cpu":
+        return None
+    if "TF_ENABLE_ONEDNN_OPTS" in config.env_dict:
+        return config.with_env("TF_ENABLE_ONEDNN_OPTS", None)
+    return config.with_env("TF_ENABLE_ONEDNN_OPTS", "0" if (result.get("fingerprint") or {}).get("onednn") else "1")
 
 
 def start_server_engine(config: Config) -> Engine:
-    """Make the server's Engine now and start ``config``'s worker in the background (serve.py calls this
-    before Streamlit starts), warmed by one tiny graph (not stored): the first visitor's graphs then come
-    from a warm worker."""
+    """Make the server's Engine now and, in the background, what the first visitor would wait for (serve.py
+    calls this before Streamlit starts): ``config``'s worker, the default experiment's result (kept in the
+    result cache) and its drawing, then the worker of the likely next configuration. The first visitor's
+    page then only draws."""
     instance = Engine(cache_dir=os.environ.get("EXPLORER_CACHE_DIR") or DEFAULT_CACHE_DIR)
 
     def warm_up() -> None:
         try:
-            instance.inspect(WARM_UP_SPEC, config, use_cache=False)
+            result = instance.inspect(default_spec(), config)
+            prepare_drawing(result)
+            following = likely_next(config, result)
+            if following is not None:
+                instance.prestart(following)
         except Exception:
-            log.warning("the server's warm-up graph failed", exc_info=True)
+            log.warning("the server's warm-up failed", exc_info=True)
 
     threading.Thread(target=warm_up, daemon=True, name="explorer-warm-up").start()
     _started.append(instance)
     return instance
+
+
+# Drawings made before the page asked for them (the default experiment's, made while the server starts):
+# stage_pair and svg look here before they compute. A few entries at most.
+_drawings: dict[tuple, dict] = {}
+_svgs: dict[str, str] = {}
+MAX_PREPARED = 16
+
+
+def prepare_drawing(result: dict, before: str = "traced", after: str = "optimized") -> None:
+    """Draw a result's default stage pair as the page first shows it (DOT and Graphviz's SVG), ahead of time."""
+    from ..model.graph import Graph
+    from ..present.svg import to_svg
+
+    stages = result.get("stages") or {}
+    if before not in stages or after not in stages or len(_drawings) >= MAX_PREPARED:
+        return
+    fold = bool(state.DEFAULTS[state.FOLD])
+    view, depth, opened = state.DEFAULTS[state.GRAPH_VIEW], state.DEFAULTS[state.GRAPH_DEPTH], ()
+    drawn = _drawn_pair(Graph.from_dict(stages[before]), Graph.from_dict(stages[after]), fold, view, depth, opened)
+    _drawings[(result["key"], before, after, fold, view, depth, opened)] = drawn
+    for side in ("before", "after"):
+        _svgs[drawn[side]] = to_svg(drawn[side])
 
 
 def _release(engine: Engine) -> None:
@@ -138,6 +176,9 @@ def stage_pair(result_key: str, before: str, after: str, fold: bool, _result: di
     """
     from ..model.graph import Graph
 
+    prepared = _drawings.get((result_key, before, after, fold, view, depth, opened))
+    if prepared is not None:
+        return prepared
     stages = _result["stages"]
     return _drawn_pair(Graph.from_dict(stages[before]), Graph.from_dict(stages[after]), fold, view, depth, opened)
 
@@ -175,4 +216,4 @@ def svg(dot: str) -> str:
     """Graphviz's SVG of a DOT text (present.svg.to_svg); raises ExplorerError when ``dot`` is missing or fails."""
     from ..present.svg import to_svg
 
-    return to_svg(dot)
+    return _svgs.get(dot) or to_svg(dot)

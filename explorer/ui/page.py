@@ -99,14 +99,9 @@ def inspect(engine, choice: sidebar.Choice) -> dict | None:
         frame.show_error(exc, "Inspecting the model failed")
         return None
     placeholder.empty()
-    if choice.config.device == "cpu":
-        # The likeliest next question is "and without oneDNN?" (or with it): start that worker now.
-        # From an explicit setting the way back is "unset" (TF's default), not the opposite value.
-        if "TF_ENABLE_ONEDNN_OPTS" in choice.config.env_dict:
-            flipped = None
-        else:
-            flipped = "0" if (result.get("fingerprint") or {}).get("onednn") else "1"
-        engine.prestart(choice.config.with_env("TF_ENABLE_ONEDNN_OPTS", flipped))
+    following = cached.likely_next(choice.config, result)  # "and without oneDNN?": start that worker now
+    if following is not None:
+        engine.prestart(following)
     shown = st.session_state.get(state.SHOWN)
     if not shown or shown.get("key") != result["key"]:
         shown = {"key": result["key"], "provenance": provenance(result)}
