@@ -37,17 +37,18 @@ def bytes_written(result: dict) -> int | None:
                if node.op not in IDLE_OPS and node.op not in ("Placeholder", "ReadVariableOp", "VarHandleOp"))
 
 
-def speedup(samples: list[dict], name: str, original: str = "as imported") -> dict:
-    """The speedup of ``name`` over the model as imported: estimate, interval, processes (and how)."""
-    sp = replicated_speedup({"fused": [s[name] for s in samples], "unfused": [s[original] for s in samples]})
+def speedup(pairs: list[dict], name: str) -> dict:
+    """The speedup of ``name`` over the model as imported, from its interleaved samples and the original's in
+    each process: estimate, interval, processes (and how)."""
+    sp = replicated_speedup({"fused": [p[name]["fixed"] for p in pairs], "unfused": [p[name]["original"] for p in pairs]})
     return {"estimate": sp["estimate"], "ci_low": sp.get("ci_low"), "ci_high": sp.get("ci_high"),
             "processes": sp.get("n_processes", 1), "mode": sp.get("mode")}
 
 
 def assemble(before: dict, variants: list[dict], fixed: dict[str, dict], bench: dict, model_out: str | None) -> dict:
     """The fix result. ``variants``: the worker's records ({"name", "fixes", "records"}); ``fixed``: {variant
-    name: its inspect result}; ``bench``: {"samples": [{variant: ns list} per process], "agreement": {variant:
-    agreement}}; its samples None when nothing was timed."""
+    name: its inspect result}; ``bench``: {"pairs": [{variant: {"fixed": ns, "original": ns}} per process],
+    "agreement": {variant: agreement}}; its pairs None when nothing was timed."""
     misses = (before.get("report") or {}).get("near_misses") or []
     by_name = {v["name"]: v for v in variants}
     written_before = bytes_written(before)
@@ -62,7 +63,7 @@ def assemble(before: dict, variants: list[dict], fixed: dict[str, dict], bench: 
         agrees = bench["agreement"][name]
         out.update(max_abs_diff=agrees["max_abs"], max_rel_diff=agrees["max_rel"], tolerance=agrees["tolerance"],
                    within_tolerance=agrees["within_tolerance"],
-                   speedup=speedup(bench["samples"], name) if bench["samples"] else None)
+                   speedup=speedup(bench["pairs"], name) if bench["pairs"] else None)
         return out
 
     together = entry("all")

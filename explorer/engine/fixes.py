@@ -20,7 +20,7 @@ import tempfile
 import time
 
 from ..analysis import fix_plan, fix_report, op_time
-from ..errors import SpecError
+from ..errors import SpecError, WorkerError
 from ..model.flags import Config
 from ..model.imported import ImportSpec
 from ..model.sources import source_of
@@ -82,31 +82,50 @@ def _fixed_spec(variant: dict, original: ImportSpec) -> dict:
 def _measure(engine, spec, specs: dict, config: Config, processes: int, reps: int, warmup: int, max_seconds: float,
              say) -> dict:
     """The copies against the model as imported, interleaved, in ``processes`` worker processes; with 0
-    processes their outputs only, compared in the warm worker, and nothing timed."""
-    payload = {"variants": [{"name": ORIGINAL, "spec": spec.to_dict()}]
-               + [{"name": name, "spec": s} for name, s in specs.items()],
-               "grappler": config.grappler_dict, "reps": int(reps), "warmup": int(warmup),
-               "max_seconds": float(max_seconds)}
-    if processes == 0:
-        say(0.6, "comparing the fixed models' outputs with the original's")
-        with engine.queue(config.device).slot("graph"):
-            result, info = engine._run(config, "bench_models", dict(payload, reps=0), engine.pool.limits.inspect_s)
-        return {"samples": None, "agreement": result["agreement"], "runs": []}
+    processes their outputs only, compared in the warm worker, and nothing timed.
+
+    All the copies share one process with the original when they fit in a worker's memory; a network too big
+    for that (ResNet50 with oneDNN: four copies passed the cap) is measured one copy against the original
+    at a time instead. Returns {"pairs": [{copy: {"fixed": ns, "original": ns}} per process] (None when
+    nothing was timed), "agreement": {copy: agreement}, "runs": [...]}."""
+    base = {"grappler": config.grappler_dict, "reps": int(reps) if processes else 0, "warmup": int(warmup),
+            "max_seconds": float(max_seconds)}
     timeout = float(max_seconds) + engine.pool.limits.bench_extra_s + 60 * len(specs)
-    runs = []
-    with engine.queue(config.device).slot("bench") as _:
-        for i in range(processes):
-            say(0.5 + 0.45 * i / processes, f"timing the fixed models against the original: process {i + 1}/{processes}")
-            request = dict(payload, rotate=i)
-            if processes == 1:
-                result, info = engine._run(config, "bench_models", request, timeout)
-            else:
-                result, info = engine._run_fresh(config, "bench_models", request, timeout, None)
-            runs.append(dict(result, worker=info))
-    return {"samples": [r["samples_ns"] for r in runs], "agreement": runs[0]["agreement"],
-            "runs": [{"reps_done": r["reps_done"], "reinstantiated_during_timing": r["reinstantiated_during_timing"],
-                      "fused_nodes": {n: len(p["fused_nodes"]) for n, p in r["proof"].items()},
-                      "worker": r["worker"]} for r in runs]}
+    groups = [list(specs)]
+    pairs, agreement, runs = [], {}, []
+    with engine.queue(config.device).slot("bench" if processes else "graph"):
+        i = 0
+        while i < max(processes, 1):
+            say(0.5 + 0.45 * i / max(processes, 1), "comparing the fixed models' outputs with the original's"
+                if not processes else f"timing the fixed models against the original: process {i + 1}/{processes}")
+            try:
+                measured = {}
+                for group in groups:
+                    request = dict(base, rotate=i, variants=[{"name": ORIGINAL, "spec": spec.to_dict()}]
+                                   + [{"name": name, "spec": specs[name]} for name in group])
+                    if processes > 1:
+                        result, info = engine._run_fresh(config, "bench_models", request, timeout, None)
+                    else:
+                        result, info = engine._run(config, "bench_models", request, timeout)
+                    agreement.update(result["agreement"])
+                    runs.append(_run_record(result, info))
+                    for name in group:
+                        if result["samples_ns"]:
+                            measured[name] = {"fixed": result["samples_ns"][name],
+                                              "original": result["samples_ns"][ORIGINAL]}
+            except WorkerError as exc:
+                if exc.kind != "memory" or len(groups[0]) == 1:
+                    raise
+                groups = [[name] for name in specs]  # one copy at a time, this process again
+                continue
+            pairs.append(measured)
+            i += 1
+    return {"pairs": pairs if processes else None, "agreement": agreement, "runs": runs}
+
+
+def _run_record(result: dict, info: dict) -> dict:
+    return {"reps_done": result["reps_done"], "reinstantiated_during_timing": result["reinstantiated_during_timing"],
+            "fused_nodes": {n: len(p["fused_nodes"]) for n, p in result["proof"].items()}, "worker": info}
 
 
 def _keep(variant: dict, out: str) -> str:

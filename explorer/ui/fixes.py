@@ -124,7 +124,7 @@ def show(engine, result: dict, fixed: dict, config, key: str) -> None:
         if applied.get("left"):
             with st.expander(f"{len(applied['left'])} left as they are (the result would change)"):
                 st.dataframe([{"node": s["nodes"][0], "why": s["why"]} for s in applied["left"]], hide_index=True)
-    a, b = st.columns([5, 4])
+    a, b = st.columns(2)
     with a:
         st.markdown("**Fused ops before → after**")
         st.dataframe([{"fused op": op, "before": x, "after": y, "gained": y - x}

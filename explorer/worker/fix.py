@@ -9,6 +9,7 @@ like any other: its own content digest, graphs, fusions, benchmark and cache.
 from __future__ import annotations
 
 import os
+import time
 
 from ..errors import SpecError
 from ..model.sources import source_of
@@ -27,17 +28,22 @@ def run(rt: Runtime, request: dict) -> dict:
     if not isinstance(out_dir, str) or not os.path.isdir(out_dir):
         raise SpecError("out_dir", "the fixed models need a directory to be written to")
     rt.reset_grappler()
+    t0 = time.perf_counter()
     body, args = rt.build(spec)
     shapes = {name: [int(d) for d in text.strip("[]").split(",") if d.strip()]
               for name, text in traced_shapes(models.function(body, rt.tf, served=True), args, body, rt.tf).items()}
+    timings = {"load_s": round(time.perf_counter() - t0, 3)}
     variants = []
     for variant in request.get("variants") or []:
         unknown = [f for f in variant["fixes"] if f not in rewrite.REWRITES]
         if unknown:
             raise SpecError("apply", f"no fix {unknown[0]!r}; the fixes are {', '.join(rewrite.NAMES)}")
+        t1 = time.perf_counter()
         model = source.source(spec, rt.tf, shapes)
         records = rewrite.apply(model, variant["fixes"], request.get("targets"))
+        t2 = time.perf_counter()
         written = source.write(model, os.path.join(out_dir, variant["name"]))
-        variants.append({"name": variant["name"], "fixes": list(variant["fixes"]), "records": records, **written})
+        variants.append({"name": variant["name"], "fixes": list(variant["fixes"]), "records": records, **written,
+                         "timings": {"rewrite_s": round(t2 - t1, 3), "write_s": round(time.perf_counter() - t2, 3)}})
     rt.log.read()
-    return {"spec": spec.to_dict(), "variants": variants, "fingerprint": rt.fingerprint}
+    return {"spec": spec.to_dict(), "variants": variants, "timings": timings, "fingerprint": rt.fingerprint}

@@ -58,14 +58,15 @@ def _oldstyle(keras):
     return keras.Model(image, keras.layers.Dense(10, activation="softmax")(x))
 
 
-def build(name: str, keras):
+def build(name: str, keras, size: int = 32):
     apps = keras.applications
-    makers = {"mobilenetv3small": lambda: apps.MobileNetV3Small(weights=None, input_shape=(32, 32, 3)),
-              "efficientnetb0": lambda: apps.EfficientNetB0(weights=None, input_shape=(32, 32, 3)),
-              "resnet50": lambda: apps.ResNet50(weights=None, input_shape=(32, 32, 3)),
-              "convnexttiny": lambda: apps.ConvNeXtTiny(weights=None, input_shape=(32, 32, 3)),
-              "densenet121": lambda: apps.DenseNet121(weights=None, input_shape=(32, 32, 3)),
-              "mobilenetv2": lambda: apps.MobileNetV2(weights=None, input_shape=(32, 32, 3), alpha=0.35),
+    shape = (size, size, 3)
+    makers = {"mobilenetv3small": lambda: apps.MobileNetV3Small(weights=None, input_shape=shape),
+              "efficientnetb0": lambda: apps.EfficientNetB0(weights=None, input_shape=shape),
+              "resnet50": lambda: apps.ResNet50(weights=None, input_shape=shape),
+              "convnexttiny": lambda: apps.ConvNeXtTiny(weights=None, input_shape=shape),
+              "densenet121": lambda: apps.DenseNet121(weights=None, input_shape=shape),
+              "mobilenetv2": lambda: apps.MobileNetV2(weights=None, input_shape=shape, alpha=0.35),
               "transformer": lambda: _transformer(keras), "oldstyle": lambda: _oldstyle(keras)}
     return makers[name]()
 
@@ -76,7 +77,9 @@ def export(directory: str, names) -> None:
 
     keras.utils.set_random_seed(0)
     for name in names:
-        _nonzero(build(name, keras), np).export(os.path.join(directory, name), verbose=False)
+        # NETWORKS_SIZE: the input's height and width (32 in the tests; benchmarks/fixes.py takes larger ones)
+        size = int(os.environ.get("NETWORKS_SIZE", "32"))
+        _nonzero(build(name, keras, size), np).export(os.path.join(directory, name), verbose=False)
 
 
 def _consumers(graph_def):

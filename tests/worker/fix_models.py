@@ -10,7 +10,8 @@ DepthwiseConv2D + batch norm, Dense + batch norm) as a SavedModel and frozen as 
 ``adds`` (a tf.Module: Conv2D and MatMul whose 1-D biases are added with ``+``, and a residual add
 of two convolutions, which is no bias); ``dense3d`` (Dense on a 3-D input: MatMul, Reshape, BiasAdd);
 ``moments`` (a normalisation whose scale comes from the input's own moments: not a batch norm in
-inference, so nothing may fold it).
+inference, so nothing may fold it; its shift a captured constant, which TensorFlow's loader hands over
+as a captured tensor beside the variables).
 """
 
 from __future__ import annotations
@@ -85,13 +86,14 @@ def export(directory: str) -> None:
     norm = tf.Module()
     norm.w = tf.Variable(rng.standard_normal((3, 3, 3, 8)).astype(np.float32))
     norm.gamma = tf.Variable(rng.uniform(0.5, 2.0, 8).astype(np.float32))
+    beta = tf.constant(rng.uniform(-0.1, 0.1, 8).astype(np.float32))  # a captured constant, not a variable
 
     @tf.function(input_signature=[tf.TensorSpec([None, 10, 10, 3], tf.float32, name="image")])
     def moments(t):
         y = tf.nn.conv2d(t, norm.w, 1, "SAME")
         mean, variance = tf.nn.moments(y, [0, 1, 2])
         scale = norm.gamma * tf.math.rsqrt(variance + 1e-3)
-        return {"y": tf.nn.relu(y * scale + (0.1 - mean * scale))}
+        return {"y": tf.nn.relu(y * scale + (beta - mean * scale))}
 
     norm.moments = moments
     tf.saved_model.save(norm, os.path.join(directory, "moments"), signatures={"serving_default": moments})

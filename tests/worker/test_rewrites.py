@@ -126,6 +126,8 @@ def test_a_normalisation_of_the_inputs_own_moments_is_not_folded(models, fixed, 
     result = fixed[("moments", "fold-batchnorm")]
     (applied,) = result["applied"]
     assert applied["sites"] == 0 and applied["advice"] == "nothing of this form in the model"
+    # Written again as a SavedModel: its variables stay variables, the captured constant becomes a Const.
+    assert (Path(result["model_out"]) / "saved_model.pb").is_file()
     assert agrees_with_tensorflow(oracle, str(models / "moments"), result["model_out"]) < 1e-5
 
 

@@ -30,7 +30,7 @@ ADDS = ("AddV2", "Add")
 def find(model: Model) -> list[dict]:
     """Every contraction [→ bias] → Mul → Add chain of the model's graph, each with why it cannot be folded
     (``why``) or what folding needs (the tensors of the filter, bias, scale and shift)."""
-    nodes, users = model.nodes(), model.consumers()
+    nodes, users, controlled = model.nodes(), model.consumers(), model.controlled()
     sites = []
     for node in list(model.graph_def.node):
         if node.op not in CONTRACTIONS:
@@ -40,7 +40,7 @@ def find(model: Model) -> list[dict]:
         bias_input = None
         if nxt is not None and (nxt.op == "BiasAdd" or nxt.op in ADDS and _other(nxt, chain[-1]) is not None):
             other = nxt.input[1] if nxt.op == "BiasAdd" else _other(nxt, chain[-1])
-            if model.constant_valued(other) and _is_vector(model, other):
+            if model.constant_valued(other, nodes) and _is_vector(model, other):
                 bias_input = other
                 chain.append(nxt)
                 nxt = _only(users, nxt.name)
@@ -51,12 +51,12 @@ def find(model: Model) -> list[dict]:
         if scale is None or add is None or add.op not in ADDS:
             continue
         shift = _other(add, nxt)
-        if shift is None or not model.constant_valued(scale) or not model.constant_valued(shift):
+        if shift is None or not model.constant_valued(scale, nodes) or not model.constant_valued(shift, nodes):
             continue  # not a batch norm in inference (its statistics come from the input)
         chain += [nxt, add]
         sites.append({"nodes": [n.name for n in chain], "contraction": node.name, "bias_node": chain[1].name
                       if bias_input else None, "bias": bias_input, "scale": scale, "shift": shift,
-                      "why": _refusal(model, node, chain, users)})
+                      "why": _refusal(model, node, chain, nodes, controlled)})
     return sites
 
 
@@ -109,17 +109,17 @@ def _fold(model: Model, site: dict, values: dict) -> str | None:
     return None
 
 
-def _refusal(model: Model, conv, chain: list, users: dict) -> str | None:
+def _refusal(model: Model, conv, chain: list, nodes: dict, controlled: set) -> str | None:
     if conv.op != "MatMul" and conv.attr["data_format"].s not in (b"", b"NHWC"):
         return f"{conv.op} is channels-first ({conv.attr['data_format'].s.decode()}): folding writes NHWC biases"
     if conv.op == "MatMul" and conv.attr["transpose_a"].b:
         return "the MatMul transposes its input"
-    if not model.constant_valued(conv.input[1]) or model.weight_of(conv.input[1]) is None:
+    if not model.constant_valued(conv.input[1], nodes) or model.weight_of(conv.input[1]) is None:
         return f"the {conv.op}'s filter is not a weight (a constant or a variable read)"
-    if model.constant_valued(conv.input[0]):
+    if model.constant_valued(conv.input[0], nodes):
         return f"the {conv.op} computes on constants only"
     for node in chain:
-        if model.has_control_edges(node.name):
+        if model.has_control_edges(node.name, nodes, controlled):
             return f"{node.name} has control edges"
     return None
 

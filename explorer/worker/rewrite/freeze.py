@@ -16,15 +16,19 @@ NAME = "freeze"
 
 def find(model: Model) -> list[dict]:
     placeholders = set(model.handles) | set(model.new_variables)
+    nodes = model.nodes()
     sites = []
     for node in model.graph_def.node:
-        if node.op == "ReadVariableOp" and model.source(node.input[0]) in placeholders:
-            sites.append({"nodes": [node.name], "handle": model.source(node.input[0]), "why": None})
+        if node.op == "ReadVariableOp" and model.source(node.input[0], nodes) in placeholders:
+            sites.append({"nodes": [node.name], "handle": model.source(node.input[0], nodes), "why": None})
     readers = {}
     for node in model.graph_def.node:
         for text in node.input:
-            if not text.startswith("^") and model.source(text) in placeholders and node.op not in ("Identity",):
-                readers.setdefault(model.source(text), set()).add(node.op)
+            if text.startswith("^") or node.op == "Identity":
+                continue
+            source = model.source(text, nodes)
+            if source in placeholders:
+                readers.setdefault(source, set()).add(node.op)
     for site in sites:
         other = readers.get(site["handle"], set()) - {"ReadVariableOp"}
         if other:

@@ -46,23 +46,28 @@ class Model:
             out[_node(tensor)].append((None, -1))
         return out
 
-    def has_control_edges(self, name: str) -> bool:
-        """Whether a node waits on another or another waits on it (a rewrite then leaves it alone)."""
-        marker = "^" + name
-        return any(i.startswith("^") for i in self.nodes()[name].input) or any(
-            marker in n.input for n in self.graph_def.node)
+    def controlled(self) -> set[str]:
+        """Every node another node waits on (a control input)."""
+        return {i[1:] for n in self.graph_def.node for i in n.input if i.startswith("^")}
 
-    def source(self, tensor: str) -> str:
-        """The node a tensor comes from, through Identity nodes."""
-        nodes = self.nodes()
+    def has_control_edges(self, name: str, nodes: dict | None = None, controlled: set | None = None) -> bool:
+        """Whether a node waits on another or another waits on it (a rewrite then leaves it alone);
+        ``nodes`` and ``controlled``: ``self.nodes()`` and ``self.controlled()``, when at hand."""
+        nodes = nodes if nodes is not None else self.nodes()
+        controlled = controlled if controlled is not None else self.controlled()
+        return any(i.startswith("^") for i in nodes[name].input) or name in controlled
+
+    def source(self, tensor: str, nodes: dict | None = None) -> str:
+        """The node a tensor comes from, through Identity nodes (``nodes``: ``self.nodes()``, when at hand)."""
+        nodes = nodes if nodes is not None else self.nodes()
         name = _node(tensor)
         while name in nodes and nodes[name].op in CONTROL_FREE and nodes[name].input:
             name = _node(nodes[name].input[0])
         return name
 
-    def constant_valued(self, tensor: str) -> bool:
+    def constant_valued(self, tensor: str, nodes: dict | None = None) -> bool:
         """No model input among the tensor's ancestors: only constants and variables (and pure ops on them)."""
-        nodes, feeds = self.nodes(), {_node(f) for f in self.feeds}
+        nodes, feeds = nodes if nodes is not None else self.nodes(), {_node(f) for f in self.feeds}
         stack, seen = [_node(tensor)], set()
         while stack:
             name = stack.pop()
@@ -160,12 +165,18 @@ class Model:
 
     def variables(self) -> list:
         """[(placeholder node, value)] of every variable the model reads, in graph order."""
+        dtypes, nodes = {}, self.nodes()  # placeholder -> the dtype its ReadVariableOps read
+        for node in self.graph_def.node:
+            if node.op == "ReadVariableOp":
+                dtypes.setdefault(self.source(node.input[0], nodes), node.attr["dtype"].type)
         out = []
         for node in self.graph_def.node:
             if node.name in self.new_variables:
                 out.append((node.name, self.new_variables[node.name]))
             elif node.name in self.handles:
-                out.append((node.name, read_variable(self.handles[node.name], self, node.name)))
+                dtype = self.tf.dtypes.as_dtype(dtypes.get(node.name, self.tf.float32.as_datatype_enum))
+                value = self.tf.raw_ops.ReadVariableOp(resource=self.handles[node.name], dtype=dtype)
+                out.append((node.name, np.asarray(value.numpy())))
         return out
 
 
@@ -206,16 +217,6 @@ def _new_handles(model: Model) -> dict:
     handles, owners = _variables([model.new_variables[n] for n in names], model.tf)
     model._owners = owners  # noqa: SLF001 - they live as long as the model
     return dict(zip(names, handles))
-
-
-def read_variable(handle, model: Model, placeholder: str) -> np.ndarray:
-    tf = model.tf
-    dtype = next((tf.dtypes.as_dtype(n.attr["dtype"].type) for n in model.graph_def.node
-                  if n.op == "ReadVariableOp" and model.source(n.input[0]) == placeholder), None)
-    if dtype is None:
-        dtype = handle._handle_data.shape_and_type[0].dtype if getattr(handle, "_handle_data", None) else tf.float32
-        dtype = tf.dtypes.as_dtype(dtype)
-    return np.asarray(tf.raw_ops.ReadVariableOp(resource=handle, dtype=dtype).numpy())
 
 
 def _node(tensor: str) -> str:

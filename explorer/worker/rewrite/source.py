@@ -25,8 +25,21 @@ def source(spec, tf, shapes: dict[str, list[int]]) -> Model:
     graph_def, feeds, outputs, handles = graph
     copied = tf.compat.v1.GraphDef()
     copied.CopyFrom(graph_def)
-    return Model(copied, list(feeds), list(loaded.inputs), list(outputs),
-                 {name.split(":")[0]: handle for name, handle in handles}, tf, shapes=dict(shapes))
+    variables = {}
+    for name, captured in handles:
+        if captured.dtype == tf.resource:
+            variables[name.split(":")[0]] = captured
+        else:  # a captured constant (tf.saved_model.load's way): a Const in the copy
+            _as_constant(copied, name.split(":")[0], captured.numpy(), tf)
+    return Model(copied, list(feeds), list(loaded.inputs), list(outputs), variables, tf, shapes=dict(shapes))
+
+
+def _as_constant(graph_def, name: str, value, tf) -> None:
+    node = next(n for n in graph_def.node if n.name == name)
+    node.op = "Const"
+    node.attr.clear()
+    node.attr["dtype"].type = tf.as_dtype(value.dtype).as_datatype_enum
+    node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(value))
 
 
 def _traced(loaded, tf):
@@ -65,6 +78,9 @@ def _saved_model(model: Model, variables: list, path: str) -> None:
     kept = [n for n in graph_def.node if not (n.op == "Placeholder" and n.name in fed)]
     del graph_def.node[:]
     graph_def.node.extend(kept)
+    for node in graph_def.node:  # colocation with a placeholder the import feeds instead would name no node
+        if "_class" in node.attr:
+            del node.attr["_class"]
     specs = [tf.TensorSpec(shape, dtype, name=name) for name, shape, dtype in model.inputs]
     feeds, outputs = list(model.feeds), list(model.outputs)
 
@@ -77,4 +93,6 @@ def _saved_model(model: Model, variables: list, path: str) -> None:
         return {f"output_{i}": tensor for i, tensor in enumerate(results)}
 
     module.serve = tf.function(serve, input_signature=specs)
-    tf.saved_model.save(module, path, signatures={"serving_default": module.serve})
+    # The imported nodes keep their custom-gradient marks (Keras' swish), which a serving model has no use for.
+    tf.saved_model.save(module, path, signatures={"serving_default": module.serve},
+                        options=tf.saved_model.SaveOptions(experimental_custom_gradients=False))
