@@ -28,6 +28,7 @@ OPEN_KEY = "matrix.open"
 DEFAULT_VARY = "TF_ENABLE_ONEDNN_OPTS=0,1\nremapping=on,off"
 RAY_KEY = "matrix.ray"
 RAY_ADDRESS = "EXPLORER_RAY_ADDRESS"  # set when the server starts: the page may send matrices to this Ray
+state.VALUE_WIDGETS.update({PRESETS_KEY, VARY_KEY, BENCH_KEY, OPEN_KEY, RAY_KEY, "matrix.by"})
 
 
 def parse(text: str) -> list[matrix.Axis]:

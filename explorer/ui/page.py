@@ -13,6 +13,7 @@ def render(engine) -> None:
     """The page, run on ``engine`` (the server's live Engine; a test may give a ReplayEngine). Every panel
     that asks the engine for something is handed it."""
     state.init()
+    state.begin_run()  # after a run that stopped early: the widgets' values sent to the browser again
     link.bind()  # a link opened (or Back/Forward): its experiment, before any widget draws
     st.session_state[state.ENGINE] = engine  # for a test to look at what the page showed; panels are handed it
     presenter.apply()
@@ -25,10 +26,21 @@ def render(engine) -> None:
     fingerprint = _fingerprint(engine)
     choice = sidebar.render(fingerprint)
     link.sync(choice.spec)  # the address bar holds what is on screen (a history entry when it changed)
+    _main(engine, choice, fingerprint)
+    state.end_run()
+
+
+def _main(engine, choice: sidebar.Choice, fingerprint: dict | None) -> None:
+    """Below the header: the result of the sidebar's choice, or what to do first."""
     if not choice.ready:
+        waiting = [p for p in choice.problems if isinstance(p, sidebar.Waiting)]
         for problem in choice.problems:
-            st.error(problem)
-        st.info("Nothing runs until the choice in the sidebar is valid; your other settings are kept.")
+            if isinstance(problem, sidebar.Waiting):
+                st.info(problem, icon=":material/arrow_back:")
+            else:
+                st.error(problem)
+        if len(waiting) < len(choice.problems):
+            st.info("Nothing runs until the choice in the sidebar is valid; your other settings are kept.")
         whatif.panel(engine, choice, None)
         return
     result = inspect(engine, choice)

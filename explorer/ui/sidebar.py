@@ -25,6 +25,11 @@ DEVICE_LABELS = {"cpu": "CPU", "gpu": "GPU", "gpu-sim": "GPU, simulated"}
 FLAG_DEVICE = {"cpu": "matters on CPU", "gpu": "matters on GPU", "any": "matters on any device"}
 
 
+class Waiting(str):
+    """A problem that is no error: nothing to run yet, and what to do (upload a model first). The page shows it as
+    guidance rather than as a red error."""
+
+
 @dataclass
 class Choice:
     """What the sidebar adds up to: the spec and configuration to run, or why not."""

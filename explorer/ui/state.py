@@ -175,6 +175,30 @@ def init() -> None:
             st.session_state[key] = value.copy() if isinstance(value, (dict, list)) else value
 
 
+# Keys of value widgets that live outside DEFAULTS (a panel adds its own: ``VALUE_WIDGETS.update(...)``); with
+# DEFAULTS and the model's parameters they are what ``begin_run`` sends to the browser again.
+VALUE_WIDGETS: set[str] = set()
+RUN_DONE = "page.run_done"  # False from the start of a full run of the page until its end
+
+
+def begin_run() -> None:
+    """The start of a full run, after ``init``. When the last full run did not reach its end (an uncaught exception,
+    the toolbar's Stop), Streamlit kept the values of the widgets that run did not draw (it skips its cleanup of
+    widgets after a run that stops early) while the browser dropped them (it clears what a finished run did not
+    draw). The next run then drew them from the server's value without sending it, and the browser showed each
+    widget's own default: for a number_input with no ``value=``, its min_value (the benchmark form at 3 calls,
+    0 warm-up, 1 s, 2 processes). Assigning each value again makes Streamlit send it with the widget."""
+    ss = st.session_state
+    if ss.get(RUN_DONE) is False:
+        for key in [k for k in ss if k in DEFAULTS or k in VALUE_WIDGETS or str(k).startswith("model.param.")]:
+            ss[key] = ss[key]
+    ss[RUN_DONE] = False
+
+
+def end_run() -> None:
+    st.session_state[RUN_DONE] = True
+
+
 def default_param(model_id: str, name: str):
     preset = PRESETS.get(model_id)
     if preset is not None and name in preset.defaults:

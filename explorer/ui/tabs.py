@@ -7,15 +7,21 @@ line here (and its id in the ``offers`` of the sources that get it).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Callable
 
 import streamlit as st
+from streamlit.errors import FragmentHandledException
 
+from ..errors import shown
 from ..model import compilers
 from ..model.hooks import hook
 from . import bench, grappler_log, matrix, passes, report, stages, state, why
 from .sidebar import Choice
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -85,4 +91,17 @@ def render(view: View) -> None:
                          args=(shown[0].id, {tab.title: tab.id for tab in shown}))
     for tab, container in zip(shown, containers):
         with container:
-            tab.panel(view)
+            _isolated(tab, view)
+
+
+def _isolated(tab: Tab, view: View) -> None:
+    """A tab's panel; one that fails says so in one line in its own tab, and the page goes on drawing the others
+    (a run cut short by an exception would also leave the browser without the later tabs' widgets)."""
+    try:
+        tab.panel(view)
+    except FragmentHandledException:
+        pass  # a fragment's panel failed and showed it in its place
+    except Exception as exc:  # noqa: BLE001 - one tab's bug must not take the page down
+        log.exception("the %s tab failed", tab.id)
+        st.error(f"This tab could not be drawn ({shown(type(exc).__name__)}: {shown(exc)}); the other tabs are "
+                 "unaffected.", icon=":material/error:")
