@@ -7,6 +7,7 @@
     python -m explorer inspect --spec FILE.json [...]   (bench too: a layer stack instead of PRESET)
     python -m explorer stacks [NAME] [--layers]          (the ready layer stacks; NAME prints one as JSON)
     python -m explorer inspect|bench --model PATH [--signature NAME] [--dim N] [--output NODE ...] [same options]
+    python -m explorer inspect|bench --experiment FILE [--model PATH] [--link [--url URL]]   (an experiment file)
     python -m explorer matrix --presets P1,P2,... --vary NAME=V1,V2 [--vary ...] [--device ...] [--bench]
                               [--ray ADDRESS|local] [--json|--csv]
     python -m explorer fix --model PATH [--apply NAME,...] [--env ...] [--processes N] [--out PATH] [--json]
@@ -21,6 +22,7 @@ model and the configuration back, ``present.text`` writes what is printed.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from ..errors import ExplorerError, SpecError, WorkerError
@@ -31,7 +33,8 @@ from ..model.spec import resolve
 from ..model.stack import to_text
 from ..model import stack_examples
 from ..present import text
-from .model_args import config_from_args, spec_from_args
+from .model_args import (DEFAULT_URL, LINK_URL_VARIABLE, config_from_args, experiment_config,
+                         experiment_from_args, experiment_spec, spec_from_args)
 from .parser import make_parser
 
 __all__ = ["config_from_args", "main", "make_parser", "spec_from_args"]
@@ -90,7 +93,7 @@ def _stacks(name: str | None, layers: bool) -> int:
     return 0
 
 
-def _inspect_compilers(engine, spec: dict, config: Config, args) -> None:
+def _inspect_compilers(engine, spec: dict, config: Config, args, page_link: str | None = None) -> None:
     """--compiler other than the first (model.compilers): each chosen compiler's view. With several, one that
     refuses the model (XLA: an op it cannot compile) leaves the others' views, and says why."""
     chosen = compilers.chosen(args.compiler)
@@ -105,12 +108,15 @@ def _inspect_compilers(engine, spec: dict, config: Config, args) -> None:
                                     {"kind": "spec", "message": str(exc), "detail": ""}}
     if args.json:
         first, *others = chosen
-        print(json.dumps(dict(results[first.id], **{c.id: results[c.id] for c in others}), indent=1))
+        extra = {"link": page_link} if page_link else {}
+        print(json.dumps(dict(results[first.id], **{c.id: results[c.id] for c in others}, **extra), indent=1))
         return
     for i, compiler in enumerate(chosen):
         if i:
             print("\n" + "=" * 72 + "\n")
         print(hook(compiler.text)(results[compiler.id]), end="")
+    if page_link:
+        print(f"\nPage link: {page_link}")
     if args.export and compilers.FIRST.id in results:
         _export(results[compilers.FIRST.id], args.export)
 
@@ -132,9 +138,41 @@ def _export(result: dict, directory: str) -> None:
     print(f"exported to {target}: " + ", ".join(sorted(p.name for p in target.iterdir())), file=sys.stderr)
 
 
-def _show(result: dict, as_json: bool, words) -> None:
-    """A result as JSON, or in words (``present.text``)."""
-    print(json.dumps(result, indent=1)) if as_json else print(words(result), end="")
+def _show(result: dict, as_json: bool, words, page_link: str | None = None) -> None:
+    """A result as JSON, or in words (``present.text``); with its page link (--link) when asked."""
+    if as_json:
+        print(json.dumps(dict(result, link=page_link) if page_link else result, indent=1))
+        return
+    print(words(result), end="")
+    if page_link:
+        print(f"\nPage link: {page_link}")
+
+
+def _settings_from(exp, args, defaults) -> None:
+    """An experiment's compiler and benchmark settings, where the command line left its own at their defaults."""
+    if args.compiler == defaults.compiler:
+        args.compiler = exp.compiler
+    if args.command == "bench":
+        for name, value in (("reps", exp.bench.reps), ("warmup", exp.bench.warmup),
+                            ("max_seconds", float(exp.bench.seconds)), ("processes", exp.bench.processes)):
+            if getattr(args, name) == getattr(defaults, name):
+                setattr(args, name, value)
+
+
+def _link(args, spec, config: Config, exp) -> str | None:
+    """The page link of this run (--link): its model, configuration, compiler and benchmark settings."""
+    if not args.link:
+        return None
+    from ..model.experiment import Bench, Experiment
+
+    run = Experiment(model=spec, config=config, compiler=args.compiler,
+                     tab=exp.tab if exp is not None else ("bench" if args.command == "bench" else None),
+                     stages=exp.stages if exp is not None else Experiment().stages)
+    if args.command == "bench":
+        run = run.replace(bench=Bench(args.reps, args.warmup, int(round(args.max_seconds)), args.processes))
+    elif exp is not None:
+        run = run.replace(bench=exp.bench)
+    return run.link(args.url or os.environ.get(LINK_URL_VARIABLE) or DEFAULT_URL)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,15 +197,20 @@ def main(argv: list[str] | None = None) -> int:
 
     engine = None
     try:
-        spec = spec_from_args(args)
-        config = config_from_args(args)
+        exp = experiment_from_args(args)
+        if exp is not None:
+            spec, config = experiment_spec(args, exp), experiment_config(args, exp)
+            _settings_from(exp, args, make_parser().parse_args([args.command]))
+        else:
+            spec, config = spec_from_args(args), config_from_args(args)
         resolve(spec)  # checked before any process starts
+        page_link = _link(args, spec, config, exp)
         engine = Engine(cache_dir=None if args.no_cache else DEFAULT_CACHE_DIR)
         if args.command == "inspect" and args.compiler != compilers.FIRST.id:
-            _inspect_compilers(engine, spec, config, args)
+            _inspect_compilers(engine, spec, config, args, page_link)
         elif args.command == "inspect":
             result = engine.inspect(spec, config, use_cache=not args.no_cache, pass_graphs=args.pass_graphs)
-            _show(result, args.json, text.inspect_text)
+            _show(result, args.json, text.inspect_text, page_link)
             if args.export:
                 _export(result, args.export)
         else:
@@ -176,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             timed = compilers.timed(args.compiler)
             if timed is compilers.FIRST:  # the memory-traffic account and estimate (measures the machine once)
                 result = engine.traffic(result)
-            _show(result, args.json, hook(timed.bench_text))
+            _show(result, args.json, hook(timed.bench_text), page_link)
         return 0
     except ExplorerError as exc:
         print(f"explorer: error: {exc}", file=sys.stderr)

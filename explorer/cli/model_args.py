@@ -102,3 +102,71 @@ def read_import(args) -> dict | None:
     if args.fix_dims:
         spec["import"]["fixed_dims"] = True
     return spec
+
+
+# ---- an experiment file (docs/experiments.md) --------------------------------------------------------------
+
+LINK_URL_VARIABLE = "EXPLORER_URL"  # where --link's page lives, unless --url says
+DEFAULT_URL = "http://localhost:8501"
+MODEL_OPTIONS = ("preset", "spec", "chain", "set")  # what names a model besides --model
+
+
+def experiment_from_args(args):
+    """``--experiment FILE`` read and checked (an Experiment), or None without it. Its model comes from the file (an
+    imported model's file from ``--model PATH``, whose digest must be the experiment's); SpecError naming what
+    is wrong."""
+    from ..model.experiment import Experiment
+
+    path = getattr(args, "experiment", None)
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_SPEC_BYTES * 4 + 1)
+    except OSError as exc:
+        raise SpecError("--experiment", f"cannot read {path}: {exc.strerror}") from None
+    try:
+        exp = Experiment.from_json(data)
+    except SpecError as exc:
+        raise SpecError("--experiment", f"{path}: {exc}") from None
+    given = [name for name in MODEL_OPTIONS if getattr(args, name, None)]
+    if given:
+        option = "PRESET" if given[0] == "preset" else f"--{given[0]}"
+        raise SpecError("--experiment", f"the experiment names its model; leave out {option}")
+    if not exp.ready:
+        raise SpecError("--experiment", f"{path} chose {exp.source.label} with nothing in it yet")
+    return exp
+
+
+def experiment_spec(args, exp) -> dict:
+    """The model of an experiment as the engine takes it; an imported model from ``--model PATH``."""
+    inner = exp.model.get("import")
+    if inner is None:
+        if args.model:
+            raise SpecError("--model", "the experiment's model is not an imported one; leave --model out")
+        return exp.model
+    if not args.model:
+        raise SpecError("--experiment", f"its model is an imported file ({inner.get('name') or 'a model'}, sha256 "
+                                        f"{inner['digest'][:12]}…): give that file with --model PATH")
+    from ..engine.uploads import spec_for_path
+
+    spec = spec_for_path(args.model, signature=inner.get("signature"), unknown_dim=inner.get("unknown_dim", 1),
+                         outputs=inner.get("outputs") or ())
+    if spec["import"]["digest"] != inner["digest"]:
+        raise SpecError("--model", f"{args.model} is not the experiment's model: its sha256 is "
+                                   f"{spec['import']['digest'][:12]}…, the experiment's {inner['digest'][:12]}…")
+    if inner.get("fixed_dims"):
+        spec["import"]["fixed_dims"] = True
+    return spec
+
+
+def experiment_config(args, exp) -> Config:
+    """The experiment's configuration, with --device, --env and --grappler given beside it on top."""
+    config = exp.config
+    if args.device != "cpu":
+        config = Config.make(args.device, config.env_dict, config.grappler_dict)
+    for name, value in (parse_assignment(a, "--env") for a in args.env):
+        config = config.with_env(name, value)
+    for name, value in (parse_assignment(a, "--grappler") for a in args.grappler):
+        config = config.with_switch(name, value)
+    return config

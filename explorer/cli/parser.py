@@ -48,6 +48,13 @@ def make_parser() -> argparse.ArgumentParser:
                            help=f"with --json, the graph after every Grappler pass even for a model over "
                            f"{PASS_GRAPHS_AUTO_NODES} nodes (left out by default: they slow its first graphs)")
         p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.add_argument("--experiment", metavar="FILE", help="run an experiment file saved by the page (its model, "
+                       "flags, switches and settings; an imported model's file with --model PATH); --device, --env "
+                       "and --grappler given beside it change it")
+        p.add_argument("--link", action="store_true", help="also print the page link of this run (with --json: "
+                       "its \"link\" field)")
+        p.add_argument("--url", metavar="URL", help="where --link's explorer is (default: $EXPLORER_URL, else "
+                       "http://localhost:8501)")
         if name == "bench":
             p.add_argument("--reps", type=int, default=60, help="timed repetitions of each variant (default 60)")
             p.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5)")

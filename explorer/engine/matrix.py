@@ -66,13 +66,14 @@ def parse_vary(text: str) -> Axis:
 
 @dataclass
 class Cell:
-    preset: str
+    preset: str  # the preset's id; "" for a row of another model (``plan``'s ``models``)
     settings: tuple[tuple[str, str], ...]  # the varied names and this cell's values, in axis order
     spec: dict
     config: Config | None  # None: the cell cannot run (status says why)
     status: str = "planned"
     reason: str = ""
     row: dict = field(default_factory=dict)
+    model: str = ""  # the row's name for people: the preset's title, or the model's own label
 
     @property
     def label(self) -> str:
@@ -80,10 +81,12 @@ class Cell:
 
 
 def plan(presets: list[str], axes: list[Axis], *, device: str = "cpu", env: dict | None = None,
-         grappler: dict | None = None, params: dict | None = None) -> list[Cell]:
+         grappler: dict | None = None, params: dict | None = None, models: dict[str, dict] | None = None) -> list[Cell]:
     """Every cell, checked: a bad name stops the whole matrix; a combination one model cannot take
-    (a parameter it does not have, a dtype its ops refuse) is a cell with status 'invalid' and why."""
-    if not presets:
+    (a parameter it does not have, a dtype its ops refuse) is a cell with status 'invalid' and why.
+    ``models`` adds rows of any model source: {row name: its JSON spec} (the page's current model)."""
+    models = dict(models or {})
+    if not presets and not models:
         raise SpecError("--presets", "give at least one preset id")
     for preset in presets:
         if preset not in PRESETS:
@@ -91,20 +94,22 @@ def plan(presets: list[str], axes: list[Axis], *, device: str = "cpu", env: dict
     names = [a.name for a in axes]
     if len(set(names)) != len(names):
         raise SpecError("--vary", "the same NAME is varied twice")
-    total = len(presets) * _product(len(a.values) for a in axes)
+    total = (len(presets) + len(models)) * _product(len(a.values) for a in axes)
     if total > MAX_CELLS:
         raise SpecError("--vary", f"{total} cells; at most {MAX_CELLS}")
     params = dict(params or {})
     unused = [p for p in params if not any(p in PRESETS[x].chain.param_names() for x in presets)]
-    if unused:
+    if unused and presets:
         raise SpecError("--set", f"{', '.join(unused)} applies to none of the presets")
+    rows = [(preset, PRESETS[preset].title, {"preset": preset, "params": {}}) for preset in presets]
+    rows += [("", name, spec) for name, spec in models.items()]
     cells = []
-    for preset in presets:
-        takes = PRESETS[preset].chain.param_names()
+    for preset, title, base_spec in rows:
+        takes = _takes(base_spec)
         for combo in itertools.product(*(a.values for a in axes)):
             settings = tuple(zip(names, combo))
             cell_env, cell_sw = dict(env or {}), dict(grappler or {})
-            cell_params = {k: v for k, v in params.items() if k in takes}
+            cell_params = {k: v for k, v in params.items() if k in takes} if preset else {}
             cell_device = device
             skip = ""
             for axis, value in zip(axes, combo):
@@ -117,9 +122,10 @@ def plan(presets: list[str], axes: list[Axis], *, device: str = "cpu", env: dict
                 elif axis.name in takes:
                     cell_params[axis.name] = PARAMS[axis.name].check(value)
                 else:
-                    skip = f"{axis.name} does not apply to {preset}"
-            spec = {"preset": preset, "params": cell_params}
-            cell = Cell(preset, settings, spec, None)
+                    skip = f"{axis.name} does not apply to {preset or title}"
+            spec = dict(base_spec, params=dict(base_spec.get("params") or {}, **cell_params)) \
+                if "params" in base_spec or cell_params else base_spec
+            cell = Cell(preset, settings, spec, None, model=title)
             try:
                 cell.config = Config.make(cell_device, cell_env, cell_sw)
                 resolve(spec)
@@ -129,6 +135,13 @@ def plan(presets: list[str], axes: list[Axis], *, device: str = "cpu", env: dict
                 cell.status, cell.reason = "n/a", skip
             cells.append(cell)
     return cells
+
+
+def _takes(spec: dict) -> list[str]:
+    """The size and type parameters a model's spec takes (a preset's or chain's; none for a stack or a file)."""
+    if "params" not in spec:
+        return []
+    return list(resolve(spec).p)
 
 
 def _product(sizes) -> int:
@@ -169,10 +182,11 @@ def fill(cell: Cell, inspect_result: dict | None, bench_result: dict | None = No
                          for o in observed)
     fp = (inspect_result or bench_result or {}).get("fingerprint") or {}
     row = {
-        "preset": cell.preset, "settings": dict(cell.settings), "label": cell.label,
+        "preset": cell.preset, "model": cell.model or cell.preset, "settings": dict(cell.settings),
+        "label": cell.label,
         "device": cell.config.device if cell.config else None,
         "env": cell.config.env_dict if cell.config else {}, "grappler": cell.config.grappler_dict if cell.config else {},
-        "params": dict(cell.spec["params"]), "status": cell.status, "reason": cell.reason,
+        "params": dict(cell.spec.get("params") or {}), "status": cell.status, "reason": cell.reason,
         "verdict": explanation.get("verdict"), "pattern": explanation.get("pattern"), "fused_op": fused_op,
         "why": explanation.get("why"), "because": (explanation.get("reasons") or [""])[0], "simulated": bool((inspect_result or {}).get("simulated")),
         "cached": bool((inspect_result or {}).get("cached")), "key": (inspect_result or {}).get("key"),
@@ -228,7 +242,7 @@ def run_local(engine, cells: list[Cell], *, bench: BenchOptions | None = None, u
                 cell.status, cell.reason = "stopped", "the matrix was stopped before this cell ran"
                 continue
             if on_progress:
-                on_progress({"fraction": done / total, "message": f"{cell.preset} · {cell.label}"})
+                on_progress({"fraction": done / total, "message": f"{cell.model or cell.preset} · {cell.label}"})
             try:
                 result = engine.inspect(cell.spec, cell.config, use_cache=use_cache)
             except ExplorerError as exc:

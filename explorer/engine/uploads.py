@@ -6,12 +6,15 @@ the worker parses and checks the graph itself (``worker.safety``). An upload is 
 session's own temporary directory by its content digest, within a quota (files and bytes, the oldest
 evicted); the directory goes when the session ends, or once untouched for hours. A path on the user's
 own disk (the command line) is digested without following a link or reading anything but regular files.
+A page link names an upload by its digest: ``adopt_upload`` finds it in any session's folder by that exact
+digest, and keeps a checked copy in the asking session's own folder (docs/experiments.md).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -31,8 +34,8 @@ SESSION_MAX_BYTES = 2 * MAX_UPLOAD_BYTES
 SESSION_MAX_AGE_S = 6 * 3600.0  # a session folder untouched this long belongs to a session long gone
 DISK_RESERVE_BYTES = 1 << 30  # an upload is not kept if it would leave the disk less free than this
 ALLOW_SETTING = "EXPLORER_ALLOW_MODEL_UPLOADS"
-__all__ = ["ALLOW_SETTING", "EXPECTED", "ModelFileError", "digest_of", "programs_allowed", "save_upload",
-           "SessionFolder", "sniff", "spec_for_path", "upload_root"]
+__all__ = ["ALLOW_SETTING", "EXPECTED", "ModelFileError", "adopt_upload", "digest_of", "kept_upload",
+           "programs_allowed", "save_upload", "SessionFolder", "sniff", "spec_for_path", "upload_root"]
 
 
 def programs_allowed() -> bool:
@@ -194,3 +197,54 @@ def save_upload(directory: str, name: str, data: bytes, *, allow_programs: bool 
     spec = {"path": target, "format": fmt, "digest": digest, "name": name, **_options(signature, unknown_dim, outputs)}
     resolve_import(spec)
     return {"import": spec}
+
+
+# ---- an upload named by its digest (a page link, an experiment file) ----------------------------------------
+
+SUFFIXES = (".pb", ".pbtxt", ".zip", ".keras")  # what save_upload names a kept upload: <digest><suffix>
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def kept_upload(directory, digest: str) -> str | None:
+    """The path of the upload with this exact digest in one session's folder (a regular file), or None."""
+    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
+        return None
+    for suffix in SUFFIXES:
+        path = os.path.join(os.fspath(directory), digest + suffix)
+        try:
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                return path
+        except OSError:
+            continue
+    return None
+
+
+def adopt_upload(directory, digest: str, *, name: str = "", allow_programs: bool | None = None,
+                 signature: str | None = None, unknown_dim: int = 1, outputs=()) -> dict | None:
+    """The model with this exact digest that a session of this server keeps (this one first), checked again as a new
+    upload and kept in this session's own folder (its quota, its lifetime); its spec, or None when no session
+    keeps it. Nothing is listed: only the full sha256 of a file's content, which cannot be guessed, finds it."""
+    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
+        return None
+    root = upload_root()
+    candidates = [kept_upload(directory, digest)]
+    for entry in os.scandir(root):
+        if entry.name.startswith("session-") and entry.is_dir(follow_symlinks=False) and entry.path != os.fspath(directory):
+            candidates.append(kept_upload(entry.path, digest))
+    for path in filter(None, candidates):
+        data = _read_kept(path)
+        if data is None or hashlib.sha256(data).hexdigest() != digest:
+            continue  # gone meanwhile (its session ended), or not what its name says
+        return save_upload(directory, name or os.path.basename(path), data, allow_programs=allow_programs,
+                           signature=signature, unknown_dim=unknown_dim, outputs=outputs)
+    return None
+
+
+def _read_kept(path: str) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(MAX_UPLOAD_BYTES + 1)
+    return data if len(data) <= MAX_UPLOAD_BYTES else None

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
+from urllib.parse import urlencode
 
 from ..errors import SpecError, shown
 from .compilers import CHOICES as COMPILER_CHOICES, FIRST as FIRST_COMPILER
@@ -147,6 +148,12 @@ class Experiment:
             if self.step and self.step != 1:
                 out["step"] = str(self.step)
         return out
+
+    def link(self, url: str, base: "Experiment | None" = None) -> str:
+        """The page link of this experiment on the explorer at ``url`` (its address, such as http://localhost:8501),
+        written as the page writes its own (``urlencode``, a list as the key repeated)."""
+        query = urlencode(self.to_query(base), doseq=True)
+        return url.rstrip("/") + "/" + (f"?{query}" if query else "")
 
     @staticmethod
     def from_query(params, base: "Experiment | None" = None) -> tuple["Experiment", list[str]]:

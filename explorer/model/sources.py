@@ -131,7 +131,7 @@ SOURCES: tuple[Source, ...] = (
                       own=True)),
            page="explorer.ui.upload:model_input", page_load="explorer.ui.upload:load",
            link="explorer.model.links:IMPORT",
-           offers=frozenset({"graphs", "report", "passes", "bench", "log", "compilers", "fix"}),
+           offers=frozenset({"graphs", "report", "passes", "bench", "log", "compilers", "fix", "pin", "matrix"}),
            simulated=False),
 )
 

@@ -265,16 +265,31 @@ def samples_csv(raw: dict) -> str:
 VERDICT_LEVEL = {"fused": 2, "decomposed": 2, "partly fused": 1, "not fused": 0, "not decomposed": 0}
 
 
+def _row_name(row: dict) -> str:
+    return row.get("model") or row.get("preset") or "?"
+
+
+def _wrapped(name: str, width: int = 26) -> str:
+    """A long row name on a few lines, broken after its ' + ' parts (then its spaces)."""
+    words, lines = name.replace(" + ", " +\u00a0").split(" "), [""]
+    for word in words:
+        if lines[-1] and len(lines[-1]) + 1 + len(word) > width:
+            lines.append(word)
+        else:
+            lines[-1] = f"{lines[-1]} {word}".strip()
+    return "<br>".join(line.replace("\u00a0", " ") for line in lines)
+
+
 def matrix_heatmap(rows: list[dict], *, by: str = "verdict", title: str | None = None) -> go.Figure:
     """Presets down, combinations across; colour = verdict (or measured speedup); a cell's text says
     what fused. ``customdata`` holds each cell's index in ``rows``, so a click finds its run."""
-    presets = list(dict.fromkeys(r["preset"] for r in rows))
+    presets = list(dict.fromkeys(_row_name(r) for r in rows))
     labels = list(dict.fromkeys(r["label"] for r in rows))
     z = [[None] * len(labels) for _ in presets]
     text = [[""] * len(labels) for _ in presets]
     index = [[-1] * len(labels) for _ in presets]
     for i, row in enumerate(rows):
-        y, x = presets.index(row["preset"]), labels.index(row["label"])
+        y, x = presets.index(_row_name(row)), labels.index(row["label"])
         index[y][x] = i
         if row.get("status") != "ok":
             text[y][x] = row.get("status", "")
@@ -297,8 +312,9 @@ def matrix_heatmap(rows: list[dict], *, by: str = "verdict", title: str | None =
     ticks = [label.replace(", ", "<br>") for label in labels]
     fig = go.Figure(go.Heatmap(z=z, x=labels, y=presets, text=text, texttemplate="%{text}", customdata=index,
                                hovertemplate="%{y}<br>%{x}<br>%{text}<extra></extra>", xgap=2, ygap=2, **colors))
-    fig.update_xaxes(tickvals=labels, ticktext=ticks, tickangle=0)
-    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(tickvals=labels, ticktext=ticks, tickangle=0, automargin=True)
+    # Rows by name (a preset's title), wrapped at its parts; the margin grows to fit them instead of cutting them.
+    fig.update_yaxes(autorange="reversed", tickvals=presets, ticktext=[_wrapped(p) for p in presets], automargin=True)
     rows_high = 90 if by != "speedup" else 70
     return styled(fig, title or ("Measured speedup per cell" if by == "speedup" else "What fused, per cell"),
                   max(300, 120 + rows_high * len(presets)))

@@ -10,7 +10,7 @@ from .machine import describe
 
 COLUMNS = ("preset", "label", "status", "verdict", "fused_op", "because", "speedup", "ci_low", "ci_high", "processes",
            "pairs", "between_share", "device", "env", "grappler", "params", "cached", "reason", "machine", "node",
-           "retried")
+           "retried", "model")  # new columns go last: scripts read these by position too
 
 
 def cell_words(row: dict) -> str:
@@ -83,9 +83,9 @@ def table(rows: list[dict]) -> str:
     """One line per cell, presets grouped, columns aligned: what a person reads in a terminal."""
     lines = []
     width = max((len(r["label"]) for r in rows), default=0)
-    for preset in dict.fromkeys(r["preset"] for r in rows):
+    for preset in dict.fromkeys(r.get("preset") or r.get("model") for r in rows):
         lines.append(preset)
-        for row in (r for r in rows if r["preset"] == preset):
+        for row in (r for r in rows if (r.get("preset") or r.get("model")) == preset):
             timing, retried = speedup_words(row), retry_words(row)
             lines.append(f"  {row['label']:<{width}}  {cell_words(row)}" + (f"  |  {timing}" if timing else "")
                          + (f"  |  {retried}" if retried else ""))

@@ -183,6 +183,14 @@ def stage_pair(result_key: str, before: str, after: str, fold: bool, _result: di
     return _drawn_pair(Graph.from_dict(stages[before]), Graph.from_dict(stages[after]), fold, view, depth, opened)
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def results_pair(key_a: str, key_b: str, stage: str, fold: bool, _a: dict, _b: dict) -> dict:
+    """One stage of two results drawn side by side, coloured by their diff (the what-if's pinned and current)."""
+    from ..model.graph import Graph
+
+    return _drawn_pair(Graph.from_dict(_a["stages"][stage]), Graph.from_dict(_b["stages"][stage]), fold)
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def stage_search(result_key: str, before: str, after: str, query: str, _result: dict) -> dict:
     """The names of each stage's nodes that match ``query`` (analysis.scope.search)."""

@@ -1,4 +1,4 @@
-"""The what-if matrix tab: presets × combinations of flags, switches and parameters, as a heatmap.
+"""The what-if matrix tab: the sidebar's model and presets × combinations of flags, switches and parameters, as a heatmap.
 
 A click on a cell (or the "open" picker below it) loads that cell's run into the explorer. The run
 keeps its rows in the session as it goes, so the stop button (which reruns the page and so
@@ -15,6 +15,8 @@ from ..engine import matrix
 from ..errors import ExplorerError
 from ..model.catalog import PRESETS
 from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES
+from ..model.hooks import hook
+from ..model.sources import source_for_data
 from ..present import charts
 from ..present import matrix as table
 from . import state
@@ -23,12 +25,18 @@ from .sidebar import Choice
 PRESETS_KEY = "matrix.presets"
 VARY_KEY = "matrix.vary"  # text, one NAME=V1,V2 per line
 BENCH_KEY = "matrix.bench"
-RESULT_KEY = "matrix.result"  # {"rows": [...], "running": bool}
+RESULT_KEY = "matrix.result"  # {"rows": [...], "running": bool, "specs": {row name: spec} of non-preset rows}
 OPEN_KEY = "matrix.open"
+THIS_KEY = "matrix.this"  # the sidebar's own model (not a preset) is a row
 DEFAULT_VARY = "TF_ENABLE_ONEDNN_OPTS=0,1\nremapping=on,off"
 RAY_KEY = "matrix.ray"
 RAY_ADDRESS = "EXPLORER_RAY_ADDRESS"  # set when the server starts: the page may send matrices to this Ray
-state.VALUE_WIDGETS.update({PRESETS_KEY, VARY_KEY, BENCH_KEY, OPEN_KEY, RAY_KEY, "matrix.by"})
+state.VALUE_WIDGETS.update({PRESETS_KEY, VARY_KEY, BENCH_KEY, OPEN_KEY, RAY_KEY, THIS_KEY, "matrix.by"})
+
+
+def _name(row: dict) -> str:
+    """A row's model for people: the preset's title, or the model's own label."""
+    return row.get("model") or (PRESETS[row["preset"]].title if row.get("preset") in PRESETS else row.get("preset", ""))
 
 
 def parse(text: str) -> list[matrix.Axis]:
@@ -38,9 +46,12 @@ def parse(text: str) -> list[matrix.Axis]:
 def open_cell(row: dict) -> None:
     """Set the sidebar to a cell's model and configuration (runs as a callback, before the widgets)."""
     ss = st.session_state
-    ss[state.MODE], ss[state.PRESET] = "preset", row["preset"]
-    for name, value in row["params"].items():
-        ss[state.param_key(row["preset"], name)] = value
+    if row.get("preset"):
+        spec = {"preset": row["preset"], "params": row["params"]}
+    else:  # a row of the model that was on screen (its spec stays in the session, not in the rows' downloads)
+        spec = ((ss.get(RESULT_KEY) or {}).get("specs") or {}).get(row.get("model"))
+    if spec is not None:
+        hook(source_for_data(spec).page_load)(spec)
     for name in ENV_FLAGS:
         ss[state.env_key(name)] = row["env"].get(name, state.UNSET)
     for name in GRAPPLER_SWITCHES:
@@ -69,15 +80,21 @@ def _open_picked() -> None:
 
 
 def panel(engine, choice: Choice) -> None:
-    st.caption("Presets × every combination of the values you vary (env flags, Grappler switches, model "
+    st.caption("Models × every combination of the values you vary (env flags, Grappler switches, model "
                "parameters or `device`): which fuse, into what, and with timing how much faster. One warm worker "
                "per configuration runs all of its cells; cells already run come from the cache.")
     ss = st.session_state
+    own = choice.preset is None  # an op chain, a layer stack or an imported model: a row of its own
     if PRESETS_KEY not in ss:
-        ss[PRESETS_KEY] = [choice.preset.id] if choice.preset else ["matmul_bias_relu"]
+        ss[PRESETS_KEY] = [choice.preset.id] if choice.preset else []
     ss.setdefault(VARY_KEY, DEFAULT_VARY)
+    ss.setdefault(THIS_KEY, True)
     c1, c2 = st.columns([1, 1])
-    presets = c1.multiselect("Presets", list(PRESETS), key=PRESETS_KEY)
+    with c1:
+        this = own and st.checkbox(f"This model: {choice.label}", key=THIS_KEY,
+                                   help="The model in the sidebar, as one row of the matrix")
+        presets = st.multiselect("Presets" if not own else "Presets beside it", list(PRESETS), key=PRESETS_KEY,
+                                 format_func=lambda p: PRESETS[p].title)
     text = c2.text_area("Vary (one NAME=V1,V2 per line)", key=VARY_KEY, height=90)
     c3, c4, c5 = st.columns([2, 1, 1], vertical_alignment="bottom")
     bench = c3.checkbox("Also time fused against unfused (20 calls per cell)", key=BENCH_KEY)
@@ -88,19 +105,24 @@ def panel(engine, choice: Choice) -> None:
         f"Run on Ray ({address})", key=RAY_KEY,
         help="Each configuration runs as a Ray task on the cluster this server was started with; "
              "every cell names the node that ran it.")
+    models = {choice.label: choice.spec} if this else {}
+    if not presets and not models:
+        st.info("Choose this model or a preset to make the matrix's rows.", icon=":material/table_rows:")
+        return
     try:
         cells = matrix.plan(presets, parse(text), device=choice.config.device if choice.config else "cpu",
                             params={k: v for k, v in choice.model.p.items()
-                                    if any(k in PRESETS[p].chain.param_names() for p in presets)} if presets else {})
+                                    if any(k in PRESETS[p].chain.param_names() for p in presets)} if presets else {},
+                            models=models)
     except ExplorerError as exc:
         st.error(f"matrix: {exc}")
         return
     if stop and (ss.get(RESULT_KEY) or {}).get("running"):
-        ss[RESULT_KEY] = {"rows": [dict(r, status="stopped", reason="stopped before this cell ran")
-                                   if r["status"] == "planned" else r for r in ss[RESULT_KEY]["rows"]],
-                          "running": False}
+        ss[RESULT_KEY] = dict(ss[RESULT_KEY], rows=[dict(r, status="stopped", reason="stopped before this cell ran")
+                                                    if r["status"] == "planned" else r for r in ss[RESULT_KEY]["rows"]],
+                              running=False)
     if run:
-        _run(engine, cells, bench, address if on_ray else None)
+        _run(engine, cells, bench, address if on_ray else None, models)
     result = ss.get(RESULT_KEY)
     if not result:
         st.info(f"{len(cells)} cells planned: press **Run matrix**.")
@@ -108,13 +130,13 @@ def panel(engine, choice: Choice) -> None:
     show(result["rows"])
 
 
-def _run(engine, cells: list, bench: bool, ray_address: str | None = None) -> None:
+def _run(engine, cells: list, bench: bool, ray_address: str | None = None, models: dict | None = None) -> None:
     bar = st.progress(0.0, text="starting")
     options = matrix.BenchOptions(reps=20, warmup=3, max_seconds=20) if bench else None
 
     def on_progress(p: dict) -> None:
         # Kept as it goes: a stop (a rerun) between cells leaves what was done.
-        st.session_state[RESULT_KEY] = {"rows": matrix.rows(cells), "running": True}
+        st.session_state[RESULT_KEY] = {"rows": matrix.rows(cells), "running": True, "specs": models or {}}
         bar.progress(min(max(p["fraction"], 0.0), 1.0), text=p.get("message", ""))
 
     if ray_address:
@@ -124,7 +146,7 @@ def _run(engine, cells: list, bench: bool, ray_address: str | None = None) -> No
                                keep_connected=True)
     else:
         rows = matrix.run_local(engine, cells, bench=options, on_progress=on_progress)
-    st.session_state[RESULT_KEY] = {"rows": rows, "running": False}
+    st.session_state[RESULT_KEY] = {"rows": rows, "running": False, "specs": models or {}}
     bar.empty()
 
 
@@ -137,10 +159,10 @@ def show(rows: list[dict]) -> None:
     runnable = [i for i, r in enumerate(rows) if r["status"] == "ok"]
     if runnable:
         c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-        c1.selectbox("Open a cell", runnable, key=OPEN_KEY, format_func=lambda i: f"{rows[i]['preset']} · {rows[i]['label']}")
+        c1.selectbox("Open a cell", runnable, key=OPEN_KEY, format_func=lambda i: f"{_name(rows[i])} · {rows[i]['label']}")
         c2.button("Open in the explorer", key="matrix.open_button", on_click=_open_picked, width="stretch")
     # The speedup before the result's words, which run long (the first failing condition): it stays in view.
-    st.dataframe([{"preset": r["preset"], "settings": r["label"], "speedup": table.speedup_words(r),
+    st.dataframe([{"model": _name(r), "settings": r["label"], "speedup": table.speedup_words(r),
                    "result": table.cell_words(r), "cached": r.get("cached"), "retried": table.retry_words(r)}
                   for r in rows],
                  hide_index=True, width="stretch",

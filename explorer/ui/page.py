@@ -6,7 +6,7 @@ import streamlit as st
 
 from ..errors import ExplorerError
 from ..present.machine import gpu_words
-from . import cached, frame, link, presenter, sidebar, state, tabs, upload, whatif, why
+from . import bench, cached, frame, link, presenter, share, sidebar, state, tabs, upload, whatif, why
 
 
 def render(engine) -> None:
@@ -41,6 +41,7 @@ def _main(engine, choice: sidebar.Choice, fingerprint: dict | None) -> None:
                 st.error(problem)
         if len(waiting) < len(choice.problems):
             st.info("Nothing runs until the choice in the sidebar is valid; your other settings are kept.")
+        _share(engine, choice, None)
         whatif.panel(engine, choice, None)
         return
     result = inspect(engine, choice)
@@ -63,9 +64,21 @@ def _main(engine, choice: sidebar.Choice, fingerprint: dict | None) -> None:
     else:
         with st.expander("Reproduce this run: command line", icon=":material/terminal:"):
             frame.reproduce(choice)
+    if not state.presenting():
+        _share(engine, choice, result)
     if "pin" in offers:
         whatif.panel(engine, choice, result)
     tabs.render(tabs.View(engine, choice, result, gpu_here=bool((fingerprint or {}).get("gpus"))))
+
+
+def _share(engine, choice: sidebar.Choice, result: dict | None) -> None:
+    """The link of this experiment, and its file to save (or another to open)."""
+    measured = None
+    if result is not None and choice.ready:
+        measured = state.recall(state.BENCH_RESULTS, bench.run_key(engine, choice, bench.chosen_processes()))
+    with st.expander("Share or keep this experiment: its link, Save experiment, Open experiment",
+                     icon=":material/share:"):
+        share.panel(link.current(choice.spec), result, measured)
 
 
 def _fingerprint(engine) -> dict | None:

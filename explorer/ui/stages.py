@@ -76,10 +76,7 @@ def panel(result: dict, focus: dict | None = None) -> None:
         for col, side, stage in ((left, "before", before), (right, "after", after)):
             with col:
                 _graph_head(stage, side, drawn, result)
-    # The drawing's own diff is the one source of what went where: its clusters are numbered in its order.
-    fusions = drawn["diff"]["fusions"]
-    groups = link_groups(fusions, drawn["names"]["before"], drawn["names"]["after"],
-                                [f["node"] for f in fusions], (drawn["drawn_of"]["before"], drawn["drawn_of"]["after"]))
+    groups = groups_of(drawn)
     titles = tuple(f"{_stage_title(s)} · {drawn['nodes'][side]} nodes" for side, s in (("before", before), ("after", after)))
     if not linked.show(drawn["before"], drawn["after"], groups, titles=titles, marks=marks, focus=looked_at):
         # No Graphviz binary here: the browser draws the DOT itself, without the linking.
@@ -100,6 +97,14 @@ def _pick(where, label: str, options: list, key: str, format_func, help: str, co
         return where.selectbox(label, options, key=key, format_func=format_func, help=help,
                                label_visibility="collapsed")
     return where.radio(label, options, key=key, horizontal=True, format_func=format_func, help=help)
+
+
+def groups_of(drawn: dict) -> list[dict]:
+    """What the linked view lights up together: the drawing's own diff is the one source of what went where
+    (its clusters are numbered in its order)."""
+    fusions = drawn["diff"]["fusions"]
+    return link_groups(fusions, drawn["names"]["before"], drawn["names"]["after"], [f["node"] for f in fusions],
+                       (drawn["drawn_of"]["before"], drawn["drawn_of"]["after"]))
 
 
 def _fusions(drawn: dict, pair: str) -> None:

@@ -18,9 +18,12 @@ from ..errors import ExplorerError, shown
 from ..model.imported import FORMAT_LABELS, MAX_NODES, MAX_UNKNOWN_DIM, MAX_UPLOAD_BYTES
 from ..model.spec import MAX_TENSOR_BYTES
 from . import state
+from .sidebar import Waiting
 
 log = logging.getLogger(__name__)
 FOLDER = "model.upload_folder"  # the session's SessionFolder: when the session's state goes, its folder goes
+MISMATCH = "model.import.mismatch"  # (digest, words): the file uploaded for a link is not the link's
+REFUSED = "model.import.refused"  # (the uploader's file, why it was refused): said while that file is in the uploader
 
 
 def session_directory() -> str:
@@ -52,26 +55,97 @@ def model_input() -> tuple[dict | None, list[str]]:
     unknown_dim = st.number_input("Unknown dimensions (batch, sequence ...)", min_value=1, max_value=MAX_UNKNOWN_DIM,
                                   step=1, key=state.UNKNOWN_DIM,
                                   help="The value given to every dimension the model leaves open (default 1).")
-    if upload is None:
-        return None, ["Upload a model file in the sidebar to start."]
-    try:
-        spec = uploads.save_upload(session_directory(), upload.name, upload.getvalue(), allow_programs=allowed,
-                                   unknown_dim=int(unknown_dim))
-    except ExplorerError as exc:  # the page shows the problems, once
-        return None, [f"The upload was refused: {exc}"]
-    except Exception as exc:  # noqa: BLE001 - a file the checks did not foresee: one line here, the trace in the log
-        log.exception("an upload could not be read")
-        return None, [f"The upload could not be read ({shown(type(exc).__name__)}: {shown(exc)}); nothing was kept."]
-    data = spec["import"]
-    info = (st.session_state.get(state.IMPORT_INFO) or {}).get(data["digest"])
+    ss = st.session_state
+    if upload is not None:
+        refused = _take(upload, allowed, int(unknown_dim))
+        if refused:
+            return None, [refused]
+    wanted = ss.get(state.IMPORT_WANTED)
+    if wanted:
+        found = _find(wanted, allowed, int(unknown_dim))
+        if found is None:
+            name = f"{shown(wanted.get('name'))} " if wanted.get("name") else ""
+            return None, [Waiting(f"This link names an imported model, {name}(sha256 {wanted['digest'][:12]}…), that "
+                                  "this server no longer keeps. Upload the same file in the sidebar to open it: its "
+                                  "digest is checked against the link's.")]
+    kept = ss.get(state.IMPORT_KEPT)
+    if not kept:
+        return None, [Waiting(f"Upload a model file in the sidebar to start: {taken}. Its graphs before and after "
+                              "Grappler, its fusions and the near-misses show here.")]
+    if uploads.kept_upload(os.path.dirname(kept["path"]), kept["digest"]) != kept["path"]:
+        ss[state.IMPORT_WANTED], ss[state.IMPORT_KEPT] = _public(kept), None  # evicted by the quota, or swept
+        return None, [Waiting(f"The model uploaded earlier ({shown(kept.get('name'))}) is no longer kept on the "
+                              "server: upload it again to go on.")]
+    mismatch = ss.get(MISMATCH)
+    if mismatch and mismatch[0] == kept["digest"]:
+        st.warning(mismatch[1], icon=":material/difference:")
+    data = dict(_public(kept), path=kept["path"], unknown_dim=int(unknown_dim))
+    info = (ss.get(state.IMPORT_INFO) or {}).get(data["digest"])
+    data.pop("signature", None)
     if info:
         signature = _signature(info)
         if signature:
             data["signature"] = signature
         st.caption(inputs_text(info, int(unknown_dim)))
-    st.caption(f"{FORMAT_LABELS[data['format']]} · {len(upload.getvalue()) / 1e6:.2f} MB · "
-               f"sha256 {data['digest'][:12]}…")
-    return spec, []
+    size = os.path.getsize(kept["path"])
+    st.caption(f"{FORMAT_LABELS[data['format']]} · {shown(data.get('name'))} · {size / 1e6:.2f} MB · "
+               f"sha256 {data['digest'][:12]}…" + ("" if upload is not None else " · kept from your upload or a link; "
+                                                  "upload another file to replace it"))
+    return {"import": data}, []
+
+
+def _take(upload, allowed: bool, unknown_dim: int) -> str | None:
+    """A file new in the uploader becomes the session's model (checked, kept in its folder); why not, when refused.
+    A file already taken is not read again: the model kept is used, so a link or a look at a preset can change it."""
+    ss = st.session_state
+    seen = getattr(upload, "file_id", None) or f"{upload.name}:{upload.size}"
+    refused = ss.get(REFUSED)
+    if refused and refused[0] == seen:
+        return refused[1]
+    if ss.get(state.IMPORT_SEEN) == seen:
+        return None
+    try:
+        spec = uploads.save_upload(session_directory(), upload.name, upload.getvalue(), allow_programs=allowed,
+                                   unknown_dim=unknown_dim)
+    except ExplorerError as exc:  # the page shows the problems, once
+        ss[REFUSED] = (seen, f"The upload was refused: {exc}")
+        return ss[REFUSED][1]
+    except Exception as exc:  # noqa: BLE001 - a file the checks did not foresee: one line here, the trace in the log
+        log.exception("an upload could not be read")
+        ss[REFUSED] = (seen, f"The upload could not be read ({shown(type(exc).__name__)}: {shown(exc)}); nothing was "
+                             "kept.")
+        return ss[REFUSED][1]
+    ss[state.IMPORT_SEEN], ss[REFUSED] = seen, None
+    data = spec["import"]
+    wanted = ss.get(state.IMPORT_WANTED)
+    ss[MISMATCH] = None
+    if wanted and wanted["digest"] != data["digest"]:  # said while this file is the model on screen
+        ss[MISMATCH] = (data["digest"], f"This file is not the one the link names: its sha256 is "
+                                        f"{data['digest'][:12]}…, the link's {wanted['digest'][:12]}…. It is shown "
+                                        "instead.")
+    ss[state.IMPORT_KEPT] = dict(data, **_options(wanted if wanted and wanted["digest"] == data["digest"] else {}))
+    ss[state.IMPORT_WANTED] = None
+    return None
+
+
+def _find(wanted: dict, allowed: bool, unknown_dim: int) -> dict | None:
+    """The model a link names, from any session of this server that keeps it, as this session's kept model."""
+    try:
+        spec = uploads.adopt_upload(session_directory(), wanted["digest"], name=wanted.get("name", ""),
+                                    allow_programs=allowed, unknown_dim=unknown_dim)
+    except ExplorerError as exc:  # kept elsewhere, but not taken here (a SavedModel on a GraphDef-only server)
+        st.session_state[state.IMPORT_WANTED] = None
+        st.error(f"The model this link names was refused: {exc}")
+        return None
+    if spec is None:
+        return None
+    st.session_state[state.IMPORT_KEPT] = dict(spec["import"], **_options(wanted))
+    st.session_state[state.IMPORT_WANTED] = None
+    return spec
+
+
+def _public(kept: dict) -> dict:
+    return {k: v for k, v in kept.items() if k != "path"}
 
 
 def load(data: dict) -> None:

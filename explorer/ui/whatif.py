@@ -1,4 +1,5 @@
-"""What-if: pin a result, change one thing in the sidebar, and see both side by side.
+"""What-if: pin a result, change one thing in the sidebar, and see both side by side: a summary of each, and
+one stage of both graphs drawn together (coloured by what differs from the pinned one to the current one).
 
 A pin keeps a small summary of the result (what fused, what executed), not the result itself, so
 it survives the engine's cache; a benchmark of either side is looked up by its run key.
@@ -11,13 +12,18 @@ from collections import Counter
 import streamlit as st
 
 from ..analysis import stats
+from ..errors import ExplorerError
 from ..model.flags import Config
 from ..model.spec import resolve
-from . import bench, cached, state
+from . import bench, cached, linked, state
+from . import stages as stages_ui
 from .sidebar import Choice, device_label
 from .why import verdict_badge
 
 STAGE_WORDS = {"traced": "traced", "optimized": "after Grappler", "executed": "executed"}  # the tabs' words
+GRAPHS = "whatif.graphs"  # draw both configurations' graphs side by side
+GRAPH_STAGE = "whatif.stage"  # which stage of each
+state.DEFAULTS.update({GRAPHS: True, GRAPH_STAGE: "optimized"})
 
 
 def summarize(engine, choice: Choice, result: dict) -> dict:
@@ -28,6 +34,7 @@ def summarize(engine, choice: Choice, result: dict) -> dict:
     return {
         "label": choice.label,
         "spec": choice.spec,
+        "result_key": result["key"],
         "params": dict(choice.model.params),
         "model": choice.model.model_key(),  # a stack's is its whole JSON: two edits of one stack share its name
         "config": choice.config.to_dict(),
@@ -118,6 +125,7 @@ def panel(engine, choice: Choice, result: dict | None) -> None:
         left, right = st.columns(2)
         _side(left, "Pinned", pinned, current)
         _side(right, "Current", current, pinned)
+        _graphs(engine, pinned, result)
         missing = [side for side in (pinned, current)
                    if not side.get("simulated") and state.recall(state.BENCH_RESULTS, side["run_key"]) is None]
         if missing:
@@ -158,6 +166,45 @@ def _side(col, title: str, mine: dict, other: dict | None) -> None:
             st.caption("Speedup: none, a simulated GPU runs nothing.")
         else:
             st.caption("Speedup: not measured for this configuration yet.")
+
+
+def _graphs(engine, pinned: dict, result: dict) -> None:
+    """The pinned and the current configuration's graphs side by side, one stage of each, coloured by what differs
+    from the pinned one to the current one."""
+    top, pick = st.columns([1, 2], vertical_alignment="center")
+    if not top.toggle("Both graphs, side by side", key=GRAPHS,
+                      help="One stage of each configuration, drawn as the graph tab draws before and after: "
+                           "purple is fused in the current one, grey what it absorbed, red what it no longer has"):
+        return
+    stages = [s for s in STAGE_WORDS if s in (result.get("stages") or {})]
+    if st.session_state.get(GRAPH_STAGE) not in stages:
+        st.session_state[GRAPH_STAGE] = "optimized" if "optimized" in stages else stages[0]
+    stage = pick.radio("Stage", stages, key=GRAPH_STAGE, horizontal=True, format_func=STAGE_WORDS.get,
+                       label_visibility="collapsed")
+    other = _pinned_result(engine, pinned)
+    if other is None or stage not in (other.get("stages") or {}):
+        st.caption(f"The pinned result's {STAGE_WORDS[stage]} graph is not at hand any more (the cache let it go); "
+                   "pin it again to draw it.")
+        return
+    drawn = cached.results_pair(other["key"], result["key"], stage, bool(st.session_state.get(state.FOLD)), other,
+                                result)
+    titles = (f"Pinned · {STAGE_WORDS[stage]} · {drawn['nodes']['before']} nodes",
+              f"Current · {STAGE_WORDS[stage]} · {drawn['nodes']['after']} nodes")
+    if not linked.show(drawn["before"], drawn["after"], stages_ui.groups_of(drawn), titles=titles):
+        left, right = st.columns(2)
+        left.graphviz_chart(drawn["before"], width="stretch")
+        right.graphviz_chart(drawn["after"], width="stretch")
+
+
+def _pinned_result(engine, pinned: dict) -> dict | None:
+    """The pinned configuration's full result, when the engine has it at once (never runs anything)."""
+    try:
+        spec, config = resolve(pinned["spec"]), Config.from_dict(pinned["config"])
+        if engine.is_ready("inspect", spec, config):
+            return engine.inspect(spec, config)
+    except ExplorerError:
+        return None
+    return None
 
 
 def _bench_both(engine, pinned: dict, current: dict) -> None:

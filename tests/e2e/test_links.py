@@ -1,0 +1,147 @@
+"""Every experiment is a link (docs/experiments.md), in headless Chromium on the real app: the address bar follows
+the sidebar, a fresh browser opens the same experiment, Back/Forward and reload walk and keep it, reserved keys
+stay, a malformed link says what it ignored, and an imported model travels by its digest."""
+
+from __future__ import annotations
+
+import hashlib
+from urllib.parse import parse_qs, urlsplit
+
+from devkit.browser import expect_rerun, new_context, open_app, wait_idle
+from playwright.sync_api import expect
+
+from tests.security.hostile_graphs import good
+
+SMALL = "preset=matmul_bias_relu&m=64&k=32&n=16"
+FLAG = "TF_ENABLE_ONEDNN_OPTS"  # the app server's default sets it to 1
+EXCEPTION = "[data-testid='stException']"
+
+
+def _query(page) -> dict:
+    return {k: v[-1] for k, v in parse_qs(urlsplit(page.url).query, keep_blank_values=True).items()}
+
+
+def _flag_value(page) -> str:
+    """The option of the oneDNN flag's radio that is checked, as the sidebar shows it."""
+    group = page.locator("[data-testid='stSidebar'] [data-testid='stRadio']").filter(has_text=FLAG).first
+    return group.locator("input[type='radio']:checked").evaluate("el => el.closest('label').innerText").strip()
+
+
+def _pick_flag(page, value: str) -> None:
+    radio = page.locator("[data-testid='stSidebar'] [data-testid='stRadio']").filter(has_text=FLAG).first
+    with expect_rerun(page, 120_000):
+        radio.get_by_text(value, exact=True).click()
+
+
+def test_a_flag_change_is_a_link_that_opens_elsewhere_and_back_forward_and_reload_walk_it(app_server, browser, page):
+    open_app(page, f"{app_server}/?{SMALL}", 180_000)
+    assert _query(page) == {"preset": "matmul_bias_relu", "m": "64", "k": "32", "n": "16"}
+    assert _flag_value(page) == "1"
+    first = page.url
+
+    _pick_flag(page, "0")
+    page.wait_for_function(f"() => location.search.includes('{FLAG}=0')")
+    changed = page.url
+    assert _query(page) == {"preset": "matmul_bias_relu", "m": "64", "k": "32", "n": "16", FLAG: "0"}
+
+    # the link in a fresh browser: the same experiment
+    context = new_context(browser)
+    try:
+        other = context.new_page()
+        open_app(other, changed, 180_000)
+        assert _flag_value(other) == "0"
+        expect(other.locator("[data-testid='stSidebar'] input[aria-label='Preset']")).to_have_value(
+            "MatMul + BiasAdd + ReLU")
+        expect(other.locator("[data-testid='stSidebar'] input[aria-label='m (rows)']")).to_have_value("64")
+        assert other.url == changed and other.locator(EXCEPTION).count() == 0
+    finally:
+        context.close()
+
+    # Back: the previous experiment, in the address bar and on the page; Forward: the change again
+    with expect_rerun(page, 120_000):
+        page.go_back()
+    assert page.url == first and _flag_value(page) == "1"
+    with expect_rerun(page, 120_000):
+        page.go_forward()
+    assert page.url == changed and _flag_value(page) == "0"
+    # a reload keeps it
+    page.reload()
+    wait_idle(page, 120_000)
+    assert page.url == changed and _flag_value(page) == "0"
+
+    # the open tab is part of the link, and a change of device keeps it open
+    with expect_rerun(page):
+        page.get_by_role("tab", name="Pass pipeline").click()
+    page.wait_for_function("() => location.search.includes('tab=passes')")
+    with expect_rerun(page, 120_000):
+        page.locator("[data-testid='stSidebar']").get_by_text("GPU, simulated", exact=True).click()
+    assert _query(page)["device"] == "gpu-sim:ampere" and _query(page)["tab"] == "passes"
+    expect(page.get_by_role("tab", name="Pass pipeline")).to_have_attribute("aria-selected", "true")
+    assert page.locator(EXCEPTION).count() == 0
+
+
+def test_reserved_keys_stay_and_a_malformed_link_says_what_it_ignored(app_server, page):
+    # The presenter view and a lesson step: their keys are kept in the address bar as written.
+    open_app(page, f"{app_server}/?{SMALL}&present=1&lesson=gelu-fusion&step=2", 180_000)
+    query = _query(page)
+    assert {k: query.get(k) for k in ("present", "lesson", "step")} == {"present": "1", "lesson": "gelu-fusion",
+                                                                       "step": "2"}
+    # A malformed link: what is wrong is named in one line, the rest opens.
+    open_app(page, f"{app_server}/?{SMALL}&TF_USE_CUBLASLT=7&colour=red&stages=sideways", 180_000)
+    note = page.get_by_text("Ignored from the link:").first
+    expect(note).to_be_visible()
+    text = note.inner_text()
+    assert "TF_USE_CUBLASLT=7" in text and "colour (not a setting of the explorer)" in text and "stages=sideways" in text
+    assert _query(page) == {"preset": "matmul_bias_relu", "m": "64", "k": "32", "n": "16"}  # written back clean
+    assert page.locator(EXCEPTION).count() == 0
+
+
+def test_an_imported_models_link_opens_while_the_upload_is_kept_and_asks_for_it_when_not(app_server, browser,
+                                                                                        page, tmp_path):
+    model = tmp_path / "scaled_relu.pbtxt"
+    model.write_bytes(good(3.0))
+    digest = hashlib.sha256(model.read_bytes()).hexdigest()
+
+    open_app(page, app_server, 180_000)
+    with expect_rerun(page):
+        page.get_by_text("an imported model", exact=True).click()
+    # Nothing uploaded yet: guidance, not an error.
+    expect(page.get_by_text("Upload a model file in the sidebar to start").first).to_be_visible()
+    assert page.locator("[data-testid='stAlertContentError']").count() == 0
+    assert _query(page).get("import") == ""
+    with expect_rerun(page, 180_000):
+        page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(model))
+    wait_idle(page, 180_000)
+    page.wait_for_function(f"() => location.search.includes('import={digest}')")
+    assert _query(page)["name"] == "scaled_relu.pbtxt"
+    link = page.url
+
+    context = new_context(browser)
+    try:
+        # While this server keeps the upload, the link opens it in another browser.
+        other = context.new_page()
+        open_app(other, link, 180_000)
+        expect(other.get_by_text(f"sha256 {digest[:12]}…", exact=False).first).to_be_visible()
+        expect(other.get_by_text("found by Grappler", exact=False).first).to_be_visible()
+        assert other.locator(EXCEPTION).count() == 0
+
+        # A model no session keeps: the page says so and asks for that file, and checks the digest of what comes.
+        missing = good(5.0)
+        wanted = hashlib.sha256(missing).hexdigest()
+        open_app(other, f"{app_server}/?import={wanted}&name=gone.pbtxt", 180_000)
+        expect(other.get_by_text("that this server no longer keeps", exact=False).first).to_be_visible()
+        assert "gone.pbtxt" in other.get_by_text("that this server no longer keeps").first.inner_text()
+        with expect_rerun(other, 180_000):
+            other.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(model))
+        wait_idle(other, 180_000)
+        expect(other.get_by_text("This file is not the one the link names", exact=False).first).to_be_visible()
+        (tmp_path / "gone.pbtxt").write_bytes(missing)
+        with expect_rerun(other, 180_000):
+            other.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(
+                str(tmp_path / "gone.pbtxt"))
+        wait_idle(other, 180_000)
+        other.wait_for_function(f"() => location.search.includes('import={wanted}')")
+        expect(other.get_by_text("found by Grappler", exact=False).first).to_be_visible()
+        assert other.locator(EXCEPTION).count() == 0
+    finally:
+        context.close()
