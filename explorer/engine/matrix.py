@@ -11,6 +11,7 @@ cell comes back: a result, or a status with the reason it has none.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 import threading
 import time
 from dataclasses import dataclass, field
@@ -178,8 +179,12 @@ def fill(cell: Cell, inspect_result: dict | None, bench_result: dict | None = No
     observed = explanation.get("observed") or [
         {"op": f["fused_op"] if "fused_op" in f else f.get("op", "?"), "fused_ops": f.get("fused_ops", [])}
         for f in (inspect_result or {}).get("fusions", [])]
-    fused_op = "; ".join(f"{o['op']}[{'+'.join(o['fused_ops'])}]" if o.get("fused_ops") else o["op"]
-                         for o in observed)
+    # A network repeats its patterns: each fused op once, with its count.
+    counts = Counter(f"{o['op']}[{'+'.join(o['fused_ops'])}]" if o.get("fused_ops") else o["op"] for o in observed)
+    fused_op = "; ".join(op if n == 1 else f"{op} ×{n}" for op, n in counts.items())
+    verdict = explanation.get("verdict")
+    if verdict is None and inspect_result is not None:  # a whole model (no one pattern's checklist): its fusions
+        verdict = "fused" if observed else "not fused"
     fp = (inspect_result or bench_result or {}).get("fingerprint") or {}
     row = {
         "preset": cell.preset, "model": cell.model or cell.preset, "settings": dict(cell.settings),
@@ -187,7 +192,7 @@ def fill(cell: Cell, inspect_result: dict | None, bench_result: dict | None = No
         "device": cell.config.device if cell.config else None,
         "env": cell.config.env_dict if cell.config else {}, "grappler": cell.config.grappler_dict if cell.config else {},
         "params": dict(cell.spec.get("params") or {}), "status": cell.status, "reason": cell.reason,
-        "verdict": explanation.get("verdict"), "pattern": explanation.get("pattern"), "fused_op": fused_op,
+        "verdict": verdict, "pattern": explanation.get("pattern"), "fused_op": fused_op,
         "why": explanation.get("why"), "because": (explanation.get("reasons") or [""])[0], "simulated": bool((inspect_result or {}).get("simulated")),
         "cached": bool((inspect_result or {}).get("cached")), "key": (inspect_result or {}).get("key"),
         "fingerprint": fp, "node": node or {}, "pid": ((inspect_result or {}).get("worker") or {}).get("pid"),

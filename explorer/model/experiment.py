@@ -19,15 +19,15 @@ its content digest, never by a path of the machine that ran it.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
 from ..errors import SpecError, shown
-from .compilers import CHOICES as COMPILER_CHOICES, FIRST as FIRST_COMPILER
+from .compilers import FIRST as FIRST_COMPILER
+from .experiment_parts import (MAX_STEP, STAGE_PAIRS, Bench, check_compiler, check_lesson, check_object,  # noqa: F401
+                               check_stages, check_step, check_tab, last_of, phrase, short, values_of)
 from .flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config
 from .hooks import hook
-from .limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_WARMUP
 from .links import JsonLink
 from .sources import Source, source_for_data, sources
 from .spec import resolve
@@ -35,45 +35,13 @@ from .spec import resolve
 FORMAT = 1  # the experiment file's "experiment" field: its format's version
 MAX_FILE_BYTES = 4 << 20  # an experiment file, results included
 DEFAULT_MODEL = {"preset": "matmul_bias_gelu_approx"}  # shows a fusion on load: MatMul+BiasAdd+GELU
-STAGE_PAIRS = ("traced->optimized", "optimized->executed", "traced->executed")
 UNSET = "unset"  # an env flag's value in a link: left at TensorFlow's default although the base sets it
-_TAB = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
-_LESSON = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-MAX_STEP = 999
 # Keys of a link besides the model's (its source's ``link.keys``) and the env flags (their own names).
 KEYS = ("device", "on", "off", "compiler", "tab", "stages", "reps", "warmup", "seconds", "processes",
         "present", "lesson", "step")
 LIST_KEYS = ("on", "off", "out")  # keys a link may repeat, read as one comma-separated list
 # Reserved for the lessons and the presenter view (read through ``Experiment``): ``present=1``, ``lesson=ID&step=N``.
 VIEW_KEYS = ("present", "lesson", "step")
-
-
-@dataclass(frozen=True)
-class Bench:
-    """The benchmark form: timed calls per variant, warm-up calls, time budget (s), processes (1: the quick
-    run; more: the repeatable run in that many fresh processes)."""
-
-    reps: int = 60
-    warmup: int = 5
-    seconds: int = 60
-    processes: int = 1
-
-    BOUNDS = {"reps": (3, MAX_REPS), "warmup": (0, MAX_WARMUP), "seconds": (1, int(MAX_BENCH_SECONDS)),
-              "processes": (1, MAX_PROCESSES)}
-
-    @staticmethod
-    def checked(name: str, value) -> int:
-        low, high = Bench.BOUNDS[name]
-        if isinstance(value, str) and re.fullmatch(r"\d{1,9}", value.strip()):
-            value = int(value)
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise SpecError(f"bench.{name}", f"expected a whole number {low}..{high}, got {shown(value, 40)!r}")
-        return value
-
-    def to_dict(self) -> dict:
-        return {"reps": self.reps, "warmup": self.warmup, "seconds": self.seconds, "processes": self.processes}
 
 
 @dataclass(frozen=True)
@@ -160,19 +128,20 @@ class Experiment:
         """The experiment a link's query parameters describe, on top of ``base``; each part that is wrong keeps
         ``base``'s value and is named in the returned list ("TF_USE_CUBLASLT=7 (value '7' not accepted ...)")."""
         base = base or Experiment()
-        params = {str(k): ",".join(_values(v)) if k in LIST_KEYS else _last(v) for k, v in dict(params or {}).items()}
+        params = {str(k): ",".join(values_of(v)) if k in LIST_KEYS else last_of(v) for k, v in dict(params or {}).items()}
         ignored: list[str] = []
         used: set[str] = set()
         model = _model_from_query(params, base, used, ignored)
         config = _config_from_query(params, base.config, used, ignored)
         changes: dict = {"model": model, "config": config}
-        for name, check in (("compiler", _compiler), ("tab", _tab), ("stages", _stages), ("lesson", _lesson)):
+        for name, check in (("compiler", check_compiler), ("tab", check_tab), ("stages", check_stages),
+                            ("lesson", check_lesson)):
             if name in params:
                 used.add(name)
                 try:
                     changes[name] = check(params[name])
                 except SpecError as exc:
-                    ignored.append(_phrase(name, params[name], exc))
+                    ignored.append(phrase(name, params[name], exc))
         bench = base.bench.to_dict()
         for name in bench:
             if name in params:
@@ -180,7 +149,7 @@ class Experiment:
                 try:
                     bench[name] = Bench.checked(name, params[name])
                 except SpecError as exc:
-                    ignored.append(_phrase(name, params[name], exc))
+                    ignored.append(phrase(name, params[name], exc))
         changes["bench"] = Bench(**bench)
         if "present" in params:
             used.add("present")
@@ -188,17 +157,17 @@ class Experiment:
         if "step" in params:
             used.add("step")
             if changes.get("lesson", base.lesson) is None:
-                ignored.append(f"step={_short(params['step'])} (no lesson named)")
+                ignored.append(f"step={short(params['step'])} (no lesson named)")
             else:
                 try:
-                    changes["step"] = _step(params["step"])
+                    changes["step"] = check_step(params["step"])
                 except SpecError as exc:
-                    ignored.append(_phrase("step", params["step"], exc))
+                    ignored.append(phrase("step", params["step"], exc))
         if changes.get("lesson") and "step" not in changes:
             changes["step"] = 1
         for key in params:
             if key not in used:
-                ignored.append(f"{_short(key)} (not a setting of the explorer)")
+                ignored.append(f"{short(key)} (not a setting of the explorer)")
         return replace(base, **changes), ignored
 
     # ---- files -----------------------------------------------------------------------------------
@@ -247,9 +216,9 @@ class Experiment:
                                "results"}
         if unknown:
             raise SpecError("experiment", f"unknown field(s) {sorted(map(str, unknown))}")
-        view = _object(data.get("view"), "view", {"tab", "stages", "present"})
-        bench = _object(data.get("bench"), "bench", set(Bench().to_dict()))
-        lesson = _object(data.get("lesson"), "lesson", {"id", "step"})
+        view = check_object(data.get("view"), "view", {"tab", "stages", "present"})
+        bench = check_object(data.get("bench"), "bench", set(Bench().to_dict()))
+        lesson = check_object(data.get("lesson"), "lesson", {"id", "step"})
         present = view.get("present", False)
         if not isinstance(present, bool):
             raise SpecError("view.present", f"expected true or false, got {shown(present, 40)!r}")
@@ -257,12 +226,12 @@ class Experiment:
             raise SpecError("model", "missing: the model's JSON spec, such as {\"preset\": \"matmul_bias_relu\"}")
         return Experiment(
             model=_file_model(data["model"]), config=Config.from_dict(data.get("config") or {}),
-            compiler=_compiler(data.get("compiler", FIRST_COMPILER.id)),
-            tab=None if view.get("tab") is None else _tab(view["tab"]),
-            stages=_stages(view.get("stages", STAGE_PAIRS[0])),
+            compiler=check_compiler(data.get("compiler", FIRST_COMPILER.id)),
+            tab=None if view.get("tab") is None else check_tab(view["tab"]),
+            stages=check_stages(view.get("stages", STAGE_PAIRS[0])),
             bench=Bench(**{k: Bench.checked(k, v) for k, v in bench.items()}), present=present,
-            lesson=None if lesson.get("id") is None else _lesson(lesson["id"]),
-            step=None if lesson.get("id") is None else _step(lesson.get("step", 1)))
+            lesson=None if lesson.get("id") is None else check_lesson(lesson["id"]),
+            step=None if lesson.get("id") is None else check_step(lesson.get("step", 1)))
 
 
 # ---- the parts, checked ------------------------------------------------------------------------------
@@ -297,60 +266,14 @@ def _file_model(data) -> dict:
 def check_view(exp: Experiment) -> None:
     if not isinstance(exp.config, Config):
         raise SpecError("config", "expected a Config")
-    _compiler(exp.compiler)
+    check_compiler(exp.compiler)
     if exp.tab is not None:
-        _tab(exp.tab)
-    _stages(exp.stages)
+        check_tab(exp.tab)
+    check_stages(exp.stages)
     if exp.lesson is not None:
-        _lesson(exp.lesson)
+        check_lesson(exp.lesson)
     if exp.step is not None:
-        _step(exp.step)
-
-
-def _compiler(value) -> str:
-    if value not in COMPILER_CHOICES:
-        raise SpecError("compiler", f"{shown(value, 40)!r} is not one of {', '.join(COMPILER_CHOICES)}")
-    return value
-
-
-def _tab(value) -> str:
-    if not isinstance(value, str) or not _TAB.match(value):
-        raise SpecError("tab", f"{shown(value, 40)!r} is not a tab's id (such as graphs, bench, matrix)")
-    return value
-
-
-def _stages(value) -> str:
-    text = value.replace("->", "-") if isinstance(value, str) else ""
-    for pair in STAGE_PAIRS:
-        if text == pair.replace("->", "-"):
-            return pair
-    raise SpecError("stages", f"{shown(value, 40)!r} is not one of "
-                              f"{', '.join(p.replace('->', '-') for p in STAGE_PAIRS)}")
-
-
-def _lesson(value) -> str:
-    if not isinstance(value, str) or not _LESSON.match(value):
-        raise SpecError("lesson", f"{shown(value, 40)!r} is not a lesson id (lower-case letters, digits, - and _)")
-    return value
-
-
-def _step(value) -> int:
-    if isinstance(value, str) and value.isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_STEP:
-        raise SpecError("step", f"expected a step number 1..{MAX_STEP}, got {shown(value, 40)!r}")
-    return value
-
-
-def _object(value, where: str, allowed: set) -> dict:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise SpecError(where, "expected an object")
-    unknown = set(value) - allowed
-    if unknown:
-        raise SpecError(where, f"unknown field(s) {sorted(map(str, unknown))}; allowed: {', '.join(sorted(allowed))}")
-    return value
+        check_step(exp.step)
 
 
 def _model_from_query(params: dict, base: Experiment, used: set, ignored: list) -> dict:
@@ -362,7 +285,7 @@ def _model_from_query(params: dict, base: Experiment, used: set, ignored: list) 
         return base.model
     source = named[0]
     for other in named[1:]:
-        ignored.append(f"{other.id}={_short(params[other.id])} (the link already names a {source.id})")
+        ignored.append(f"{other.id}={short(params[other.id])} (the link already names a {source.id})")
     if params[source.id] == "":
         return {source.id: None}
     try:
@@ -370,7 +293,7 @@ def _model_from_query(params: dict, base: Experiment, used: set, ignored: list) 
         ignored.extend(dropped)
         return canonical_model(data)
     except SpecError as exc:
-        ignored.append(_phrase(source.id, params[source.id], exc) + "; the default model instead")
+        ignored.append(phrase(source.id, params[source.id], exc) + "; the default model instead")
         return base.model
 
 
@@ -381,14 +304,14 @@ def _config_from_query(params: dict, base: Config, used: set, ignored: list) -> 
         try:
             config = Config.make(params["device"], config.env_dict, config.grappler_dict)
         except SpecError as exc:
-            ignored.append(_phrase("device", params["device"], exc))
+            ignored.append(phrase("device", params["device"], exc))
     for name in ENV_FLAGS:
         if name in params:
             used.add(name)
             try:
                 config = config.with_env(name, None if params[name] in (UNSET, "") else params[name])
             except SpecError as exc:
-                ignored.append(_phrase(name, params[name], exc))
+                ignored.append(phrase(name, params[name], exc))
     if "on" in params or "off" in params:
         switches = {}
         for value in ("on", "off"):
@@ -399,26 +322,9 @@ def _config_from_query(params: dict, base: Config, used: set, ignored: list) -> 
                 if name in GRAPPLER_SWITCHES:
                     switches[name] = value
                 else:
-                    ignored.append(f"{value}={_short(name)} (not a Grappler switch)")
+                    ignored.append(f"{value}={short(name)} (not a Grappler switch)")
         config = Config.make(config.device, config.env_dict, switches)
     return config
-
-
-def _values(value) -> list[str]:
-    return [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
-
-
-def _last(value) -> str:
-    values = _values(value)
-    return values[-1] if values else ""
-
-
-def _short(text, limit: int = 60) -> str:
-    return shown(text, limit)
-
-
-def _phrase(key: str, value, exc: SpecError) -> str:
-    return f"{_short(key)}={_short(value)} ({exc.message})"
 
 
 def ignored_line(ignored: list[str]) -> str:

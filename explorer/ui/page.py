@@ -21,11 +21,14 @@ def render(engine) -> None:
     problem = state.server_env_defaults()[1]
     if problem:
         st.warning(f"The server's default flags are ignored: {problem}", icon=":material/settings:")
-    if link.ignored_note():
-        st.warning(link.ignored_note(), icon=":material/link_off:")
+    note = st.empty()  # what a link left out, while its experiment is on screen (known once the sidebar drew)
     fingerprint = _fingerprint(engine)
     choice = sidebar.render(fingerprint)
     link.sync(choice.spec)  # the address bar holds what is on screen (a history entry when it changed)
+    if link.ignored_note():
+        note.warning(link.ignored_note(), icon=":material/link_off:")
+    else:
+        share.opened_note(note)
     _main(engine, choice, fingerprint)
     state.end_run()
 
@@ -47,6 +50,7 @@ def _main(engine, choice: sidebar.Choice, fingerprint: dict | None) -> None:
     result = inspect(engine, choice)
     if result is None:
         frame.reproduce(choice)
+        _share(engine, choice, None)
         whatif.panel(engine, choice, None)
         return
     if upload.remember(result):

@@ -83,8 +83,15 @@ def panel(exp: Experiment, result: dict | None = None, bench_result: dict | None
         help="A small JSON file of this experiment (the model, flags, switches, view and benchmark settings); "
              "`python -m explorer inspect --experiment FILE` runs it too")
     right.file_uploader("Open experiment", type=["json"], key=OPEN_KEY, on_change=_open,
-                        help="An experiment file saved here (or written by hand: docs/experiments.md)",
-                        label_visibility="collapsed")
+                        help="An experiment file saved here (or written by hand: docs/experiments.md); it is "
+                             "checked, then the sidebar and the tabs take it")
+
+
+def opened_note(where) -> None:
+    """What the last "Open experiment" did, once, in ``where`` (a place near the top of the page)."""
     opened = st.session_state.pop(OPENED, None)
     if opened:
-        (st.error if opened[0] == "error" else st.success)(opened[1])
+        if opened[0] == "error":
+            where.error(opened[1], icon=":material/error:")
+        else:
+            where.success(opened[1], icon=":material/file_open:")

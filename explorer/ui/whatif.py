@@ -190,6 +190,8 @@ def _graphs(engine, pinned: dict, result: dict) -> None:
                                 result)
     titles = (f"Pinned · {STAGE_WORDS[stage]} · {drawn['nodes']['before']} nodes",
               f"Current · {STAGE_WORDS[stage]} · {drawn['nodes']['after']} nodes")
+    for col, title in zip(st.columns(2), titles):
+        col.markdown(f"**{title}**")
     if not linked.show(drawn["before"], drawn["after"], stages_ui.groups_of(drawn), titles=titles):
         left, right = st.columns(2)
         left.graphviz_chart(drawn["before"], width="stretch")

@@ -33,7 +33,8 @@ def _pick_flag(page, value: str) -> None:
         radio.get_by_text(value, exact=True).click()
 
 
-def test_a_flag_change_is_a_link_that_opens_elsewhere_and_back_forward_and_reload_walk_it(app_server, browser, page):
+def test_a_flag_change_is_a_link_that_opens_elsewhere_and_back_forward_and_reload_walk_it(app_server, browser, page,
+                                                                                          tmp_path):
     open_app(page, f"{app_server}/?{SMALL}", 180_000)
     assert _query(page) == {"preset": "matmul_bias_relu", "m": "64", "k": "32", "n": "16"}
     assert _flag_value(page) == "1"
@@ -78,6 +79,31 @@ def test_a_flag_change_is_a_link_that_opens_elsewhere_and_back_forward_and_reloa
     assert _query(page)["device"] == "gpu-sim:ampere" and _query(page)["tab"] == "passes"
     expect(page.get_by_role("tab", name="Pass pipeline")).to_have_attribute("aria-selected", "true")
     assert page.locator(EXCEPTION).count() == 0
+
+    # Save experiment, then Open experiment in a fresh browser: the same experiment, the same link
+    page.get_by_text("Share or keep this experiment").click()
+    save = page.get_by_role("button", name="Save experiment")
+    expect(save).to_be_visible()
+    with page.expect_download() as download:
+        save.click()
+    saved = tmp_path / download.value.suggested_filename
+    download.value.save_as(saved)
+    assert saved.name == "matmul_bias_relu.experiment.json"
+    context = new_context(browser)
+    try:
+        other = context.new_page()
+        open_app(other, app_server, 180_000)
+        other.get_by_text("Share or keep this experiment").click()
+        with expect_rerun(other, 120_000):
+            other.locator("[data-testid='stExpander'] [data-testid='stFileUploaderDropzoneInput']").set_input_files(
+                str(saved))
+        wait_idle(other, 120_000)
+        expect(other.get_by_text("Opened ", exact=False).first).to_be_visible()
+        other.wait_for_function("() => location.search.includes('device=gpu-sim')")
+        assert _query(other) == _query(page)
+        expect(other.get_by_role("tab", name="Pass pipeline")).to_have_attribute("aria-selected", "true")
+    finally:
+        context.close()
 
 
 def test_reserved_keys_stay_and_a_malformed_link_says_what_it_ignored(app_server, page):
