@@ -112,6 +112,8 @@ def test_reserved_keys_stay_and_a_malformed_link_says_what_it_ignored(app_server
     query = _query(page)
     assert {k: query.get(k) for k in ("present", "lesson", "step")} == {"present": "1", "lesson": "gelu-fusion",
                                                                        "step": "2"}
+    presenter = page.locator("[data-testid='stCheckbox']").filter(has_text="Presenter view").locator("input")
+    expect(presenter).to_be_checked()  # the presenter view is on
     # A malformed link: what is wrong is named in one line, the rest opens.
     open_app(page, f"{app_server}/?{SMALL}&TF_USE_CUBLASLT=7&colour=red&stages=sideways", 180_000)
     note = page.get_by_text("Ignored from the link:").first
