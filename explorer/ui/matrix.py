@@ -1,4 +1,5 @@
-"""The what-if matrix tab: the sidebar's model and presets × combinations of flags, switches and parameters, as a heatmap.
+"""The what-if matrix tab: the sidebar's model and presets × combinations of flags, switches and parameters, as a
+heatmap.
 
 A click on a cell (or the "open" picker below it) loads that cell's run into the explorer. The run
 keeps its rows in the session as it goes, so the stop button (which reruns the page and so

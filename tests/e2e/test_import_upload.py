@@ -54,7 +54,7 @@ def test_a_graphdef_upload_shows_its_graphs_and_fusion_report(app_server, page, 
     with expect_rerun(page):
         page.get_by_text("an imported model", exact=True).click()
     with expect_rerun(page, 180_000):
-        page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(path))
+        page.locator("[data-testid='stSidebar'] [data-testid='stFileUploaderDropzoneInput']").set_input_files(str(path))
     wait_idle(page, 180_000)
     assert page.locator("[data-testid='stException']").count() == 0
     total = sum(direct.values())

@@ -15,6 +15,7 @@ from tests.security.hostile_graphs import good
 SMALL = "preset=matmul_bias_relu&m=64&k=32&n=16"
 FLAG = "TF_ENABLE_ONEDNN_OPTS"  # the app server's default sets it to 1
 EXCEPTION = "[data-testid='stException']"
+MODEL_FILE = "[data-testid='stSidebar'] [data-testid='stFileUploaderDropzoneInput']"  # the sidebar's model upload
 
 
 def _query(page) -> dict:
@@ -25,6 +26,13 @@ def _flag_value(page) -> str:
     """The option of the oneDNN flag's radio that is checked, as the sidebar shows it."""
     group = page.locator("[data-testid='stSidebar'] [data-testid='stRadio']").filter(has_text=FLAG).first
     return group.locator("input[type='radio']:checked").evaluate("el => el.closest('label').innerText").strip()
+
+
+def _expect_flag(page, value: str) -> None:
+    """Wait until the sidebar shows the oneDNN flag at ``value`` (after Back or Forward: the browser's own run)."""
+    radio = page.locator("[data-testid='stSidebar'] [data-testid='stRadio']").filter(has_text=FLAG).first
+    expect(radio.get_by_role("radio", name=value, exact=True)).to_be_checked(timeout=120_000)
+    wait_idle(page, 120_000)
 
 
 def _pick_flag(page, value: str) -> None:
@@ -59,12 +67,12 @@ def test_a_flag_change_is_a_link_that_opens_elsewhere_and_back_forward_and_reloa
         context.close()
 
     # Back: the previous experiment, in the address bar and on the page; Forward: the change again
-    with expect_rerun(page, 120_000):
-        page.go_back()
-    assert page.url == first and _flag_value(page) == "1"
-    with expect_rerun(page, 120_000):
-        page.go_forward()
-    assert page.url == changed and _flag_value(page) == "0"
+    page.go_back()
+    _expect_flag(page, "1")
+    assert page.url == first
+    page.go_forward()
+    _expect_flag(page, "0")
+    assert page.url == changed
     # a reload keeps it
     page.reload()
     wait_idle(page, 120_000)
@@ -94,12 +102,12 @@ def test_a_flag_change_is_a_link_that_opens_elsewhere_and_back_forward_and_reloa
         other = context.new_page()
         open_app(other, app_server, 180_000)
         other.get_by_text("Share or keep this experiment").click()
-        with expect_rerun(other, 120_000):
-            other.locator("[data-testid='stExpander'] [data-testid='stFileUploaderDropzoneInput']").set_input_files(
-                str(saved))
+        other.locator("[data-testid='stExpander'] [data-testid='stFileUploaderDropzoneInput']").set_input_files(
+            str(saved))
+        expect(other.get_by_text("Opened matmul_bias_relu.experiment.json", exact=False).first).to_be_visible(
+            timeout=120_000)
+        other.wait_for_function("() => location.search.includes('device=gpu-sim')", timeout=120_000)
         wait_idle(other, 120_000)
-        expect(other.get_by_text("Opened ", exact=False).first).to_be_visible()
-        other.wait_for_function("() => location.search.includes('device=gpu-sim')")
         assert _query(other) == _query(page)
         expect(other.get_by_role("tab", name="Pass pipeline")).to_have_attribute("aria-selected", "true")
     finally:
@@ -119,7 +127,8 @@ def test_reserved_keys_stay_and_a_malformed_link_says_what_it_ignored(app_server
     note = page.get_by_text("Ignored from the link:").first
     expect(note).to_be_visible()
     text = note.inner_text()
-    assert "TF_USE_CUBLASLT=7" in text and "colour (not a setting of the explorer)" in text and "stages=sideways" in text
+    for part in ("TF_USE_CUBLASLT=7", "colour (not a setting of the explorer)", "stages=sideways"):
+        assert part in text, (part, text)
     assert _query(page) == {"preset": "matmul_bias_relu", "m": "64", "k": "32", "n": "16"}  # written back clean
     assert page.locator(EXCEPTION).count() == 0
 
@@ -137,12 +146,18 @@ def test_an_imported_models_link_opens_while_the_upload_is_kept_and_asks_for_it_
     expect(page.get_by_text("Upload a model file in the sidebar to start").first).to_be_visible()
     assert page.locator("[data-testid='stAlertContentError']").count() == 0
     assert _query(page).get("import") == ""
-    with expect_rerun(page, 180_000):
-        page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(model))
+    page.locator(MODEL_FILE).set_input_files(str(model))
+    page.wait_for_function(f"() => location.search.includes('import={digest}')", timeout=180_000)
     wait_idle(page, 180_000)
-    page.wait_for_function(f"() => location.search.includes('import={digest}')")
     assert _query(page)["name"] == "scaled_relu.pbtxt"
     link = page.url
+    # A look at a preset and back: the upload is still the model ("your other settings are kept")
+    with expect_rerun(page, 120_000):
+        page.get_by_text("a preset", exact=True).click()
+    with expect_rerun(page, 120_000):
+        page.get_by_text("an imported model", exact=True).click()
+    expect(page.get_by_text(f"sha256 {digest[:12]}…", exact=False).first).to_be_visible()
+    assert page.url == link
 
     context = new_context(browser)
     try:
@@ -159,16 +174,13 @@ def test_an_imported_models_link_opens_while_the_upload_is_kept_and_asks_for_it_
         open_app(other, f"{app_server}/?import={wanted}&name=gone.pbtxt", 180_000)
         expect(other.get_by_text("that this server no longer keeps", exact=False).first).to_be_visible()
         assert "gone.pbtxt" in other.get_by_text("that this server no longer keeps").first.inner_text()
-        with expect_rerun(other, 180_000):
-            other.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(model))
-        wait_idle(other, 180_000)
-        expect(other.get_by_text("This file is not the one the link names", exact=False).first).to_be_visible()
+        other.locator(MODEL_FILE).set_input_files(str(model))
+        expect(other.get_by_text("This file is not the one the link names", exact=False).first).to_be_visible(
+            timeout=180_000)
         (tmp_path / "gone.pbtxt").write_bytes(missing)
-        with expect_rerun(other, 180_000):
-            other.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(
-                str(tmp_path / "gone.pbtxt"))
+        other.locator(MODEL_FILE).set_input_files(str(tmp_path / "gone.pbtxt"))
+        other.wait_for_function(f"() => location.search.includes('import={wanted}')", timeout=180_000)
         wait_idle(other, 180_000)
-        other.wait_for_function(f"() => location.search.includes('import={wanted}')")
         expect(other.get_by_text("found by Grappler", exact=False).first).to_be_visible()
         assert other.locator(EXCEPTION).count() == 0
     finally:
