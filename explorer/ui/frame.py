@@ -27,9 +27,12 @@ INTRO = (
 CSS = "<style>[data-testid='stMainBlockContainer']{padding:2.2rem 3rem 4rem 3rem}</style>"
 
 
-def header() -> None:
-    """The title with the presenter view's switch beside it; the introduction, except in the presenter view."""
+def header(lesson_open: bool = False) -> None:
+    """The title with the presenter view's switch beside it; the introduction, except in the presenter view
+    (there the lesson's panel, when one is open, holds the switch and nothing else is drawn here)."""
     st.html(CSS)
+    if state.presenting() and lesson_open:
+        return
     title, switch = st.columns([4, 1], vertical_alignment="center")
     if state.presenting():  # one short line: the room came for the graphs
         title.markdown("**TF Fusion Explorer**")

@@ -6,7 +6,7 @@ import streamlit as st
 
 from ..errors import ExplorerError
 from ..present.machine import gpu_words
-from . import bench, cached, frame, link, presenter, share, sidebar, state, tabs, upload, whatif, why
+from . import bench, cached, frame, lessons, link, presenter, share, sidebar, state, tabs, upload, whatif, why
 
 
 def render(engine) -> None:
@@ -15,26 +15,32 @@ def render(engine) -> None:
     state.init()
     state.begin_run()  # after a run that stopped early: the widgets' values sent to the browser again
     link.bind()  # a link opened (or Back/Forward): its experiment, before any widget draws
+    lesson = lessons.begin(engine)  # a lesson's step opened: its experiment, before any widget draws
     st.session_state[state.ENGINE] = engine  # for a test to look at what the page showed; panels are handed it
     presenter.apply()
-    frame.header()
+    frame.header(lesson_open=lesson is not None)
+    lessons.notice()
+    step_note = lessons.panel(lesson, {tab.id: tab.title for tab in tabs.TABS}) if lesson else None
     problem = state.server_env_defaults()[1]
     if problem:
         st.warning(f"The server's default flags are ignored: {problem}", icon=":material/settings:")
     note = st.empty()  # what a link left out, while its experiment is on screen (known once the sidebar drew)
     fingerprint = _fingerprint(engine)
+    with st.sidebar:
+        lessons.chooser()
     choice = sidebar.render(fingerprint)
     link.sync(choice.spec)  # the address bar holds what is on screen (a history entry when it changed)
     if link.ignored_note():
         note.warning(link.ignored_note(), icon=":material/link_off:")
     else:
         share.opened_note(note)
-    _main(engine, choice, fingerprint)
+    _main(engine, choice, fingerprint, lesson, step_note)
     state.end_run()
 
 
-def _main(engine, choice: sidebar.Choice, fingerprint: dict | None) -> None:
-    """Below the header: the result of the sidebar's choice, or what to do first."""
+def _main(engine, choice: sidebar.Choice, fingerprint: dict | None, lesson=None, step_note=None) -> None:
+    """Below the header: the result of the sidebar's choice, or what to do first (``lesson``: the open lesson,
+    whose step's claims are checked against the result, in ``step_note``)."""
     if not choice.ready:
         waiting = [p for p in choice.problems if isinstance(p, sidebar.Waiting)]
         for problem in choice.problems:
@@ -56,6 +62,8 @@ def _main(engine, choice: sidebar.Choice, fingerprint: dict | None) -> None:
     if upload.remember(result):
         st.rerun()  # the sidebar offers the model's signatures and shows its inputs, known from this result
     _summary_line(engine, choice, result)
+    if lesson:
+        lessons.check(step_note, lesson, result)
     offers = choice.source.offers
     if state.presenting():  # the room needs the graphs within the screen; the command line can wait
         pass

@@ -17,6 +17,8 @@ CSS = """<style>
 html { font-size: 18px; }
 [data-testid='stHeader'] { height: 44px; min-height: 44px; }
 [data-testid='stMainBlockContainer'] { padding: 46px 1.1rem 2rem 1.1rem !important; }
+[data-testid='stMain'] [data-testid='stVerticalBlock'] { gap: 0.45rem; }
+[data-testid='stMain'] [data-testid='stTabs'] [role='tablist'] { margin-bottom: 0.2rem; }
 </style>"""
 HELP = ("For a projector: the sidebar folds away (open it with the arrow at the top left), type grows and the two "
         "graphs stay side by side. The link carries it (present=1).")

@@ -1,0 +1,249 @@
+"""A lesson: a guided walk through real experiments, as a small checked data file (docs/lessons.md).
+
+Each step is an experiment (``model.experiment``: the state a page link holds, written as that link's query
+string), a few sentences, what to look at (the tab to open, the stage pair, the nodes to outline in the
+graph), a question for the room, and what the step claims TensorFlow does (``expect``: checked against the
+real result each time the step is shown, ``analysis.lesson_check``). The lessons that come with the explorer
+are the JSON files in ``lessons/`` at the repository's root; a teacher loads their own from a file, checked
+the same way: a wrong field is refused with a SpecError naming it (``steps[2].look.tab: ...``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from ..errors import SpecError, shown
+from .experiment import STAGE_PAIRS, Experiment, _stages, _tab
+
+FORMAT = 1  # the lesson file's "lesson" field: its format's version
+LESSONS_DIR = Path(__file__).resolve().parents[2] / "lessons"
+MAX_FILE_BYTES = 256 << 10
+MAX_STEPS = 40
+MAX_TITLE, MAX_TEXT, MAX_ASK, MAX_NODES = 120, 1500, 400, 24
+STAGE_KEYS = ("traced", "optimized", "executed", "any")  # where look.nodes and expect.has/lacks look
+VERDICTS = ("fused", "partly fused", "not fused")
+_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_NODE = re.compile(r"^[A-Za-z0-9_./:-]{1,200}$")
+# A step's experiment holds the model and the configuration; the view is the lesson's own (look.tab,
+# look.stages) and the presenter view and the step are the page's.
+VIEW_IN_LINK = {"tab": "look.tab", "stages": "look.stages", "present": None, "lesson": None, "step": None}
+
+
+@dataclass(frozen=True)
+class Look:
+    """What to look at: the tab to open (its id), the stage pair, and nodes (op types or exact names) per stage."""
+
+    tab: str | None = None
+    stages: str | None = None
+    nodes: dict = field(default_factory=dict)  # stage key -> tuple of op types or node names
+
+
+@dataclass(frozen=True)
+class Expect:
+    """What the step says TensorFlow does, checked against the result (None / empty: not claimed)."""
+
+    fusions: int | None = None  # how many fusions Grappler made
+    made: tuple[str, ...] = ()  # fused nodes, as the page writes them: "_FusedMatMul [BiasAdd, Relu]"
+    has: dict = field(default_factory=dict)  # stage key -> op types the graph has
+    lacks: dict = field(default_factory=dict)  # stage key -> op types it has not
+    verdict: str | None = None  # the verdict's word, for a model with a checklist (a preset, an op chain)
+
+    @property
+    def claims(self) -> bool:
+        return bool(self.fusions is not None or self.made or self.has or self.lacks or self.verdict)
+
+
+@dataclass(frozen=True)
+class Step:
+    title: str
+    experiment: Experiment  # the model and configuration (the view comes from look)
+    link: str  # the experiment as written in the file (a link's query string)
+    text: str
+    ask: str = ""
+    look: Look = Look()
+    expect: Expect = Expect()
+
+
+@dataclass(frozen=True)
+class Lesson:
+    id: str
+    title: str
+    steps: tuple[Step, ...]
+    summary: str = ""
+    source: str = ""  # where its story comes from (a seed post)
+
+    def step(self, number: int | None) -> tuple[int, Step]:
+        """The step numbered ``number`` (1 is the first), kept within the lesson."""
+        number = min(max(int(number or 1), 1), len(self.steps))
+        return number, self.steps[number - 1]
+
+    def experiment(self, number: int, present: bool = False) -> Experiment:
+        """Step ``number``'s whole experiment, as its link opens it."""
+        number, step = self.step(number)
+        view = {"tab": step.look.tab, "stages": step.look.stages or STAGE_PAIRS[0]}
+        return step.experiment.replace(lesson=self.id, step=number, present=present, **view)
+
+    def configs(self) -> list:
+        """The distinct configurations its steps run in (each is a worker process of its own)."""
+        return list(dict.fromkeys(step.experiment.config for step in self.steps))
+
+
+# ---- reading ---------------------------------------------------------------------------------------------
+
+def read_lesson(text) -> Lesson:
+    """A lesson file (bytes or text) read and checked; SpecError naming the field that is wrong."""
+    if isinstance(text, bytes):
+        if len(text) > MAX_FILE_BYTES:
+            raise SpecError("lesson", f"{len(text) >> 10} KiB; a lesson file is at most {MAX_FILE_BYTES >> 10} KiB")
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SpecError("lesson", "not a text file (a lesson is JSON)") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError("lesson", f"not valid JSON: {exc}") from None
+    return parse_lesson(data)
+
+
+def parse_lesson(data) -> Lesson:
+    if not isinstance(data, dict) or "lesson" not in data:
+        raise SpecError("lesson", 'expected a lesson file: a JSON object with "lesson": 1 (docs/lessons.md)')
+    if data["lesson"] != FORMAT:
+        raise SpecError("lesson", f"format {shown(data['lesson'], 20)} is not known here; this explorer reads "
+                                  f"format {FORMAT}")
+    _fields(data, "", {"lesson", "id", "title", "summary", "source", "steps"}, {"id", "title", "steps"})
+    lesson_id = data["id"]
+    if not isinstance(lesson_id, str) or not _ID.match(lesson_id):
+        raise SpecError("id", f"{shown(lesson_id, 40)!r} is not a lesson id (lower-case letters, digits, - and _)")
+    steps = data["steps"]
+    if not isinstance(steps, list) or not 1 <= len(steps) <= MAX_STEPS:
+        raise SpecError("steps", f"expected a list of 1..{MAX_STEPS} steps")
+    return Lesson(lesson_id, _text(data["title"], "title", MAX_TITLE),
+                  tuple(_step(s, f"steps[{i}]") for i, s in enumerate(steps)),
+                  _text(data.get("summary", ""), "summary", MAX_TEXT, empty=True),
+                  _text(data.get("source", ""), "source", MAX_TITLE * 4, empty=True))
+
+
+def _step(data, where: str) -> Step:
+    if not isinstance(data, dict):
+        raise SpecError(where, "expected an object with title, experiment, text")
+    _fields(data, where + ".", {"title", "experiment", "text", "ask", "look", "expect"}, {"title", "experiment", "text"})
+    link = data["experiment"]
+    return Step(_text(data["title"], f"{where}.title", MAX_TITLE), _experiment(link, f"{where}.experiment"),
+                link.strip(), _text(data["text"], f"{where}.text", MAX_TEXT),
+                _text(data.get("ask", ""), f"{where}.ask", MAX_ASK, empty=True),
+                _look(data.get("look"), f"{where}.look"), _expect(data.get("expect"), f"{where}.expect"))
+
+
+def _experiment(link, where: str) -> Experiment:
+    """A link's query string (or a whole link: what follows its '?'), read strictly: nothing may be ignored."""
+    if not isinstance(link, str) or not link.strip():
+        raise SpecError(where, "expected a link's query string, such as "
+                               "\"preset=matmul_bias_gelu_approx&TF_ENABLE_ONEDNN_OPTS=0\"")
+    query = urlsplit(link.strip()).query if "?" in link else link.strip()
+    params = parse_qs(query, keep_blank_values=True)
+    for key, moved in VIEW_IN_LINK.items():
+        if key in params:
+            raise SpecError(where, f"{key}= is the lesson's to set" + (f": write it as {moved}" if moved else ""))
+    experiment, ignored = Experiment.from_query(params, Experiment())
+    if ignored:
+        raise SpecError(where, "; ".join(ignored))
+    if not experiment.ready:
+        raise SpecError(where, "names no model that can run (an imported model needs its upload)")
+    return experiment
+
+
+def _look(data, where: str) -> Look:
+    if data is None:
+        return Look()
+    if not isinstance(data, dict):
+        raise SpecError(where, "expected an object with tab, stages, nodes")
+    _fields(data, where + ".", {"tab", "stages", "nodes"}, set())
+    tab = _checked(_tab, data.get("tab"), f"{where}.tab") if data.get("tab") is not None else None
+    stages = _checked(_stages, data.get("stages"), f"{where}.stages") if data.get("stages") is not None else None
+    return Look(tab, stages, _per_stage(data.get("nodes"), f"{where}.nodes", _NODE, "an op type or a node name"))
+
+
+def _expect(data, where: str) -> Expect:
+    if data is None:
+        return Expect()
+    if not isinstance(data, dict):
+        raise SpecError(where, "expected an object with fusions, made, has, lacks, verdict")
+    _fields(data, where + ".", {"fusions", "made", "has", "lacks", "verdict"}, set())
+    fusions = data.get("fusions")
+    if fusions is not None and (isinstance(fusions, bool) or not isinstance(fusions, int) or not 0 <= fusions <= 10_000):
+        raise SpecError(f"{where}.fusions", f"expected a whole number 0..10000, got {shown(fusions, 40)!r}")
+    verdict = data.get("verdict")
+    if verdict is not None and verdict not in VERDICTS:
+        raise SpecError(f"{where}.verdict", f"{shown(verdict, 40)!r} is not one of {', '.join(VERDICTS)}")
+    made = data.get("made") or []
+    if not isinstance(made, list) or not all(isinstance(m, str) and 0 < len(m) <= 200 for m in made):
+        raise SpecError(f"{where}.made", 'expected a list of fused nodes as the page writes them, such as '
+                                         '"_FusedMatMul [BiasAdd, Relu]"')
+    return Expect(fusions, tuple(made), _per_stage(data.get("has"), f"{where}.has", _NODE, "an op type"),
+                  _per_stage(data.get("lacks"), f"{where}.lacks", _NODE, "an op type"), verdict)
+
+
+# ---- the parts, checked --------------------------------------------------------------------------------
+
+def _fields(data: dict, where: str, allowed: set, required: set) -> None:
+    unknown = set(data) - allowed
+    if unknown:
+        name = sorted(map(str, unknown))[0]
+        raise SpecError(f"{where}{shown(name, 40)}", f"not a field of a lesson here; allowed: {', '.join(sorted(allowed))}")
+    for name in sorted(required - set(data)):
+        raise SpecError(f"{where}{name}", "missing")
+
+
+def _text(value, where: str, limit: int, empty: bool = False) -> str:
+    if not isinstance(value, str) or (not empty and not value.strip()):
+        raise SpecError(where, "expected text" + ("" if empty else " (not empty)"))
+    if len(value) > limit:
+        raise SpecError(where, f"{len(value)} characters; at most {limit}")
+    return value.strip()
+
+
+def _per_stage(data, where: str, pattern: re.Pattern, what: str) -> dict:
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise SpecError(where, f"expected an object: a stage ({', '.join(STAGE_KEYS)}) -> a list of names")
+    out = {}
+    for stage, names in data.items():
+        if stage not in STAGE_KEYS:
+            raise SpecError(f"{where}.{shown(stage, 40)}", f"not a stage; one of {', '.join(STAGE_KEYS)}")
+        if not isinstance(names, list) or len(names) > MAX_NODES:
+            raise SpecError(f"{where}.{stage}", f"expected a list of at most {MAX_NODES} names")
+        for i, name in enumerate(names):
+            if not isinstance(name, str) or not pattern.match(name):
+                raise SpecError(f"{where}.{stage}[{i}]", f"{shown(name, 40)!r} is not {what}")
+        out[stage] = tuple(names)
+    return out
+
+
+def _checked(check, value, where: str):
+    try:
+        return check(value)
+    except SpecError as exc:
+        raise SpecError(where, exc.message) from None
+
+
+# ---- the lessons that come with the explorer ------------------------------------------------------------
+
+@functools.cache
+def seed_lessons() -> dict[str, Lesson]:
+    """Every lesson in ``lessons/``, by id (a file that does not read is an error: the tests read them all)."""
+    lessons = {}
+    for path in sorted(LESSONS_DIR.glob("*.json")):
+        try:
+            lesson = read_lesson(path.read_bytes())
+        except SpecError as exc:
+            raise SpecError(f"lessons/{path.name}", str(exc)) from None
+        lessons[lesson.id] = lesson
+    return lessons

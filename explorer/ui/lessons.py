@@ -1,0 +1,259 @@
+"""Lessons on the page: choose one (or load your own file), and the panel of its open step.
+
+A step is an experiment (``model.lesson``), so opening it is ``link.apply`` of that experiment: the sidebar,
+the tab and the stage pair follow, and the address bar holds ``lesson=ID&step=N`` with the rest of the state.
+The panel sits at the top of the page (in the presenter view too): the step's text, what to look at, the
+question for the room, and Previous / Next. When the result on screen contradicts what the step says
+(``analysis.lesson_check``), the panel says so. Opening a lesson prepares it in the background
+(``prepare``): every step's result, and the workers of its configurations as far as the server's memory
+budget allows, so a step switch in class only draws.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from ..analysis.lesson_check import mismatches
+from ..errors import ExplorerError, SpecError
+from ..model.devices import is_simulated
+from ..model.lesson import MAX_FILE_BYTES, Lesson, read_lesson, seed_lessons
+from . import link, presenter, state
+
+log = logging.getLogger(__name__)
+
+CUSTOM = "lesson.custom"  # {lesson id: its file's text}: the lessons this session loaded from files
+APPLIED = "lesson.applied"  # (id, step) whose experiment was last put into the state, or None
+CHOICE = "lesson.choice"  # the sidebar's lesson selectbox
+UPLOAD = "lesson.upload"  # the sidebar's lesson file uploader
+PROBLEM = "lesson.problem"  # the line that refused the last file loaded, or None
+NOTICE = "lesson.notice"  # a line about the lesson a link named, shown once at the top of the page, or None
+DEFAULTS = {CUSTOM: {}, APPLIED: None, PROBLEM: None, NOTICE: None}
+# Keys of a link that are the lesson's own: a link with nothing else opens the step as the lesson wrote it.
+LESSON_KEYS = {"lesson", "step", "present"}
+
+
+def find(lesson_id: str | None) -> Lesson | None:
+    """The lesson of this id: one this session loaded from a file, else one of the explorer's own."""
+    if not lesson_id:
+        return None
+    text = (st.session_state.get(CUSTOM) or {}).get(lesson_id)
+    if text is not None:
+        try:
+            return read_lesson(text)
+        except SpecError:  # it was checked when loaded; a later explorer may read it differently
+            return None
+    return seed_lessons().get(lesson_id)
+
+
+def catalogue() -> dict[str, str]:
+    """Every lesson on offer to this session: id -> title (the session's own files first)."""
+    own = {lid: (find(lid).title if find(lid) else lid) for lid in st.session_state.get(CUSTOM) or {}}
+    return {**own, **{lid: lesson.title for lid, lesson in seed_lessons().items() if lid not in own}}
+
+
+# ---- moving through a lesson (callbacks: they run before the sidebar draws) -------------------------------
+
+def go(lesson_id: str, number: int) -> None:
+    """Open step ``number`` of a lesson: its experiment becomes the page's state (the link follows)."""
+    lesson = find(lesson_id)
+    if lesson is None:
+        return
+    number, _ = lesson.step(number)
+    link.apply(lesson.experiment(number, present=state.presenting()))
+    st.session_state[APPLIED] = (lesson.id, number)
+
+
+def close() -> None:
+    st.session_state[state.LESSON] = st.session_state[state.LESSON_STEP] = None
+    st.session_state[APPLIED] = None
+
+
+def _chosen() -> None:
+    chosen = st.session_state.get(CHOICE)
+    if chosen:
+        go(chosen, 1)
+    else:
+        close()
+
+
+def _loaded() -> None:
+    """A teacher's own lesson file: checked like any input, refused in one line naming the field."""
+    upload = st.session_state.get(UPLOAD)
+    if upload is None:
+        return
+    data = upload.read(MAX_FILE_BYTES + 1)
+    try:
+        lesson = read_lesson(data)
+    except SpecError as exc:
+        st.session_state[PROBLEM] = f"{upload.name} was not loaded: {exc}"
+        return
+    st.session_state[CUSTOM] = {**(st.session_state.get(CUSTOM) or {}), lesson.id: data.decode("utf-8")}
+    st.session_state[PROBLEM] = None
+    go(lesson.id, 1)
+
+
+# ---- the page's parts ---------------------------------------------------------------------------------------
+
+def begin(engine) -> Lesson | None:
+    """The open lesson (the link's ``lesson=ID``, or one chosen), with its step's experiment put into the state
+    when the step was not opened yet; call it after ``link.bind`` and before the sidebar draws."""
+    ss = st.session_state
+    for key, value in DEFAULTS.items():
+        ss.setdefault(key, value.copy() if isinstance(value, dict) else value)
+    lesson_id = ss.get(state.LESSON)
+    if not lesson_id:
+        ss[APPLIED] = None
+        return None
+    lesson = find(lesson_id)
+    if lesson is None:
+        ss[NOTICE] = (f"There is no lesson {lesson_id!r} here (a lesson loaded from a file lives in the session "
+                      f"that loaded it). The lessons here: {', '.join(catalogue())}.")
+        close()
+        return None
+    number, _ = lesson.step(ss.get(state.LESSON_STEP))
+    ss[state.LESSON_STEP] = number
+    if ss.get(APPLIED) != (lesson.id, number):
+        ctx = get_script_run_ctx()
+        from_link = ss.get(APPLIED) is None or (ctx is not None and ctx.is_history_navigation)
+        # A link that holds more than the lesson's keys is a state someone reached in the lesson: keep it.
+        if not (from_link and set(st.query_params) - LESSON_KEYS):
+            link.apply(lesson.experiment(number, present=state.presenting()))
+        ss[APPLIED] = (lesson.id, number)
+    prepare(engine, lesson, first=number)
+    return lesson
+
+
+def notice() -> None:
+    """The line about a lesson a link named that is not here, once."""
+    text = st.session_state.get(NOTICE)
+    if text:
+        st.warning(text, icon=":material/school:")
+        st.session_state[NOTICE] = None
+
+
+def chooser() -> None:
+    """The sidebar's lesson choice and the loader of a teacher's own lesson file."""
+    ss = st.session_state
+    offered = catalogue()
+    ss[CHOICE] = ss.get(state.LESSON) if ss.get(state.LESSON) in offered else None
+    st.header("Lesson")
+    st.selectbox("Lesson", [None, *offered], key=CHOICE, on_change=_chosen, label_visibility="collapsed",
+                 format_func=lambda lid: "No lesson: explore freely" if lid is None else offered[lid],
+                 help="A guided walk through real experiments, step by step (Previous / Next above the graphs). "
+                      "Its link opens it at a step: ?lesson=ID&step=N.")
+    st.file_uploader("Your own lesson (.json)", type=["json"], key=UPLOAD, on_change=_loaded,
+                     help="A lesson file as docs/lessons.md describes: each step a link's state, a few sentences, "
+                          "what to look at, a question. It is checked before anything runs.")
+    if ss.get(PROBLEM):
+        st.error(ss[PROBLEM], icon=":material/error:")
+
+
+def panel(lesson: Lesson, tab_titles: dict[str, str]):
+    """The open step: its text, what to look at (``tab_titles``: the page's tabs by id), the question,
+    Previous / Next. Returns the place where ``check`` writes what it finds once the result is known."""
+    number, step = lesson.step(st.session_state.get(state.LESSON_STEP))
+    total = len(lesson.steps)
+    presenting = state.presenting()
+    with st.container(border=True, key="lesson-panel"):
+        if presenting:  # one row: the step, the buttons, and the switch the header would hold
+            head, back, forward, switch, leave = st.columns([5.4, 1.4, 1.15, 2.1, 0.55], vertical_alignment="center")
+            head.markdown(f"**{step.title}** · step {number} of {total}", help=lesson.title)
+            presenter.toggle(switch)
+        else:
+            head, back, forward, leave = st.columns([6, 1.25, 1.1, 0.5], vertical_alignment="center")
+            head.markdown(f"**{lesson.title}** · step {number} of {total}: **{step.title}**")
+        back.button("Previous", key="lesson.previous", on_click=go, args=(lesson.id, number - 1),
+                    disabled=number <= 1, icon=":material/arrow_back:", width="stretch")
+        forward.button("Next", key="lesson.next", on_click=go, args=(lesson.id, number + 1), disabled=number >= total,
+                       icon=":material/arrow_forward:", type="primary", width="stretch")
+        leave.button(":material/close:", key="lesson.close", on_click=close, help="Close the lesson")
+        st.markdown(step.text)
+        look = _look_words(step, tab_titles)
+        if look and not presenting:  # on a projector the amber outlines and the open tab say it
+            st.caption(f"**Look at:** {look}")
+        if step.ask:
+            st.markdown(f"**Ask the room:** {step.ask}")
+        return st.empty()
+
+
+def check(where, lesson: Lesson, result: dict | None) -> None:
+    """Under the step's text: a note when the settings on screen are no longer the step's, or when TensorFlow
+    did something other than what the step says."""
+    if result is None:
+        return
+    number, step = lesson.step(st.session_state.get(state.LESSON_STEP))
+    now = link.current()
+    if now.model != step.experiment.model or now.config != step.experiment.config:
+        with where.container():
+            left, right = st.columns([5, 1.4], vertical_alignment="center")
+            left.caption("You changed this step's settings: the text is about the step's own.")
+            right.button("Back to the step", key="lesson.reset", on_click=go, args=(lesson.id, number),
+                         icon=":material/undo:", width="stretch")
+        return
+    wrong = mismatches(step.expect, result)
+    if wrong:
+        where.warning("TensorFlow did something else here than this step says: " + "; ".join(wrong) + ". The graphs "
+                      "show what happened.", icon=":material/warning:")
+
+
+def focus(tab: str = "graphs") -> dict:
+    """The nodes the open step points at (stage -> op types or names), while its own settings are on screen."""
+    lesson = find(st.session_state.get(state.LESSON))
+    if lesson is None:
+        return {}
+    _, step = lesson.step(st.session_state.get(state.LESSON_STEP))
+    return dict(step.look.nodes) if (step.look.tab or "graphs") == tab else {}
+
+
+def _look_words(step, titles: dict[str, str]) -> str:
+    parts = []
+    if step.look.tab:
+        parts.append(f"the *{titles.get(step.look.tab, step.look.tab)}* tab")
+    if step.look.stages:
+        parts.append(step.look.stages.replace("->", " → ").replace("optimized", "after Grappler"))
+    nodes = sorted({n for names in step.look.nodes.values() for n in names})
+    if nodes:
+        parts.append("outlined in amber: " + ", ".join(f"`{n}`" for n in nodes))
+    return " · ".join(parts)
+
+
+# ---- preparing a lesson: its results made and its workers started ahead ------------------------------------
+
+_prepared: dict[tuple, threading.Thread] = {}
+_lock = threading.Lock()
+
+
+def prepare(engine, lesson: Lesson, first: int = 1) -> threading.Thread | None:
+    """Make every step's result in the background (from step ``first`` on, then the ones before), then start
+    the workers of the lesson's configurations while the server's memory budget lets the pool keep them
+    (``Engine.prestart``): a step switch then reads a stored result, a flag switch finds its worker warm.
+    Once per engine and lesson (the same file); returns the thread, or None when it ran already."""
+    key = (engine.name, lesson.id, tuple(step.link for step in lesson.steps))
+    with _lock:
+        if key in _prepared:
+            return None
+        thread = _prepared[key] = threading.Thread(target=_prepare, args=(engine, lesson, first), daemon=True,
+                                                   name=f"explorer-lesson-{lesson.id}")
+    thread.start()
+    return thread
+
+
+def _prepare(engine, lesson: Lesson, first: int) -> None:
+    order = list(range(first, len(lesson.steps) + 1)) + list(range(1, first))
+    for number in order:
+        experiment = lesson.steps[number - 1].experiment
+        try:
+            if not engine.is_ready("inspect", experiment.model, experiment.config):
+                engine.inspect(experiment.model, experiment.config)
+            if experiment.compiler != "grappler" and not is_simulated(experiment.config.device):
+                engine.xla(experiment.model, experiment.config)
+        except ExplorerError:  # the step shows the error itself when opened
+            log.info("lesson %s step %s could not be prepared", lesson.id, number, exc_info=True)
+        except Exception:  # noqa: BLE001 - a background head start must never take the server down
+            log.warning("lesson %s step %s could not be prepared", lesson.id, number, exc_info=True)
+    for config in dict.fromkeys(c for c in lesson.configs()):
+        engine.prestart(config)
