@@ -145,10 +145,13 @@ def chooser() -> None:
                  format_func=lambda lid: "No lesson: explore freely" if lid is None else offered[lid],
                  help="A guided walk through real experiments, step by step (Previous / Next above the graphs). "
                       "Its link opens it at a step: ?lesson=ID&step=N.")
-    st.file_uploader("Your own lesson (.json)", type=["json"], key=UPLOAD, on_change=_loaded,
-                     help="A lesson file as docs/lessons.md describes: each step a link's state, a few sentences, "
-                          "what to look at, a question. It is checked before anything runs.")
-    if ss.get(PROBLEM):
+    with st.expander("Your own lesson"):
+        st.file_uploader("Your own lesson (.json)", type=["json"], key=UPLOAD, on_change=_loaded,
+                         help="A lesson file as docs/lessons.md describes: each step a link's state, a few "
+                              "sentences, what to look at, a question. It is checked before anything runs.")
+        st.caption(f"A JSON file of at most {MAX_FILE_BYTES >> 10} KiB; the format: docs/lessons.md. Start from a "
+                   "copy of one in the explorer's lessons/ folder.")
+    if ss.get(PROBLEM):  # outside the expander: seen even when it is folded
         st.error(ss[PROBLEM], icon=":material/error:")
 
 
