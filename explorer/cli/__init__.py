@@ -11,6 +11,7 @@
     python -m explorer matrix --presets P1,P2,... --vary NAME=V1,V2 [--vary ...] [--device ...] [--bench]
                               [--ray ADDRESS|local] [--json|--csv]
     python -m explorer fix --model PATH [--apply NAME,...] [--env ...] [--processes N] [--out PATH] [--json]
+    python -m explorer lessons [ID|FILE] [--check] [--json]   (the lessons; a lesson's steps; do they hold here)
 
 PRESET is a preset id, or ``chain`` with ``--chain FIELD=VALUE`` options for a custom op chain.
 Scripts rely on these names and options: keep them stable.
@@ -186,6 +187,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import fix
 
         return fix.run(args)
+    if args.command == "lessons":
+        from . import lessons
+
+        return lessons.run(args)
     if args.command == "matrix":
         try:
             return _matrix(args)

@@ -103,3 +103,19 @@ def test_bad_spec_files_exit_2_with_one_line(tmp_path, case, words, command):
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0], out.stderr
+
+
+def test_lessons_lists_the_lessons_and_refuses_a_bad_file_naming_the_field(tmp_path):
+    out = run("lessons", "--json")
+    assert out.returncode == 0, out.stderr
+    assert {"gelu-fusion", "fused-ops", "conv-bias-relu", "xla-gelu", "keras3-batchnorm"} <= {
+        row["id"] for row in json.loads(out.stdout)}
+    steps = run("lessons", "gelu-fusion")
+    assert steps.returncode == 0 and "preset=matmul_bias_gelu_approx&device=gpu-sim:ampere&TF_USE_CUBLASLT=1" in steps.stdout
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"lesson": 1, "id": "x", "title": "t", "steps": [
+        {"title": "a", "experiment": "preset=matmul_bias_relu", "text": "b", "look": {"tab": "nowhere!"}}]}))
+    out = run("lessons", str(bad), "--check")
+    assert out.returncode == 2 and out.stderr.strip().startswith("explorer: error: steps[0].look.tab:")
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert run("lessons", "no-such-lesson").returncode == 2

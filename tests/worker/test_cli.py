@@ -46,3 +46,19 @@ def test_gpu_without_a_gpu_fails_with_the_reason():
     out = run("inspect", "matmul_bias_relu", "--set", "m=64", "--device", "gpu", "--no-cache",
               env={"CUDA_VISIBLE_DEVICES": "-1"})
     assert out.returncode == 1 and "No GPU" in out.stderr
+
+
+@pytest.mark.tf
+def test_lessons_check_says_which_steps_hold_here(tmp_path):
+    lesson = {"lesson": 1, "id": "check-me", "title": "Two claims", "steps": [
+        {"title": "true", "experiment": "preset=matmul_bias_relu&m=64&k=32&n=16&TF_ENABLE_ONEDNN_OPTS=0",
+         "text": "It fuses.", "expect": {"made": ["_FusedMatMul [BiasAdd, Relu]"], "verdict": "fused"}},
+        {"title": "false", "experiment": "preset=matmul_bias_relu&m=64&k=32&n=16&TF_ENABLE_ONEDNN_OPTS=0&off=remapping",
+         "text": "It fuses (it does not: the remapper is off).", "expect": {"fusions": 1}}]}
+    path = tmp_path / "check-me.json"
+    path.write_text(json.dumps(lesson))
+    out = run("lessons", str(path), "--check", "--json", "--no-cache")
+    assert out.returncode == 1, out.stderr  # one step does not hold
+    steps = json.loads(out.stdout)["steps"]
+    assert steps[0]["holds"] and steps[0]["made"] == ["_FusedMatMul [BiasAdd, Relu]"]
+    assert not steps[1]["holds"] and steps[1]["problems"] == ["it says 1 fusion; Grappler made 0"]

@@ -1,0 +1,91 @@
+"""``python -m explorer lessons [ID|FILE] [--check] [--json]``: the lessons, one lesson's steps, and whether what
+each step says holds on this machine.
+
+Without an argument it lists the lessons that come with the explorer (``lessons/``). With a lesson's id or a
+lesson file it prints the steps (the link each opens, the question); ``--check`` runs every step through the
+engine, as the page would, and says for each whether TensorFlow did what the step claims
+(``analysis.lesson_check``): exit status 1 when one does not, 2 when the file is refused (the field named).
+A teacher runs this on the class's machine before the class.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..analysis.lesson_check import made_words, mismatches
+from ..errors import ExplorerError, SpecError
+from ..model.lesson import read_lesson, seed_lessons
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("lessons", help="the lessons; a lesson's steps; --check: whether each step holds here")
+    p.add_argument("lesson", nargs="?", help="a lesson's id (see `lessons`) or a lesson file (.json)")
+    p.add_argument("--check", action="store_true", help="run every step and check what it says against TensorFlow")
+    p.add_argument("--no-cache", action="store_true", help="run even if a step's configuration ran before")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _lesson(name: str):
+    if name in seed_lessons():
+        return seed_lessons()[name]
+    path = Path(name)
+    if not path.is_file():
+        raise SpecError("lesson", f"no lesson {name!r}: one of {', '.join(seed_lessons())}, or a lesson file")
+    return read_lesson(path.read_bytes())
+
+
+def run(args) -> int:
+    try:
+        if not args.lesson:
+            rows = [{"id": lesson.id, "steps": len(lesson.steps), "title": lesson.title}
+                    for lesson in seed_lessons().values()]
+            if args.json:
+                print(json.dumps(rows, indent=1))
+            else:
+                width = max(len(r["id"]) for r in rows)
+                for r in rows:
+                    print(f"{r['id']:<{width}}  {r['steps']:>2} steps  {r['title']}")
+                print("\nOpen one in the page: http://localhost:8501/?lesson=ID (&step=N, &present=1 for a projector)")
+            return 0
+        lesson = _lesson(args.lesson)
+        steps = [{"step": n, "title": step.title, "link": step.link, "ask": step.ask}
+                 for n, step in enumerate(lesson.steps, 1)]
+        if args.check:
+            _check(lesson, steps, use_cache=not args.no_cache)
+        if args.json:
+            print(json.dumps({"id": lesson.id, "title": lesson.title, "steps": steps}, indent=1))
+        else:
+            print(f"{lesson.id}: {lesson.title}")
+            for row in steps:
+                print(f"\n{row['step']}. {row['title']}\n   {row['link']}")
+                if row["ask"]:
+                    print(f"   ask: {row['ask']}")
+                if "holds" in row:
+                    print("   made: " + (", ".join(row["made"]) or "nothing fused"))
+                    print("   holds here" if row["holds"] else "   DOES NOT HOLD: " + "; ".join(row["problems"]))
+        return 0 if all(row.get("holds", True) for row in steps) else 1
+    except ExplorerError as exc:
+        print(f"explorer: error: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, SpecError) else 1
+
+
+def _check(lesson, rows: list[dict], use_cache: bool) -> None:
+    """Each step run as the page runs it; its row gets ``made``, ``holds`` and ``problems``."""
+    from ..engine.cache import DEFAULT_CACHE_DIR
+    from ..engine.engine import Engine
+
+    engine = Engine(cache_dir=DEFAULT_CACHE_DIR if use_cache else None)
+    try:
+        for row, step in zip(rows, lesson.steps):
+            try:
+                result = engine.inspect(step.experiment.model, step.experiment.config, use_cache=use_cache)
+            except ExplorerError as exc:  # a step that cannot run does not hold
+                row.update(made=[], holds=False, problems=[f"it did not run: {exc}"])
+                continue
+            problems = mismatches(step.expect, result)
+            row.update(made=[made_words(f) for f in result.get("fusions") or []], holds=not problems,
+                       problems=problems)
+    finally:
+        engine.close()
