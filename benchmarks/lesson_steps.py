@@ -9,10 +9,11 @@ drives Debian's headless Chromium (1400×1000). For each lesson:
   step walked with Next as soon as the previous one is drawn, so a step may still wait for its result;
 - warm: the link opened again in a fresh session (the lesson prepared), and every step walked again;
 - flag switches: at the lesson's first CPU step, TF_ENABLE_ONEDNN_OPTS set to the other value in the sidebar
-  and back (a configuration the lesson's preparation started a worker for, or that another step ran).
+  and back (a configuration the lesson's preparation started a worker for, or that another step ran); the
+  switch is drawn when the status line names the new oneDNN setting and both graphs are shown.
 
 A step is drawn when the lesson panel names it, the page's script is idle, and its tab shows what it draws (the
-graphs tab: both graphs of the new drawing in the frame). Prints every step, then medians per kind, with the
+graphs tab: the frame's document is the drawing the page sent last, both graphs in it). Prints every step, then medians per kind, with the
 date, the CPU's model name, its core count and the load average (read figures from a quiet machine).
 """
 
@@ -46,25 +47,22 @@ def cpu_model() -> str:
         return "unknown CPU"
 
 
-def _key(page) -> str | None:
-    """The drawing in the graphs tab's frame (present.linked.view_key), or None while there is none."""
-    try:
-        return page.frame_locator(LINKED).first.locator("#fx-root").get_attribute("data-key", timeout=1000)
-    except Exception:  # noqa: BLE001 - no frame yet
-        return None
+# The graphs tab's frame shows the drawing the page sent last: the document loaded in it is the one its srcdoc
+# attribute holds (present.linked writes the drawing's key into both), with both graphs in it.
+CURRENT_DRAWING = """() => {
+  const f = document.querySelector("[data-testid='stIFrame']");
+  const wanted = f && (f.getAttribute('srcdoc') || '').match(/data-key='([^']+)'/);
+  const root = f && f.contentDocument && f.contentDocument.getElementById('fx-root');
+  return !!(wanted && root && root.dataset.key === wanted[1] && root.querySelectorAll('.fx-pane svg').length === 2);
+}"""
 
 
-def _drawn(page, number: int, total: int, tab: str, old_key: str | None, same_drawing: bool) -> None:
+def _drawn(page, number: int, total: int, tab: str) -> None:
     page.locator(PANEL).filter(has_text=f"step {number} of {total}").wait_for(timeout=TIMEOUT_MS)
     wait_idle(page, TIMEOUT_MS)
-    if tab != "graphs":
-        return
-    if not same_drawing:
-        page.wait_for_function(
-            """old => { const f = document.querySelector("[data-testid='stIFrame']");
-                        const r = f && f.contentDocument && f.contentDocument.getElementById('fx-root');
-                        return r && r.dataset.key !== old; }""", arg=old_key, timeout=TIMEOUT_MS, polling=20)
-    page.frame_locator(LINKED).first.locator(GRAPH_SVG).nth(1).wait_for(state="visible", timeout=TIMEOUT_MS)
+    if tab == "graphs":
+        page.wait_for_function(CURRENT_DRAWING, timeout=TIMEOUT_MS, polling=20)
+        page.frame_locator(LINKED).first.locator(GRAPH_SVG).nth(1).wait_for(state="visible", timeout=TIMEOUT_MS)
 
 
 def walk(page, url: str, lesson) -> list[float]:
@@ -73,16 +71,14 @@ def walk(page, url: str, lesson) -> list[float]:
     started = time.perf_counter()
     page.goto(url, wait_until="domcontentloaded", timeout=TIMEOUT_MS)
     first_tab = lesson.steps[0].look.tab or "graphs"
-    _drawn(page, 1, total, first_tab, None, True)
+    _drawn(page, 1, total, first_tab)
     times = [time.perf_counter() - started]
     for number in range(2, total + 1):
-        step, previous = lesson.steps[number - 1], lesson.steps[number - 2]
-        same = step.link == previous.link and step.look.stages == previous.look.stages
-        old = _key(page)
+        step = lesson.steps[number - 1]
         started = time.perf_counter()
         with expect_rerun(page, TIMEOUT_MS):
             page.locator(PANEL).get_by_role("button", name="Next", exact=True).click()
-        _drawn(page, number, total, step.look.tab or "graphs", old, same)
+        _drawn(page, number, total, step.look.tab or "graphs")
         times.append(time.perf_counter() - started)
     return times
 
@@ -95,20 +91,17 @@ def flag_switches(page, url: str, lesson) -> list[tuple[str, float]]:
         return []
     number = numbers[0]
     page.goto(f"{url}&step={number}", wait_until="domcontentloaded", timeout=TIMEOUT_MS)
-    _drawn(page, number, len(lesson.steps), "graphs", None, True)
+    _drawn(page, number, len(lesson.steps), "graphs")
     value = lesson.steps[number - 1].experiment.config.env_dict.get("TF_ENABLE_ONEDNN_OPTS", "1")
     out = []
     for target in ("0" if value == "1" else "1", value):
         group = page.locator("[data-testid='stSidebar'] [data-testid='stRadio']").filter(has_text="TF_ENABLE_ONEDNN_OPTS")
-        old = _key(page)
         started = time.perf_counter()
         with expect_rerun(page, TIMEOUT_MS):
             group.get_by_text(target, exact=True).click()
-        page.wait_for_function(
-            """old => { const f = document.querySelector("[data-testid='stIFrame']");
-                        const r = f && f.contentDocument && f.contentDocument.getElementById('fx-root');
-                        return r && r.dataset.key !== old; }""", arg=old, timeout=TIMEOUT_MS, polling=20)
-        page.frame_locator(LINKED).first.locator(GRAPH_SVG).nth(1).wait_for(state="visible", timeout=TIMEOUT_MS)
+        # the status line names the worker's oneDNN: the new result is on screen (its drawing may be the same)
+        page.get_by_text(f"oneDNN {'on' if target == '1' else 'off'}").first.wait_for(timeout=TIMEOUT_MS)
+        page.wait_for_function(CURRENT_DRAWING, timeout=TIMEOUT_MS, polling=20)
         out.append((f"TF_ENABLE_ONEDNN_OPTS={target}", time.perf_counter() - started))
     return out
 
