@@ -40,20 +40,30 @@ def likely_next(config: Config, result: dict) -> Config | None:
     return config.with_env("TF_ENABLE_ONEDNN_OPTS", "0" if (result.get("fingerprint") or {}).get("onednn") else "1")
 
 
+# A TensorFlow import is seconds of both cores here: started at once, the likely next worker would slow the
+# browser drawing the page that asked for it. Started this much later, it is ready before the next question.
+PRESTART_AFTER_S = 4.0
+
+
+def prestart_later(engine, config: Config | None, after_s: float = PRESTART_AFTER_S) -> None:
+    """Start ``config``'s worker in the background after ``after_s`` seconds (nothing when it is warm)."""
+    if config is None or engine.is_warm(config):
+        return
+    timer = threading.Timer(after_s, engine.prestart, args=(config,))
+    timer.daemon = True
+    timer.start()
+
+
 def start_server_engine(config: Config) -> Engine:
     """Make the server's Engine now and, in the background, what the first visitor would wait for (serve.py
     calls this before Streamlit starts): ``config``'s worker, the default experiment's result (kept in the
-    result cache) and its drawing, then the worker of the likely next configuration. The first visitor's
-    page then only draws."""
+    result cache) and its drawing. The first visitor's page then only draws (and starts the likely next
+    configuration's worker once it has: ``prestart_later``)."""
     instance = Engine(cache_dir=os.environ.get("EXPLORER_CACHE_DIR") or DEFAULT_CACHE_DIR)
 
     def warm_up() -> None:
         try:
-            result = instance.inspect(default_spec(), config)
-            prepare_drawing(result)
-            following = likely_next(config, result)
-            if following is not None:
-                instance.prestart(following)
+            prepare_drawing(instance.inspect(default_spec(), config))
         except Exception:
             log.warning("the server's warm-up failed", exc_info=True)
 

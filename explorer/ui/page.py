@@ -136,9 +136,8 @@ def inspect(engine, choice: sidebar.Choice) -> dict | None:
         frame.show_error(exc, "Inspecting the model failed")
         return None
     placeholder.empty()
-    following = cached.likely_next(choice.config, result)  # "and without oneDNN?": start that worker now
-    if following is not None:
-        engine.prestart(following)
+    # "And without oneDNN?": that worker is started once this page is drawn.
+    cached.prestart_later(engine, cached.likely_next(choice.config, result))
     shown = st.session_state.get(state.SHOWN)
     if not shown or shown.get("key") != result["key"]:
         shown = {"key": result["key"], "provenance": provenance(result)}

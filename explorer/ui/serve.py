@@ -3,8 +3,7 @@
 ``streamlit run app.py`` runs the page only when a browser connects, so the first visitor of a fresh
 server waited for a TensorFlow import (seconds). This starts the server's Engine first and, in the
 background, the default configuration's worker (with the server's EXPLORER_DEFAULT_ENV flags), the
-default experiment's result and its drawing, then the worker of the likely next configuration
-(``cached.start_server_engine``); then it hands over to Streamlit's own command line, and the page
+default experiment's result and its drawing (``cached.start_server_engine``); then it hands over to Streamlit's own command line, and the page
 adopts that Engine (``cached.engine``): the first visitor's page only draws. ``./dev.sh app`` runs it.
 """
 
