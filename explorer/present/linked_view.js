@@ -135,10 +135,25 @@
     if (chosen) return setLayout(chosen === "stacked", false);
     setLayout(!PRESENT && fitting((panes.clientWidth - GAP) / 2) < MIN_SCALE, false);
   };
+  // The part of a pane the person sees: a tall pane may reach below the browser's window (the presenter
+  // view's first screen), and what is centred should be centred where it can be seen.
+  const seen = s => {
+    const v = s.view.getBoundingClientRect();
+    let top = v.top, bottom = v.bottom;
+    try {
+      if (window.frameElement) {
+        const offset = window.frameElement.getBoundingClientRect().top;
+        top = Math.max(top, -offset);
+        bottom = Math.min(bottom, window.parent.innerHeight - offset);
+      }
+    } catch (e) { /* another origin: the whole pane */ }
+    if (bottom - top < 120) { top = v.top; bottom = v.bottom; }
+    return {left: v.left, width: v.width, top, bottom, middle: (top + bottom) / 2};
+  };
   const centre = (el, s) => {
-    const r = el.getBoundingClientRect(), v = s.view.getBoundingClientRect();
+    const r = el.getBoundingClientRect(), v = seen(s);
     s.view.scrollLeft += (r.left + r.width / 2) - (v.left + v.width / 2);
-    s.view.scrollTop += (r.top + r.height / 2) - (v.top + v.height / 2);
+    s.view.scrollTop += (r.top + r.height / 2) - v.middle;
   };
   const sideOf = el => sides.find(s => s.pane.contains(el));
   const inSide = (list, s) => list.map(id => document.getElementById(id)).filter(el => el && s.pane.contains(el));
@@ -170,11 +185,12 @@
     if (!els.length) return;
     // the middle of all of them: a chain of nodes is centred as a whole
     const rs = els.map(e => e.getBoundingClientRect());
-    const v = s.view.getBoundingClientRect();
-    const cx = (Math.min(...rs.map(r => r.left)) + Math.max(...rs.map(r => r.right))) / 2;
-    const cy = (Math.min(...rs.map(r => r.top)) + Math.max(...rs.map(r => r.bottom))) / 2;
-    s.view.scrollLeft += cx - (v.left + v.width / 2);
-    s.view.scrollTop += cy - (v.top + v.height / 2);
+    const v = seen(s);
+    const left = Math.min(...rs.map(r => r.left)), right = Math.max(...rs.map(r => r.right));
+    const top = Math.min(...rs.map(r => r.top)), bottom = Math.max(...rs.map(r => r.bottom));
+    // all of them in the middle when they fit in sight; else the first ones, from the top left
+    s.view.scrollLeft += right - left < 0.9 * v.width ? (left + right) / 2 - (v.left + v.width / 2) : left - v.left - 20;
+    s.view.scrollTop += bottom - top < 0.9 * (v.bottom - v.top) ? (top + bottom) / 2 - v.middle : top - v.top - 20;
   });
   if (total) findBox.hidden = false;
 

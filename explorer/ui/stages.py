@@ -46,8 +46,9 @@ def panel(result: dict, focus: dict | None = None) -> None:
         link.write_stages(pair)  # a fragment's run: the link is written from here
     else:  # a radio with one option reads as a broken control
         pair = pairs[0]
-        top_left.markdown(f"**Stages compared:** {PAIRS[pair]}" + (
-            " (nothing ran, so there is no executed stage)" if "executed" not in stages else ""))
+        top_left.markdown((PAIRS[pair] if presenting else f"**Stages compared:** {PAIRS[pair]}") + (
+            (" (nothing ran)" if presenting else " (nothing ran, so there is no executed stage)")
+            if "executed" not in stages else ""))
     fold = top_right.toggle("Fold constants and plumbing" if not presenting else "Fold consts", key=state.FOLD,
                             help="Hide Const, Identity, ReadVariableOp and NoOp nodes: constants become '+N const' "
                                  "on their consumer. Keeps graphs of a few hundred nodes readable.")
