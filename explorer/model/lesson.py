@@ -18,7 +18,8 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import SpecError, shown
-from .experiment import STAGE_PAIRS, Experiment, _stages, _tab
+from .experiment import Experiment
+from .experiment_parts import STAGE_PAIRS, check_stages, check_tab
 
 FORMAT = 1  # the lesson file's "lesson" field: its format's version
 LESSONS_DIR = Path(__file__).resolve().parents[2] / "lessons"
@@ -165,8 +166,8 @@ def _look(data, where: str) -> Look:
     if not isinstance(data, dict):
         raise SpecError(where, "expected an object with tab, stages, nodes")
     _fields(data, where + ".", {"tab", "stages", "nodes"}, set())
-    tab = _checked(_tab, data.get("tab"), f"{where}.tab") if data.get("tab") is not None else None
-    stages = _checked(_stages, data.get("stages"), f"{where}.stages") if data.get("stages") is not None else None
+    tab = _checked(check_tab, data.get("tab"), f"{where}.tab") if data.get("tab") is not None else None
+    stages = _checked(check_stages, data.get("stages"), f"{where}.stages") if data.get("stages") is not None else None
     return Look(tab, stages, _per_stage(data.get("nodes"), f"{where}.nodes", _NODE, "an op type or a node name"))
 
 
