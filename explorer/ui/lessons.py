@@ -32,6 +32,7 @@ UPLOAD = "lesson.upload"  # the sidebar's lesson file uploader
 PROBLEM = "lesson.problem"  # the line that refused the last file loaded, or None
 NOTICE = "lesson.notice"  # a line about the lesson a link named, shown once at the top of the page, or None
 DEFAULTS = {CUSTOM: {}, APPLIED: None, PROBLEM: None, NOTICE: None}
+OWN_FILE = "lesson.own-file"  # the choice that shows the uploader of a teacher's own lesson file
 # Keys of a link that are the lesson's own: a link with nothing else opens the step as the lesson wrote it.
 LESSON_KEYS = {"lesson", "step", "present"}
 
@@ -74,6 +75,8 @@ def close() -> None:
 
 def _chosen() -> None:
     chosen = st.session_state.get(CHOICE)
+    if chosen == OWN_FILE:  # the uploader shows; the lesson open stays until a file loads
+        return
     if chosen:
         go(chosen, 1)
     else:
@@ -93,6 +96,7 @@ def _loaded() -> None:
         return
     st.session_state[CUSTOM] = {**(st.session_state.get(CUSTOM) or {}), lesson.id: data.decode("utf-8")}
     st.session_state[PROBLEM] = None
+    st.session_state[CHOICE] = lesson.id
     go(lesson.id, 1)
 
 
@@ -136,22 +140,25 @@ def notice() -> None:
 
 
 def chooser() -> None:
-    """The sidebar's lesson choice and the loader of a teacher's own lesson file."""
+    """The sidebar's lesson choice, and (chosen as "Your own lesson file…") the loader of a teacher's own file."""
     ss = st.session_state
     offered = catalogue()
-    ss[CHOICE] = ss.get(state.LESSON) if ss.get(state.LESSON) in offered else None
+    if ss.get(CHOICE) != OWN_FILE:
+        ss[CHOICE] = ss.get(state.LESSON) if ss.get(state.LESSON) in offered else None
+    words = {None: "No lesson: explore freely", OWN_FILE: "Your own lesson file…", **offered}
     st.header("Lesson")
-    st.selectbox("Lesson", [None, *offered], key=CHOICE, on_change=_chosen, label_visibility="collapsed",
-                 format_func=lambda lid: "No lesson: explore freely" if lid is None else offered[lid],
+    st.selectbox("Lesson", [None, *offered, OWN_FILE], key=CHOICE, on_change=_chosen, label_visibility="collapsed",
+                 format_func=words.get,
                  help="A guided walk through real experiments, step by step (Previous / Next above the graphs). "
-                      "Its link opens it at a step: ?lesson=ID&step=N.")
-    with st.expander("Your own lesson"):
+                      "Its link opens it at a step: ?lesson=ID&step=N. Your own lesson: a file in the format of "
+                      "docs/lessons.md.")
+    if ss.get(CHOICE) == OWN_FILE:
         st.file_uploader("Your own lesson (.json)", type=["json"], key=UPLOAD, on_change=_loaded,
                          help="A lesson file as docs/lessons.md describes: each step a link's state, a few "
                               "sentences, what to look at, a question. It is checked before anything runs.")
-        st.caption(f"A JSON file of at most {MAX_FILE_BYTES >> 10} KiB; the format: docs/lessons.md. Start from a "
-                   "copy of one in the explorer's lessons/ folder.")
-    if ss.get(PROBLEM):  # outside the expander: seen even when it is folded
+        st.caption(f"A JSON file of at most {MAX_FILE_BYTES >> 10} KiB (docs/lessons.md). Start from a copy of one "
+                   "in the explorer's lessons/ folder.")
+    if ss.get(PROBLEM):
         st.error(ss[PROBLEM], icon=":material/error:")
 
 

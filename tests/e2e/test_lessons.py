@@ -102,12 +102,20 @@ LESSON = {
 }
 
 
+def _own_file(page) -> None:
+    """The sidebar's lesson choice "Your own lesson file…": its uploader shows."""
+    page.locator("[data-testid='stSidebar'] [data-testid='stSelectbox']").first.click()
+    with expect_rerun(page, STEP_S):
+        page.get_by_role("option", name="Your own lesson file…").click()
+
+
 def test_a_teachers_own_lesson_file_loads_and_a_malformed_one_is_refused(app_server, page, tmp_path):
     open_app(page, app_server, STEP_S)
     uploader = page.locator("[data-testid='stSidebar'] [data-testid='stFileUploader']").filter(
         has_text="Your own lesson").locator("input[type='file']")
     good = tmp_path / "my-class.json"
     good.write_text(json.dumps(LESSON))
+    _own_file(page)
     with expect_rerun(page, STEP_S):
         uploader.set_input_files(str(good))
     panel = page.locator(PANEL)
@@ -122,6 +130,7 @@ def test_a_teachers_own_lesson_file_loads_and_a_malformed_one_is_refused(app_ser
     broken = dict(LESSON, steps=[LESSON["steps"][0], {"title": "No text", "experiment": "preset=matmul_bias_relu"}])
     bad = tmp_path / "broken.json"
     bad.write_text(json.dumps(broken))
+    _own_file(page)
     with expect_rerun(page, STEP_S):
         uploader.set_input_files(str(bad))
     refusal = page.locator("[data-testid='stSidebar'] [data-testid='stAlert']").filter(has_text="was not loaded")
