@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,6 +27,14 @@ from devkit.browser import GRAPH_SVG, LINKED, launch_browser, new_context, start
 
 ARRIVAL_S = 5.0  # when the first visitor opens the page, after the server is up
 FLAGS = {"EXPLORER_DEFAULT_ENV": "TF_ENABLE_ONEDNN_OPTS=1"}  # the class setting on a CPU without AVX-512
+
+
+def cpu_model() -> str:
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        return next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name"))
+    except (OSError, StopIteration):
+        return "unknown CPU"
 
 
 def first_visit(browser, serve: bool) -> float:
@@ -60,7 +69,7 @@ def main() -> int:
                 times[label].append(seconds)
                 print(f"round {i + 1}: {label:<28} page open to graphs drawn {seconds:.2f} s", flush=True)
         browser.close()
-    print(f"first visit, {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs, "
+    print(f"first visit, {time.strftime('%Y-%m-%d %H:%M')}, {cpu_model()}, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.2f}, visitor arrives {ARRIVAL_S:.0f} s after the server is up")
     for label, values in times.items():
         print(f"  {label:<28} median {statistics.median(values):.2f} s  ({', '.join(f'{v:.2f}' for v in values)})")
