@@ -19,15 +19,25 @@ html { font-size: 18px; }
 [data-testid='stMainBlockContainer'] { padding: 46px 1.1rem 2rem 1.1rem !important; }
 [data-testid='stMain'] [data-testid='stVerticalBlock'] { gap: 0.45rem; }
 [data-testid='stMain'] [data-testid='stTabs'] [role='tablist'] { margin-bottom: 0.2rem; }
+[data-testid='stMetricDelta'], [data-testid='stMetricDelta'] *, [data-testid='stMetricLabel'] * {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important; height: auto; }
 </style>"""
 HELP = ("For a projector: the sidebar folds away (open it with the arrow at the top left), type grows and the two "
         "graphs stay side by side. The link carries it (present=1).")
 
 
+def sidebar_state(otherwise):
+    """The sidebar's setting for this run (app.py's set_page_config): folded in the presenter view, which is on
+    when the session says so or, on a session's first run, when its link does (present=1)."""
+    on = state.PRESENT in st.session_state and state.presenting()
+    if state.PRESENT not in st.session_state:
+        on = str(st.query_params.get("present", "")).lower() in ("1", "true", "yes", "on")
+    return "collapsed" if on else otherwise
+
+
 def apply() -> None:
-    """Fold the sidebar away and grow the type when the presenter view is on (before anything else is drawn)."""
+    """Grow the type when the presenter view is on (the sidebar is folded by app.py's ``sidebar_state``)."""
     if state.presenting():
-        st.set_page_config(initial_sidebar_state="collapsed")
         st.html(CSS)
 
 

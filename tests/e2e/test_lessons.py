@@ -84,6 +84,11 @@ def test_the_presenter_view_shows_the_lesson_and_both_graphs_side_by_side_at_128
         status = page.get_by_text("found by Grappler").first
         line = status.evaluate("e => parseFloat(getComputedStyle(e).lineHeight) || 28")
         assert status.bounding_box()["height"] < 1.8 * line
+        # the next step keeps the view: the sidebar stays folded
+        with expect_rerun(page, STEP_S):
+            panel.get_by_role("button", name="Next", exact=True).click()
+        expect(panel).to_contain_text("step 2 of")
+        assert page.locator("[data-testid='stSidebar']").get_attribute("data-collapsed") == "true"
         assert page.locator(EXCEPTION).count() == 0
     finally:
         context.close()
