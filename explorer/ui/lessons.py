@@ -33,6 +33,7 @@ PROBLEM = "lesson.problem"  # the line that refused the last file loaded, or Non
 NOTICE = "lesson.notice"  # a line about the lesson a link named, shown once at the top of the page, or None
 DEFAULTS = {CUSTOM: {}, APPLIED: None, PROBLEM: None, NOTICE: None}
 OWN_FILE = "lesson.own-file"  # the choice that shows the uploader of a teacher's own lesson file
+NONE = ""  # the choice of no lesson (a selectbox shows None as an empty choice)
 # Keys of a link that are the lesson's own: a link with nothing else opens the step as the lesson wrote it.
 LESSON_KEYS = {"lesson", "step", "present"}
 
@@ -144,10 +145,10 @@ def chooser() -> None:
     ss = st.session_state
     offered = catalogue()
     if ss.get(CHOICE) != OWN_FILE:
-        ss[CHOICE] = ss.get(state.LESSON) if ss.get(state.LESSON) in offered else None
-    words = {None: "No lesson: explore freely", OWN_FILE: "Your own lesson file…", **offered}
+        ss[CHOICE] = ss.get(state.LESSON) if ss.get(state.LESSON) in offered else NONE
+    words = {NONE: "No lesson: explore freely", OWN_FILE: "Your own lesson file…", **offered}
     st.header("Lesson")
-    st.selectbox("Lesson", [None, *offered, OWN_FILE], key=CHOICE, on_change=_chosen, label_visibility="collapsed",
+    st.selectbox("Lesson", [NONE, *offered, OWN_FILE], key=CHOICE, on_change=_chosen, label_visibility="collapsed",
                  format_func=words.get,
                  help="A guided walk through real experiments, step by step (Previous / Next above the graphs). "
                       "Its link opens it at a step: ?lesson=ID&step=N. Your own lesson: a file in the format of "

@@ -149,7 +149,7 @@ def inspect(engine, choice: sidebar.Choice) -> dict | None:
 def _summary_line(engine, choice: sidebar.Choice, result: dict) -> None:
     fp = result.get("fingerprint") or {}
     fusions = result.get("fusions") or []
-    left, right = st.columns([5, 1], vertical_alignment="center")
+    left, right = st.columns([4.2, 1.3], vertical_alignment="center")  # the pin button's label whole at 1280 px
     with left:
         found = (f"**{len(fusions)} fusion{'s' if len(fusions) != 1 else ''}** found by Grappler" if fusions
                  else "**no fusion** found by Grappler")
