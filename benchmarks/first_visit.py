@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,17 +23,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from devkit.browser import GRAPH_SVG, LINKED, launch_browser, new_context, start_app  # noqa: E402
+from devkit.machine import cpu_model  # noqa: E402
 
 ARRIVAL_S = 5.0  # when the first visitor opens the page, after the server is up
 FLAGS = {"EXPLORER_DEFAULT_ENV": "TF_ENABLE_ONEDNN_OPTS=1"}  # the class setting on a CPU without AVX-512
-
-
-def cpu_model() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        return next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name"))
-    except (OSError, StopIteration):
-        return "unknown CPU"
 
 
 def first_visit(browser, serve: bool) -> float:

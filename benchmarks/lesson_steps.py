@@ -1,6 +1,6 @@
 """A lesson walked through in a real browser: seconds from a click on Next to the step drawn, the first time and warm.
 
-    .venv/bin/python benchmarks/lesson_steps.py [--lessons gelu-fusion,fused-ops] [--rounds 1]
+    .venv/bin/python benchmarks/lesson_steps.py [--lessons gelu-fusion,fused-ops]
 
 Starts a fresh server as ``./dev.sh app`` does (``python -m explorer.ui.serve``, its own empty result cache) and
 drives Debian's headless Chromium (1400×1000). For each lesson:
@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,18 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from devkit.browser import (GRAPH_SVG, LINKED, expect_rerun, launch_browser, new_context,  # noqa: E402
                             start_app, wait_idle)
 
+from devkit.machine import cpu_model  # noqa: E402
 from explorer.model.lesson import seed_lessons  # noqa: E402
 
 PANEL = ".st-key-lesson-panel"
 TIMEOUT_MS = 300_000
-
-
-def cpu_model() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        return next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name"))
-    except (OSError, StopIteration):
-        return "unknown CPU"
 
 
 # The graphs tab's frame shows the drawing the page sent last: the document loaded in it is the one its srcdoc
@@ -119,10 +111,10 @@ def main() -> int:
         browser = launch_browser(playwright)
         try:
             page = new_context(browser).new_page()
-            wait_idle_first = time.perf_counter()
+            opened = time.perf_counter()
             page.goto(server.url, wait_until="domcontentloaded", timeout=TIMEOUT_MS)
             wait_idle(page, TIMEOUT_MS)
-            print(f"server up, first page idle after {time.perf_counter() - wait_idle_first:.1f} s", flush=True)
+            print(f"server up, first page idle after {time.perf_counter() - opened:.1f} s", flush=True)
             for lesson in lessons:
                 url = f"{server.url}/?lesson={lesson.id}"
                 for kind in ("first time", "warm"):
