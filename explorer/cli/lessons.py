@@ -11,6 +11,7 @@ A teacher runs this on the class's machine before the class.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -76,7 +77,9 @@ def _check(lesson, rows: list[dict], use_cache: bool) -> None:
     from ..engine.cache import DEFAULT_CACHE_DIR
     from ..engine.engine import Engine
 
-    engine = Engine(cache_dir=DEFAULT_CACHE_DIR if use_cache else None)
+    # The server's result cache (its EXPLORER_CACHE_DIR when it sets one): a check run on the server before a
+    # class leaves every step's result where the page finds it.
+    engine = Engine(cache_dir=(os.environ.get("EXPLORER_CACHE_DIR") or DEFAULT_CACHE_DIR) if use_cache else None)
     try:
         for row, step in zip(rows, lesson.steps):
             try:

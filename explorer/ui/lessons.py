@@ -128,7 +128,10 @@ def begin(engine) -> Lesson | None:
         if not (from_link and set(st.query_params) - LESSON_KEYS):
             link.apply(lesson.experiment(number, present=state.presenting()))
         ss[APPLIED] = (lesson.id, number)
-    prepare(engine, lesson, first=number)
+    if lesson.id not in (ss.get(CUSTOM) or {}):
+        # The explorer's own lessons only: an uploaded file must not queue work for the whole server (a teacher
+        # prepares theirs with `python -m explorer lessons FILE --check` on the server, which fills its cache).
+        prepare(engine, lesson, first=number)
     return lesson
 
 
