@@ -27,6 +27,7 @@ from .compilers import FIRST as FIRST_COMPILER
 from .experiment_parts import (MAX_STEP, STAGE_PAIRS, Bench, check_compiler, check_lesson, check_object,  # noqa: F401
                                check_stages, check_step, check_tab, last_of, phrase, short, values_of)
 from .flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config
+from . import json_text
 from .hooks import hook
 from .links import JsonLink
 from .sources import Source, source_for_data, sources
@@ -191,18 +192,7 @@ class Experiment:
     @staticmethod
     def from_json(text) -> "Experiment":
         """An experiment file read and checked; SpecError naming the field that is wrong."""
-        if isinstance(text, bytes):
-            if len(text) > MAX_FILE_BYTES:
-                raise SpecError("experiment", f"{len(text) >> 10} KiB; an experiment file is at most "
-                                              f"{MAX_FILE_BYTES >> 20} MiB")
-            try:
-                text = text.decode("utf-8")
-            except UnicodeDecodeError:
-                raise SpecError("experiment", "not a text file (an experiment is JSON)") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SpecError("experiment", f"not valid JSON: {exc}") from None
+        data = json_text.load(text, "experiment", "an experiment", MAX_FILE_BYTES)
         return Experiment.from_dict(data)
 
     @staticmethod

@@ -11,13 +11,13 @@ the same way: a wrong field is refused with a SpecError naming it (``steps[2].lo
 from __future__ import annotations
 
 import functools
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import SpecError, shown
+from . import json_text
 from .experiment import Experiment
 from .experiment_parts import STAGE_PAIRS, check_stages, check_tab
 
@@ -98,17 +98,7 @@ class Lesson:
 
 def read_lesson(text) -> Lesson:
     """A lesson file (bytes or text) read and checked; SpecError naming the field that is wrong."""
-    if isinstance(text, bytes):
-        if len(text) > MAX_FILE_BYTES:
-            raise SpecError("lesson", f"{len(text) >> 10} KiB; a lesson file is at most {MAX_FILE_BYTES >> 10} KiB")
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError:
-            raise SpecError("lesson", "not a text file (a lesson is JSON)") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SpecError("lesson", f"not valid JSON: {exc}") from None
+    data = json_text.load(text, "lesson", "a lesson", MAX_FILE_BYTES)
     return parse_lesson(data)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 
 from ..errors import SpecError
+from . import json_text
 from .catalog import PRESETS
 from .chain import ACTIVATIONS, BIASES, CONTRACTIONS, KINDS, NORMS, Chain
 from .imported import FORMATS, resolve_import
@@ -132,10 +133,7 @@ class StackLink:
         if not text.lstrip().startswith("{"):
             raise SpecError("stack", f"no ready stack {_short(text)!r}; one of {', '.join(STACK_NAMES)}, or the "
                                      "stack's JSON")
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SpecError("stack", f"not valid JSON: {exc}") from None
+        data = json_text.load(text, "stack", "a layer stack")
         parse_stack_data(data)
         return {"stack": data}, []
 
@@ -189,10 +187,7 @@ class JsonLink:
         return {self.keys[0]: json.dumps(resolve(data).public_dict(), separators=(",", ":"), sort_keys=True)}
 
     def from_query(self, params: dict) -> tuple[dict, list[str]]:
-        try:
-            data = json.loads(params.get(self.keys[0], ""))
-        except json.JSONDecodeError as exc:
-            raise SpecError(self.keys[0], f"not valid JSON: {exc}") from None
+        data = json_text.load(params.get(self.keys[0], ""), self.keys[0], "a model spec")
         if not isinstance(data, dict) or self.keys[0] not in data:
             raise SpecError(self.keys[0], f"expected the model's JSON spec, {{\"{self.keys[0]}\": ...}}")
         resolve(data)
