@@ -100,6 +100,23 @@ def near_miss_table(report: dict) -> list[dict]:
             for m in op_time.ranked(report.get("near_misses") or [])]
 
 
+def fix_groups(misses: list[dict], limit: int = 6) -> list[str]:
+    """The distinct fixes of the near-miss rows, most near-misses first, each with how many and which layers:
+    a fix's sentence is longer than its table cell, and many rows share one."""
+    groups: dict[str, list[str]] = {}
+    for row in misses:
+        groups.setdefault(row["fix"], []).append(row["layer"])
+    ranked = sorted(groups.items(), key=lambda item: -len(item[1]))
+    lines = []
+    for fix, layers in ranked[:limit]:
+        unique = [f"`{layer.replace('`', '')}`" for layer in dict.fromkeys(layers)]
+        names = ", ".join(unique[:4]) + (f" and {len(unique) - 4} more" if len(unique) > 4 else "")
+        lines.append(f"**{len(layers)} near-miss{'es' if len(layers) != 1 else ''}** ({names}): {fix}")
+    if len(ranked) > limit:
+        lines.append(f"… and {len(ranked) - limit} other fixes (in the table and the CSV)")
+    return lines
+
+
 def checks_caption(checked: dict | None) -> str:
     """What the engine ran to settle the near-misses' setting-fixes, in one line ('' when nothing was checked)."""
     if not checked:
@@ -226,6 +243,7 @@ def panel(result: dict, key: str = "report", engine=None, choice=None) -> None:
                                         width="medium", help="Whether a setting was run here to check the fix: "
                                         "✓ it fused the chain, ✗ it did not, ? not run"),
                                     "nodes": st.column_config.ListColumn(), **TIME_COLUMNS})
+        st.markdown("**What to change**\n\n" + "\n".join(f"- {line}" for line in fix_groups(misses)))
     else:
         st.caption("No chain that looks like a catalogue pattern was left unfused.")
     words = checks_caption(report.get("fixes_checked"))

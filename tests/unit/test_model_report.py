@@ -138,3 +138,16 @@ def test_the_page_says_whether_each_fix_was_checked_and_what_xla_must_compile():
                 {"cluster": "cluster_0", "kind": "auto", "ops": []}]
     assert must_compile_table({"xla_clusters": clusters}) == [
         {"call node": "conv/call", "function": "f_1", "ops": 3, "op types": "Conv2D ×2, Split"}]
+
+
+def test_the_distinct_fixes_are_listed_whole_most_near_misses_first():
+    from explorer.ui.report import fix_groups
+
+    rows = ([{"fix": "fold the batch norm", "layer": f"block_{i}"} for i in range(6)]
+            + [{"fix": "fold the batch norm", "layer": "block_0"}]
+            + [{"fix": "use BiasAdd", "layer": "dense`x"}])
+    lines = fix_groups(rows)
+    assert lines == ["**7 near-misses** (`block_0`, `block_1`, `block_2`, `block_3` and 2 more): fold the batch norm",
+                     "**1 near-miss** (`densex`): use BiasAdd"]
+    many = [{"fix": f"fix {i}", "layer": "l"} for i in range(9)]
+    assert fix_groups(many, limit=6)[-1] == "… and 3 other fixes (in the table and the CSV)"
