@@ -5,7 +5,8 @@ attribute names (``f``, ``then_branch``, ``body`` ...) is checked against ``mode
 a refusal names the op, the node and where it sits. The library is read as the runtime will see it
 first (``library``: one function per name, no recursion, calls nested and inlined within limits).
 For a SavedModel, ``saved_model.pb`` is parsed and checked before ``tf.saved_model.load`` runs
-anything; for a ``.keras`` file, its config.json is read before Keras deserialises a layer.
+anything; for a ``.keras`` file, its config.json is read before Keras deserialises a layer, and its weights
+file for links and storage that would make HDF5 read another file.
 """
 
 from __future__ import annotations
@@ -265,3 +266,41 @@ def check_keras_config(path: str, what: str) -> Report:
 
     walk(config)
     return report
+
+
+MAX_WEIGHT_LINKS = 100_000  # a model.weights.h5 has a few per layer
+
+
+def check_keras_weights(path: str, what: str) -> None:
+    """A .keras file's model.weights.h5, read for what HDF5 would fetch from outside it before Keras opens it: a
+    link to another file, or a dataset whose bytes (raw or virtual) live in another file. h5py follows either
+    while Keras reads the weights, so a weight could hold any file of the server's."""
+    import h5py
+
+    outside: list[str] = []
+    seen = 0
+
+    def visit(name: str, link) -> None:
+        nonlocal seen
+        seen += 1
+        if seen > MAX_WEIGHT_LINKS:
+            raise SpecError("model", f"{what}: model.weights.h5 holds more than {MAX_WEIGHT_LINKS:,} objects; no Keras "
+                                     "model's weights do")
+        if isinstance(link, h5py.ExternalLink):
+            outside.append(f"{quoted(name)} is an external link to {quoted(link.filename)}")
+        elif isinstance(link, h5py.HardLink):
+            item = weights.get(name, getlink=False)
+            if isinstance(item, h5py.Dataset) and item.external:
+                outside.append(f"{quoted(name)} is stored in a file outside it ({quoted(item.external[0][0])})")
+            elif isinstance(item, h5py.Dataset) and item.is_virtual:
+                outside.append(f"{quoted(name)} is a virtual dataset mapping other files")
+
+    try:
+        with h5py.File(path, "r") as weights:  # opening reads the file's own structure only, no link is followed
+            weights.visititems_links(visit)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise SpecError("model", f"{what}: model.weights.h5 is not a readable HDF5 file ({shown(exc)})") from None
+    if outside:
+        more = f"; and {len(outside) - 3} more" if len(outside) > 3 else ""
+        raise SpecError("model", f"{what} refused before anything ran: in model.weights.h5, {'; '.join(outside[:3])}"
+                                 f"{more}. A .keras file's weights must be inside it")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,10 +257,37 @@ def keras_files(bases: Path) -> dict[str, tuple[bytes, str]]:
                                                                            '"registered_name": "my>Layer"', 1).encode()),
                                     "a registered custom object 'my>Layer'"),
         "garbage_weights.keras": (replaced("model.weights.h5", b"\x89HDF\r\n\x1a\n" + random.Random(21).randbytes(99)),
-                                  "Keras refused the file in safe mode"),
+                                  "model.weights.h5 is not a readable HDF5 file"),
         "no_weights.keras": (zips.make([(n, d) for n, d in members if n != "model.weights.h5"]
                                        + [("weights.bin", b"x")]), "neither a SavedModel"),
+        # HDF5 reaches outside its own file two ways: a link to another file, and a dataset stored in one.
+        "h5_external_link.keras": (replaced("model.weights.h5", _h5_outside(by_name["model.weights.h5"], "link")),
+                                   "is an external link to '/etc/passwd'"),
+        "h5_external_storage.keras": (replaced("model.weights.h5", _h5_outside(by_name["model.weights.h5"], "storage")),
+                                      "is stored in a file outside it ('/etc/hostname')"),
     }
+
+
+def _h5_outside(weights: bytes, how: str) -> bytes:
+    """The weights file with its first variable replaced by one that Keras would read from another file."""
+    import h5py
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "w.h5")
+        with open(path, "wb") as out:
+            out.write(weights)
+        with h5py.File(path, "a") as f:
+            names = []
+            f.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None)
+            target = names[0]
+            shape, dtype = f[target].shape, f[target].dtype
+            del f[target]
+            if how == "link":
+                f[target] = h5py.ExternalLink("/etc/passwd", "/data")
+            else:
+                f.create_dataset(target, shape=shape, dtype=dtype, external=[("/etc/hostname", 0, h5py.h5f.UNLIMITED)])
+        with open(path, "rb") as handle:
+            return handle.read()
 
 
 def savedmodel_directories(bases: Path, directory: Path) -> dict[str, tuple[Path, str]]:

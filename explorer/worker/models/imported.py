@@ -293,6 +293,7 @@ def _keras(spec, tf, work: str) -> Loaded:
         raise SpecError(name, f"not a .keras file: {', '.join(missing)} missing; {EXPECTED}")
     what = f"{shown(name)} (.keras)"
     safety.check_keras_config(os.path.join(root, "config.json"), what).refuse_if_unsafe(what)
+    safety.check_keras_weights(os.path.join(root, "model.weights.h5"), what)
     try:
         model = keras.saving.load_model(root, safe_mode=True, compile=False)
     except Exception as exc:  # noqa: BLE001 - Keras' own words for what it refused
