@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 
 from ..analysis import fix_plan, fix_report, op_time
@@ -25,6 +24,7 @@ from ..model.flags import Config
 from ..model.imported import ImportSpec
 from ..model.sources import source_of
 from ..model.spec import resolve
+from . import scratch
 from .uploads import spec_for_path
 
 ORIGINAL = "as imported"
@@ -48,7 +48,7 @@ def run(engine, spec, config=None, *, apply: list[str] | None = None, out: str |
     if not fixes:
         return dict(_empty(before, skipped), config=config.to_dict(), measured_at=started,
                     fingerprint=before.get("fingerprint"))
-    work = tempfile.mkdtemp(prefix="explorer-fix-")
+    work = scratch.folder("fix")
     try:
         say(0.2, f"rewriting a copy of the model: {', '.join(fixes)}")
         variants = fix_plan.variants(fixes)

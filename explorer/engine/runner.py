@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SpecError, WorkerError
+from . import scratch
 from .admission import MEMORY_BUDGET, MemoryBudget
 from ..model.devices import is_simulated
 from ..model.flags import ENV_FLAGS, Config
@@ -98,7 +99,7 @@ class WorkerProcess:
         self.last_used = time.monotonic()
         self.requests = 0
         self._ids = itertools.count(1)
-        self.workdir = tempfile.mkdtemp(prefix="explorer-worker-")
+        self.workdir = scratch.folder("worker")
         self.dump_dir = os.path.join(self.workdir, "dumps")
         os.makedirs(self.dump_dir)
         self.tmp_dir = os.path.join(self.workdir, "tmp")  # the worker's TMPDIR between requests
@@ -328,6 +329,7 @@ class Pool:
         self._workers: OrderedDict[tuple, WorkerProcess] = OrderedDict()
         self._lock = threading.Lock()
         self._starting: dict[tuple, threading.Lock] = {}
+        scratch.sweep()  # what an engine killed outright left behind
 
     def has_warm(self, config: Config) -> bool:
         worker = self._workers.get(config.process_key())

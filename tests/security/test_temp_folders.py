@@ -76,3 +76,40 @@ def test_closing_the_engine_removes_its_workers_directories(bases, temp_root):
     finally:
         engine.close()
     assert not [d for d in directories if os.path.exists(d)] and leftovers(temp_root) == []
+
+
+def test_an_engine_killed_outright_leaves_folders_the_next_engine_removes(temp_root):
+    """SIGKILL gives a process no chance to clean up: its folders carry its pid, and the next engine on the
+    machine removes those of processes that no longer run (and keeps those of processes that do)."""
+    import subprocess
+    import sys
+
+    from security_support import LIMITS
+
+    from explorer.engine import Engine
+
+    script = ("import sys; from explorer.engine import Engine; from explorer.model.flags import Config; "
+              "engine = Engine(cache_dir=None); engine.pool.get(Config.make('cpu', {})); print('ready', flush=True); "
+              "sys.stdin.read()")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            cwd=str(temp_root.parents[0]), env={**os.environ, "PYTHONPATH": os.getcwd()},
+                            start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        orphans = [p for p in temp_root.iterdir() if p.name.startswith(f"explorer-worker-{proc.pid}-")]
+        assert len(orphans) == 1 and (orphans[0] / "stderr.log").exists()
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the engine and its worker, with no chance to clean up
+        proc.wait(30)
+    assert orphans[0].exists()  # what SIGKILL leaves
+    engine = Engine(LIMITS, cache_dir=None)
+    try:
+        assert not orphans[0].exists()
+        assert engine.inspect({"preset": "matmul_bias_relu", "params": {"m": 4, "k": 4, "n": 4}}, CPU,
+                              use_cache=False)["fusions"]
+        mine = [p for p in temp_root.iterdir() if p.name.startswith(f"explorer-worker-{os.getpid()}-")]
+        assert mine and all(p.exists() for p in mine)  # a live engine's folders stay
+        Engine(LIMITS, cache_dir=None).close()  # another engine starting beside it removes nothing of its
+        assert all(p.exists() for p in mine)
+    finally:
+        engine.close()
