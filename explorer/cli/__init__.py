@@ -164,7 +164,7 @@ def _link(args, spec, config: Config, exp) -> str | None:
     """The page link of this run (--link): its model, configuration, compiler and benchmark settings."""
     if not args.link:
         return None
-    from ..model.experiment import Bench, Experiment
+    from ..model.experiment import Bench, Experiment, server_default
 
     run = Experiment(model=spec, config=config, compiler=args.compiler,
                      tab=exp.tab if exp is not None else ("bench" if args.command == "bench" else None),
@@ -173,7 +173,9 @@ def _link(args, spec, config: Config, exp) -> str | None:
         run = run.replace(bench=Bench(args.reps, args.warmup, int(round(args.max_seconds)), args.processes))
     elif exp is not None:
         run = run.replace(bench=exp.bench)
-    return run.link(args.url or os.environ.get(LINK_URL_VARIABLE) or DEFAULT_URL)
+    # Written against the server's defaults (EXPLORER_DEFAULT_ENV, read here as the server reads it), so that a
+    # flag this run leaves unset is written "unset" where that server would set it.
+    return run.link(args.url or os.environ.get(LINK_URL_VARIABLE) or DEFAULT_URL, server_default())
 
 
 def main(argv: list[str] | None = None) -> int:

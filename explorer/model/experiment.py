@@ -26,7 +26,7 @@ from ..errors import SpecError, shown
 from .compilers import FIRST as FIRST_COMPILER
 from .experiment_parts import (MAX_STEP, STAGE_PAIRS, Bench, check_compiler, check_lesson, check_object,  # noqa: F401
                                check_stages, check_step, check_tab, last_of, phrase, short, values_of)
-from .flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config
+from .flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config, server_env_defaults
 from . import json_text
 from .hooks import hook
 from .links import JsonLink
@@ -225,6 +225,13 @@ class Experiment:
 
 
 # ---- the parts, checked ------------------------------------------------------------------------------
+
+def server_default() -> Experiment:
+    """The experiment a new session of the page opens: the defaults, with the server's default flags
+    (``EXPLORER_DEFAULT_ENV``; a setting that cannot be read leaves TensorFlow's defaults, the page says why)."""
+    env, _ = server_env_defaults()
+    return Experiment(config=Config.make("cpu", env))
+
 
 def link_of(source: Source):
     """A source's link words (``links.py``), or its JSON for a source that names none."""

@@ -8,6 +8,7 @@ switches (set per call inside the worker).
 
 from __future__ import annotations
 
+import os
 import shlex
 from dataclasses import dataclass, field
 
@@ -128,6 +129,20 @@ def parse_env_assignments(text: str, what: str) -> dict[str, str]:
     env = dict(parse_assignment(word, what) for word in words)
     Config.make("cpu", env)  # every name and value checked as the sidebar and --env check them
     return env
+
+
+# Flags every new session of the page starts with, set by whoever starts the server (e.g. a class on a CPU whose
+# default leaves oneDNN off: EXPLORER_DEFAULT_ENV="TF_ENABLE_ONEDNN_OPTS=1"); the command line's --link reads it
+# too, so that its links open the same experiment on that server.
+DEFAULT_ENV_VARIABLE = "EXPLORER_DEFAULT_ENV"
+
+
+def server_env_defaults() -> tuple[dict[str, str], str | None]:
+    """The server's default flags, and what is wrong with the setting if it cannot be read."""
+    try:
+        return parse_env_assignments(os.environ.get(DEFAULT_ENV_VARIABLE, ""), DEFAULT_ENV_VARIABLE), None
+    except SpecError as exc:
+        return {}, str(exc)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ..errors import SpecError
-from ..model.experiment import Bench, Experiment, canonical_model, ignored_line
+from ..model.experiment import Bench, Experiment, canonical_model, ignored_line, server_default
 from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config
 from ..model.hooks import hook
 from . import state
@@ -29,8 +29,7 @@ IGNORED = "link.ignored"  # what the link that opened the page left out (one lin
 
 def base() -> Experiment:
     """The server's default experiment: the page as a new session opens it (with the server's default flags)."""
-    env, _ = state.server_env_defaults()
-    return Experiment(config=Config.make("cpu", env))
+    return server_default()
 
 
 def apply(exp: Experiment) -> None:

@@ -6,13 +6,10 @@ can jump to any state by setting ``at.session_state[KEY]`` before ``at.run()``.
 
 from __future__ import annotations
 
-import os
-
 import streamlit as st
 
 from ..model.catalog import PRESETS
-from ..errors import SpecError
-from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, parse_env_assignments
+from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, server_env_defaults
 from ..model.spec import DEFAULT_PARAMS
 from ..model.stack import to_text
 from ..model.stack_examples import example
@@ -151,17 +148,6 @@ DEFAULTS: dict[str, object] = {
 }
 
 
-# Flags every new session starts with, set by whoever starts the server (e.g. a class on a CPU whose
-# default leaves oneDNN off: EXPLORER_DEFAULT_ENV="TF_ENABLE_ONEDNN_OPTS=1").
-DEFAULT_ENV_VARIABLE = "EXPLORER_DEFAULT_ENV"
-
-
-def server_env_defaults() -> tuple[dict[str, str], str | None]:
-    """The server's default flags, and what is wrong with the setting if it cannot be read."""
-    try:
-        return parse_env_assignments(os.environ.get(DEFAULT_ENV_VARIABLE, ""), DEFAULT_ENV_VARIABLE), None
-    except SpecError as exc:
-        return {}, str(exc)
 
 
 def init() -> None:

@@ -20,8 +20,8 @@ def run(*args, env=None):
                           check=False, timeout=300, env=env)
 
 
-def _opened(link: str) -> Experiment:
-    exp, ignored = Experiment.from_query(parse_qs(urlsplit(link).query))
+def _opened(link: str, base: Experiment | None = None) -> Experiment:
+    exp, ignored = Experiment.from_query(parse_qs(urlsplit(link).query), base)
     assert ignored == []
     return exp
 
@@ -39,11 +39,16 @@ def test_inspect_and_bench_run_an_experiment_and_print_its_link(tmp_path):
     assert result["link"].startswith("http://lab.example:9000/?preset=matmul_bias_relu&m=64&k=32&n=16&")
     assert _opened(result["link"]) == exp  # the page opens this very experiment
 
-    # bench: the file's settings, a flag given beside it on top, and the link in words at the end
+    # bench: the file's settings, a flag given beside it on top, and the link in words at the end; written for a
+    # server whose sessions start with cuBLASLt on (EXPLORER_DEFAULT_ENV), which this run leaves unset
     out = run("bench", "--experiment", str(path), "--grappler", "remapping=on", "--link",
-              env={**__import__("os").environ, "EXPLORER_URL": "http://class.example"})
+              env={**__import__("os").environ, "EXPLORER_URL": "http://class.example",
+                   "EXPLORER_DEFAULT_ENV": "TF_USE_CUBLASLT=1"})
     assert out.returncode == 0, out.stderr
     assert "5 interleaved reps" in out.stdout.splitlines()[0]
     last = out.stdout.strip().splitlines()[-1]
     assert last.startswith("Page link: http://class.example/?preset=matmul_bias_relu")
-    assert _opened(last.removeprefix("Page link: ")) == exp.replace(config=exp.config.with_switch("remapping", "on"))
+    assert "TF_USE_CUBLASLT=unset" in last
+    server = Experiment(config=Config.make("cpu", {"TF_USE_CUBLASLT": "1"}))
+    assert _opened(last.removeprefix("Page link: "), server) == exp.replace(
+        config=exp.config.with_switch("remapping", "on"))
