@@ -225,6 +225,14 @@ grace => {
 """
 
 IDLE_GRACE_MS = 1000
+# True once an element's box is the same in three polls in a row (Playwright's own "stable" check
+# compares two animation frames, which a busy machine may draw before an expander has opened).
+STILL_JS = """el => {
+    const r = el.getBoundingClientRect(), box = [r.x, r.y, r.width, r.height].join();
+    el.__still = el.__last === box ? (el.__still || 0) + 1 : 0;
+    el.__last = box;
+    return el.__still >= 2;
+}"""
 
 
 def new_context(browser, **kwargs):
@@ -260,6 +268,37 @@ def expect_rerun(page, timeout: float = 60_000):
     yield
     page.wait_for_function("n => window.__e2e.runs > n", arg=before, timeout=timeout, polling=50)
     wait_idle(page, timeout)
+
+
+def download(page, button, timeout: float = 60_000):
+    """Click the download ``button`` (a locator) once it stands still and the app is idle; return the
+    Playwright download.
+
+    A click while the button still moves (an expander opening, the layout settling after a run) can
+    land beside it on a loaded machine: nothing downloads and nothing says why. If no download starts,
+    the error says whether the browser asked for the file at all and what the server answered.
+    """
+    wait_idle(page, timeout)
+    button.wait_for(state="visible", timeout=timeout)
+    handle = button.element_handle(timeout=timeout)
+    handle.evaluate("el => { el.__still = 0; el.__last = null; }")
+    page.wait_for_function(STILL_JS, arg=handle, timeout=timeout, polling=100)
+    asked: list[str] = []
+
+    def note(response) -> None:
+        if "/media/" in response.url:
+            asked.append(f"{response.status} {response.url}")
+
+    page.on("response", note)
+    try:
+        with page.expect_download(timeout=timeout) as started:
+            button.click(timeout=timeout)
+        return started.value
+    except Exception as exc:
+        raise AssertionError(f"no download began after clicking {button}: the browser asked for "
+                             f"{asked or 'no file'}") from exc
+    finally:
+        page.remove_listener("response", note)
 
 
 def open_app(page, url: str, timeout: float = 60_000) -> None:

@@ -3,7 +3,7 @@ the exports downloaded."""
 
 from __future__ import annotations
 
-from devkit.browser import GRAPH_SVG, LINKED, open_app, wait_idle
+from devkit.browser import GRAPH_SVG, LINKED, download, open_app, wait_idle
 
 PLOTLY = "[data-testid='stPlotlyChart'] .js-plotly-plot"
 EXCEPTION = "[data-testid='stException']"
@@ -85,28 +85,21 @@ def test_export_downloads_are_the_script_and_the_bundle_of_the_run(app_server, p
     page.frame_locator(LINKED).first.locator(GRAPH_SVG).nth(1).wait_for(state="visible", timeout=60_000)
     page.get_by_text("Reproduce this run elsewhere").first.click()
     # The downloads' data is made on the server when clicked: a click while the first visit's script
-    # is still running (it goes on past the graphs) was lost once in a full run.
-    wait_idle(page)
-    script_button = page.get_by_role("button", name="Reproduce: repro.py")
-    script_button.wait_for(state="visible")
-
-    with page.expect_download(timeout=60_000) as script_download:
-        script_button.click()
-    assert script_download.value.suggested_filename == "repro.py"
+    # is still running (it goes on past the graphs) was lost once in a full run: download() waits for idle.
+    script_download = download(page, page.get_by_role("button", name="Reproduce: repro.py"))
+    assert script_download.suggested_filename == "repro.py"
     script = tmp_path / "repro.py"
-    script_download.value.save_as(script)
+    script_download.save_as(script)
     text = script.read_text()
     ast.parse(text)  # a Python script, standing alone
     assert "import explorer" not in text and "from explorer" not in text
     assert "def model(" in text and "import tensorflow" in text
     assert "(matmul_bias_gelu_approx)" in text.splitlines()[1]  # the model on the page, the default one
 
-    wait_idle(page)
-    with page.expect_download(timeout=60_000) as bundle_download:
-        page.get_by_role("button", name="Bug-report bundle (.zip)").click()
-    assert bundle_download.value.suggested_filename.endswith(".zip")
-    bundle = tmp_path / bundle_download.value.suggested_filename
-    bundle_download.value.save_as(bundle)
+    bundle_download = download(page, page.get_by_role("button", name="Bug-report bundle (.zip)"))
+    assert bundle_download.suggested_filename.endswith(".zip")
+    bundle = tmp_path / bundle_download.suggested_filename
+    bundle_download.save_as(bundle)
     with zipfile.ZipFile(io.BytesIO(bundle.read_bytes())) as archive:
         assert {"repro.py", "traced.pbtxt", "optimized.pbtxt", "executed.pbtxt", "summary.json"} <= set(
             archive.namelist())

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from devkit.browser import LINKED, expect_rerun, open_app, wait_idle
+from devkit.browser import LINKED, download, expect_rerun, open_app, wait_idle
 from playwright.sync_api import expect
 
 from explorer.present.dot import html_id
@@ -62,9 +62,8 @@ def test_a_graphdef_upload_shows_its_graphs_and_fusion_report(app_server, page, 
 
     page.get_by_role("tab", name="Fusion report").click()
     expect(page.get_by_text(f"Fusions: {total} in {len(direct)} pattern", exact=False).first).to_be_visible()
-    with page.expect_download() as download:
-        page.get_by_role("button", name="Fusions (CSV)").click()
-    rows = list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text())))
+    fusions_csv = download(page, page.get_by_role("button", name="Fusions (CSV)"))
+    rows = list(csv.DictReader(io.StringIO(Path(fusions_csv.path()).read_text())))
     shown = {row["fused op"].replace(" [", "[").replace(", ", ","): int(row["count"]) for row in rows}
     assert shown == direct
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from urllib.parse import parse_qs, urlsplit
 
-from devkit.browser import expect_rerun, new_context, open_app, wait_idle
+from devkit.browser import download, expect_rerun, new_context, open_app, wait_idle
 from playwright.sync_api import expect
 
 from tests.security.hostile_graphs import good
@@ -92,10 +92,9 @@ def test_a_flag_change_is_a_link_that_opens_elsewhere_and_back_forward_and_reloa
     page.get_by_text("Share or keep this experiment").click()
     save = page.get_by_role("button", name="Save experiment")
     expect(save).to_be_visible()
-    with page.expect_download() as download:
-        save.click()
-    saved = tmp_path / download.value.suggested_filename
-    download.value.save_as(saved)
+    saved_file = download(page, save)
+    saved = tmp_path / saved_file.suggested_filename
+    saved_file.save_as(saved)
     assert saved.name == "matmul_bias_relu.experiment.json"
     context = new_context(browser)
     try:
