@@ -22,6 +22,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -241,7 +242,43 @@ def new_context(browser, **kwargs):
     kwargs.setdefault("viewport", dict(VIEWPORT))
     context = browser.new_context(**kwargs)
     context.add_init_script(TRACKER_JS)
+    context.on("page", _track_runs)
     return context
+
+
+# Script runs as the server announced them, per page: a run's start can be missed by TRACKER_JS
+# when the frontend takes "started" and "finished" in one render (a loaded machine, a fast run),
+# so the app never shows "running"; the websocket still carried both.
+_SERVER_RUNS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _track_runs(page) -> None:
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    fragment_done = ForwardMsg.ScriptFinishedStatus.Value("FINISHED_FRAGMENT_RUN_SUCCESSFULLY")
+    _SERVER_RUNS[page] = [0]
+
+    def frame(payload) -> None:
+        if not isinstance(payload, (bytes, bytearray)):
+            return
+        try:
+            msg = ForwardMsg.FromString(bytes(payload))
+        except Exception:  # not a ForwardMsg: nothing to count
+            return
+        kind = msg.WhichOneof("type")
+        # a whole run starts with new_session; a fragment's run has no start message, only its end
+        if kind == "new_session" or (kind == "script_finished" and msg.script_finished == fragment_done):
+            _SERVER_RUNS[page][0] += 1
+
+    page.on("websocket", lambda ws: ws.on("framereceived", frame))
+
+
+def _runs(page) -> tuple[int, int]:
+    """(runs the page showed, runs the server announced) so far."""
+    shown = page.evaluate("() => window.__e2e ? window.__e2e.runs : null")
+    if shown is None or page not in _SERVER_RUNS:
+        raise RuntimeError("expect_rerun needs a page from a context made by new_context")
+    return shown, _SERVER_RUNS[page][0]
 
 
 def wait_idle(page, timeout: float = 60_000, grace: float = IDLE_GRACE_MS) -> None:
@@ -262,11 +299,16 @@ def wait_idle(page, timeout: float = 60_000, grace: float = IDLE_GRACE_MS) -> No
 def expect_rerun(page, timeout: float = 60_000):
     """``with expect_rerun(page): page.get_by_role("button", name="Run").click()`` returns once a
     script run that started after the action has finished (and the app is idle)."""
-    before = page.evaluate("() => window.__e2e ? window.__e2e.runs : null")
-    if before is None:
-        raise RuntimeError("expect_rerun needs a page from a context made by new_context")
+    shown, announced = _runs(page)
     yield
-    page.wait_for_function("n => window.__e2e.runs > n", arg=before, timeout=timeout, polling=50)
+    deadline = time.monotonic() + timeout / 1000
+    while True:
+        now_shown, now_announced = _runs(page)
+        if now_shown > shown or now_announced > announced:
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no script run started within {timeout / 1000:.0f} s of the action")
+        page.wait_for_timeout(50)  # Playwright delivers the websocket's frames while it waits
     wait_idle(page, timeout)
 
 
