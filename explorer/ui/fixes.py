@@ -132,7 +132,8 @@ def show(engine, result: dict, fixed: dict, config, key: str) -> None:
                      hide_index=True, width="stretch")
     with b:
         st.markdown("**Each fix alone**")
-        st.dataframe([_alone(p) for p in fixed["per_fix"]], hide_index=True, width="stretch")
+        st.dataframe([_alone(p) for p in fixed["per_fix"]], hide_index=True, width="stretch",
+                     column_config=ALONE_COLUMNS)
     if sp:
         st.caption(f"Timed interleaved with the model as imported in {fix_text.runs_words(sp)}. Outputs: "
                    f"{fix_text.agreement_words(fixed)}. Memory traffic: "
@@ -140,6 +141,16 @@ def show(engine, result: dict, fixed: dict, config, key: str) -> None:
     _download(fixed, key)
     if st.toggle("Show both models' graphs after Grappler, side by side", key=f"{key}.graphs"):
         _graphs(engine, result, fixed, config)
+
+
+# sized to fit half the page at 1400 px: with Streamlit's own widths the last column was cut off
+ALONE_COLUMNS = {
+    "fix": st.column_config.TextColumn("fix", width=130),
+    "speedup": st.column_config.TextColumn("speedup", width=70, help="this fix alone against the model as imported"),
+    "95% CI": st.column_config.TextColumn("95% CI", width=85),
+    "fused kernels": st.column_config.NumberColumn("fused", width=60, help="fused kernels with this fix alone"),
+    "traffic saved": st.column_config.TextColumn("saved", width=80, help="memory traffic saved per call"),
+}
 
 
 def _alone(entry: dict) -> dict:
