@@ -1,8 +1,8 @@
 """An experiment: everything one look at the explorer is made of, as plain data that travels as a link or a file.
 
 The model (one model source's JSON spec, ``sources``), the configuration (device, environment flags, Grappler
-switches), the compilers shown, what the page shows (the open tab, the stage pair, the presenter view, a
-lesson step) and the benchmark settings. It is written two ways (docs/experiments.md):
+switches), the compilers shown, what the page shows (the open tab, the stage pair, folded constants, the graph
+view, the presenter view, a lesson step) and the benchmark settings. It is written two ways (docs/experiments.md):
 
 - a page link's query parameters: ``Experiment.to_query(base)`` writes only what differs from ``base`` (the
   server's defaults), in short words (``?preset=conv2d_bias_relu&TF_ENABLE_ONEDNN_OPTS=0&off=remapping``);
@@ -24,8 +24,9 @@ from urllib.parse import urlencode
 
 from ..errors import SpecError, shown
 from .compilers import FIRST as FIRST_COMPILER
-from .experiment_parts import (MAX_STEP, STAGE_PAIRS, Bench, check_compiler, check_lesson, check_object,  # noqa: F401
-                               check_stages, check_step, check_tab, last_of, phrase, short, values_of)
+from .experiment_parts import (GRAPH_VIEWS, MAX_STEP, STAGE_PAIRS, Bench, check_compiler,  # noqa: F401
+                               check_graph_view, check_lesson, check_object, check_stages, check_step, check_tab,
+                               last_of, phrase, short, values_of)
 from .flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config, server_env_defaults
 from . import json_text
 from .hooks import hook
@@ -38,8 +39,8 @@ MAX_FILE_BYTES = 4 << 20  # an experiment file, results included
 DEFAULT_MODEL = {"preset": "matmul_bias_gelu_approx"}  # shows a fusion on load: MatMul+BiasAdd+GELU
 UNSET = "unset"  # an env flag's value in a link: left at TensorFlow's default although the base sets it
 # Keys of a link besides the model's (its source's ``link.keys``) and the env flags (their own names).
-KEYS = ("device", "on", "off", "compiler", "tab", "stages", "reps", "warmup", "seconds", "processes",
-        "present", "lesson", "step")
+KEYS = ("device", "on", "off", "compiler", "tab", "stages", "fold", "view", "reps", "warmup", "seconds",
+        "processes", "present", "lesson", "step")
 LIST_KEYS = ("on", "off", "out")  # keys a link may repeat, read as one comma-separated list
 # Reserved for the lessons and the presenter view (read through ``Experiment``): ``present=1``, ``lesson=ID&step=N``.
 VIEW_KEYS = ("present", "lesson", "step")
@@ -56,6 +57,8 @@ class Experiment:
     compiler: str = FIRST_COMPILER.id
     tab: str | None = None
     stages: str = STAGE_PAIRS[0]
+    fold: bool = False
+    graph_view: str = GRAPH_VIEWS[0]
     bench: Bench = Bench()
     present: bool = False
     lesson: str | None = None
@@ -107,6 +110,10 @@ class Experiment:
             out["tab"] = self.tab
         if self.stages != base.stages:
             out["stages"] = self.stages.replace("->", "-")
+        if self.fold != base.fold:
+            out["fold"] = "1" if self.fold else "0"
+        if self.graph_view != base.graph_view:
+            out["view"] = self.graph_view
         for name, value in self.bench.to_dict().items():
             if value != getattr(base.bench, name):
                 out[name] = str(value)
@@ -135,12 +142,13 @@ class Experiment:
         model = _model_from_query(params, base, used, ignored)
         config = _config_from_query(params, base.config, used, ignored)
         changes: dict = {"model": model, "config": config}
-        for name, check in (("compiler", check_compiler), ("tab", check_tab), ("stages", check_stages),
-                            ("lesson", check_lesson)):
+        for name, field_name, check in (("compiler", "compiler", check_compiler), ("tab", "tab", check_tab),
+                                        ("stages", "stages", check_stages), ("view", "graph_view", check_graph_view),
+                                        ("lesson", "lesson", check_lesson)):
             if name in params:
                 used.add(name)
                 try:
-                    changes[name] = check(params[name])
+                    changes[field_name] = check(params[name])
                 except SpecError as exc:
                     ignored.append(phrase(name, params[name], exc))
         bench = base.bench.to_dict()
@@ -152,9 +160,10 @@ class Experiment:
                 except SpecError as exc:
                     ignored.append(phrase(name, params[name], exc))
         changes["bench"] = Bench(**bench)
-        if "present" in params:
-            used.add("present")
-            changes["present"] = params["present"].lower() in ("1", "true", "yes", "on")
+        for name in ("present", "fold"):
+            if name in params:
+                used.add(name)
+                changes[name] = params[name].lower() in ("1", "true", "yes", "on")
         if "step" in params:
             used.add("step")
             if changes.get("lesson", base.lesson) is None:
@@ -175,7 +184,8 @@ class Experiment:
     def to_dict(self) -> dict:
         return {"experiment": FORMAT, "model": self.model, "config": self.config.to_dict(),
                 "compiler": self.compiler,
-                "view": {"tab": self.tab, "stages": self.stages, "present": self.present},
+                "view": {"tab": self.tab, "stages": self.stages, "fold": self.fold, "graph": self.graph_view,
+                         "present": self.present},
                 "bench": self.bench.to_dict(),
                 "lesson": {"id": self.lesson, "step": self.step} if self.lesson else None}
 
@@ -206,20 +216,21 @@ class Experiment:
                                "results"}
         if unknown:
             raise SpecError("experiment", f"unknown field(s) {sorted(map(str, unknown))}")
-        view = check_object(data.get("view"), "view", {"tab", "stages", "present"})
+        view = check_object(data.get("view"), "view", {"tab", "stages", "fold", "graph", "present"})
         bench = check_object(data.get("bench"), "bench", set(Bench().to_dict()))
         lesson = check_object(data.get("lesson"), "lesson", {"id", "step"})
-        present = view.get("present", False)
-        if not isinstance(present, bool):
-            raise SpecError("view.present", f"expected true or false, got {shown(present, 40)!r}")
+        for name in ("present", "fold"):
+            if not isinstance(view.get(name, False), bool):
+                raise SpecError(f"view.{name}", f"expected true or false, got {shown(view[name], 40)!r}")
         if "model" not in data:
             raise SpecError("model", "missing: the model's JSON spec, such as {\"preset\": \"matmul_bias_relu\"}")
         return Experiment(
             model=_file_model(data["model"]), config=Config.from_dict(data.get("config") or {}),
             compiler=check_compiler(data.get("compiler", FIRST_COMPILER.id)),
             tab=None if view.get("tab") is None else check_tab(view["tab"]),
-            stages=check_stages(view.get("stages", STAGE_PAIRS[0])),
-            bench=Bench(**{k: Bench.checked(k, v) for k, v in bench.items()}), present=present,
+            stages=check_stages(view.get("stages", STAGE_PAIRS[0])), fold=view.get("fold", False),
+            graph_view=check_graph_view(view.get("graph", GRAPH_VIEWS[0])),
+            bench=Bench(**{k: Bench.checked(k, v) for k, v in bench.items()}), present=view.get("present", False),
             lesson=None if lesson.get("id") is None else check_lesson(lesson["id"]),
             step=None if lesson.get("id") is None else check_step(lesson.get("step", 1)))
 
@@ -267,6 +278,9 @@ def check_view(exp: Experiment) -> None:
     if exp.tab is not None:
         check_tab(exp.tab)
     check_stages(exp.stages)
+    check_graph_view(exp.graph_view)
+    if not isinstance(exp.fold, bool):
+        raise SpecError("fold", "expected true or false")
     if exp.lesson is not None:
         check_lesson(exp.lesson)
     if exp.step is not None:

@@ -1,5 +1,5 @@
 """The parts of an experiment (``experiment.py``) besides its model, each checked: the benchmark form, the compiler,
-the tab, the stage pair and a lesson step; and the words a link's checks are reported in."""
+the tab, the stage pair, the graph view and a lesson step; and the words a link's checks are reported in."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from .compilers import CHOICES as COMPILER_CHOICES
 from .limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_WARMUP
 
 STAGE_PAIRS = ("traced->optimized", "optimized->executed", "traced->executed")
+GRAPH_VIEWS = ("auto", "all", "scopes", "fused")  # how the graph panel draws: ui.graph_views names them
 MAX_STEP = 999
 _TAB = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 _LESSON = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -63,6 +64,12 @@ def check_stages(value) -> str:
             return pair
     raise SpecError("stages", f"{shown(repr(value), 40)} is not one of "
                               f"{', '.join(p.replace('->', '-') for p in STAGE_PAIRS)}")
+
+
+def check_graph_view(value) -> str:
+    if value not in GRAPH_VIEWS:
+        raise SpecError("view", f"{shown(repr(value), 40)} is not one of {', '.join(GRAPH_VIEWS)}")
+    return value
 
 
 def check_lesson(value) -> str:

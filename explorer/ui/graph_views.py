@@ -9,17 +9,13 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ..model.experiment_parts import GRAPH_VIEWS
 from ..present.dot import FOLDED_OPS
 from ..present.dot_text import html_id
 from ..present.scope_dot import LARGE
 from . import state
 
-VIEWS = {
-    "auto": "automatic",
-    "all": "every node",
-    "scopes": "one box per layer",
-    "fused": "fused regions only",
-}
+VIEWS = dict(zip(GRAPH_VIEWS, ("automatic", "every node", "one box per layer", "fused regions only")))
 VIEW_HELP = (f"automatic: every node, or one box per name scope (a Keras layer) when a side has more than {LARGE} "
              "nodes to draw. Every node: as TensorFlow has it. One box per layer: each name scope is a box with "
              "its op count, coloured by the most telling status inside (fused, absorbed, changed ...). Fused "

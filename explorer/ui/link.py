@@ -8,7 +8,7 @@ The binding: ``bind()`` runs first in every run and applies the address bar's li
 and writes the experiment on screen into ``st.query_params``, which Streamlit's frontend turns into a new
 history entry (a replaced one during a Back/Forward run). A link is applied at no other time, so a run
 still writing the previous link cannot undo a widget just changed. The stage pair, chosen in the graph
-panel's fragment, is written from there (``write_stages``).
+panel's fragment, and its folding and view are written from there (``write_view``).
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ def apply(exp: Experiment) -> None:
     ss[state.XLA_ON] = exp.compiler != "grappler"
     ss[state.TAB] = exp.tab
     ss[state.STAGE_PAIR] = exp.stages
+    ss[state.FOLD], ss[state.GRAPH_VIEW] = exp.fold, exp.graph_view
     ss[state.BENCH_REPS], ss[state.BENCH_WARMUP] = exp.bench.reps, exp.bench.warmup
     ss[state.BENCH_SECONDS] = exp.bench.seconds
     ss[state.BENCH_MODE] = "repeatable" if exp.bench.processes > 1 else "quick"
@@ -88,7 +89,8 @@ def current(spec: dict | None = None) -> Experiment:
             ("seconds", ss.get(state.BENCH_SECONDS)), ("processes", processes))))
     except SpecError:
         bench = default.bench
-    parts = {"tab": ss.get(state.TAB), "stages": ss.get(state.STAGE_PAIR), "present": bool(ss.get(state.PRESENT)),
+    parts = {"tab": ss.get(state.TAB), "stages": ss.get(state.STAGE_PAIR), "fold": bool(ss.get(state.FOLD)),
+             "graph_view": ss.get(state.GRAPH_VIEW) or default.graph_view, "present": bool(ss.get(state.PRESENT)),
              "lesson": ss.get(state.LESSON), "step": ss.get(state.LESSON_STEP)}
     try:
         return Experiment(model, config, "both" if ss.get(state.XLA_ON) else "grappler", bench=bench, **parts)
@@ -128,11 +130,18 @@ def sync(spec: dict | None) -> None:
     _write(exp)
 
 
-def write_stages(pair: str) -> None:
-    """The stage pair changed in the graph panel's fragment: the link says so too."""
+def write_view(**view) -> None:
+    """The stage pair, the folding or the graph view changed in the graph panel's fragment (``stages``, ``fold``,
+    ``graph_view``): the link says so too."""
+    ctx = get_script_run_ctx()
+    if ctx is None or not ctx.fragment_ids_this_run:
+        return  # a whole run: sync() writes the link at its end, from everything on screen
     shown = st.session_state.get(SHOWN)
-    if shown is not None and shown.stages != pair:
-        exp = shown.replace(stages=pair)
+    if shown is not None and any(getattr(shown, k) != v for k, v in view.items()):
+        try:
+            exp = shown.replace(**view)
+        except SpecError:
+            return  # a value no link can hold (a test's odd one): the link stays as it was
         st.session_state[SHOWN] = exp
         _write(exp)
 

@@ -184,3 +184,29 @@ def test_an_imported_models_link_opens_while_the_upload_is_kept_and_asks_for_it_
         assert other.locator(EXCEPTION).count() == 0
     finally:
         context.close()
+
+
+def test_the_graph_panels_choices_are_in_the_link_and_a_reload_keeps_them(app_server, page):
+    """Stage pair, folding and view are chosen inside the graph panel's fragment (no whole run): the link
+    follows each, and a reload opens the panel as it was."""
+    open_app(page, f"{app_server}/?{SMALL}", 180_000)
+    panel = page.get_by_role("tabpanel", name="Graphs before → after")
+    with expect_rerun(page, 120_000):
+        panel.get_by_text("Fold constants and plumbing", exact=True).click()
+    page.wait_for_function("() => location.search.includes('fold=1')", timeout=60_000)
+    with expect_rerun(page, 120_000):
+        panel.get_by_role("radiogroup", name="View").get_by_text("every node", exact=True).click()
+    page.wait_for_function("() => location.search.includes('view=all')", timeout=60_000)
+    with expect_rerun(page, 120_000):
+        panel.get_by_text("after Grappler → executed", exact=True).click()
+    page.wait_for_function("() => location.search.includes('stages=optimized-executed')", timeout=60_000)
+    assert {k: _query(page).get(k) for k in ("fold", "view", "stages")} == {
+        "fold": "1", "view": "all", "stages": "optimized-executed"}
+
+    page.reload()
+    wait_idle(page, 120_000)
+    panel = page.get_by_role("tabpanel", name="Graphs before → after")
+    expect(panel.get_by_role("switch", name="Fold constants and plumbing")).to_be_checked()
+    expect(panel.get_by_role("radiogroup", name="View").get_by_role("radio", name="every node")).to_be_checked()
+    expect(panel.get_by_role("radio", name="after Grappler → executed")).to_be_checked()
+    assert page.locator(EXCEPTION).count() == 0

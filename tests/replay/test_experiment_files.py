@@ -40,13 +40,15 @@ def _on_page(at) -> Experiment:
 @pytest.mark.parametrize("source", MODELS)
 def test_an_experiment_file_of_every_source_opens_as_it_was_saved(replay_app, source):
     exp = Experiment(model=MODELS[source], config=Config.make("cpu", ONEDNN, {"constant_folding": "off"}),
-                     tab="passes", stages="traced->executed", bench=Bench(reps=20, warmup=2, seconds=30, processes=3))
+                     tab="passes", stages="traced->executed", fold=True, graph_view="all",
+                     bench=Bench(reps=20, warmup=2, seconds=30, processes=3))
     at = replay_app().run()
     at = _open(at, exp)
     assert not at.exception, at.exception
     assert any(s.value.startswith("Opened exp.experiment.json") for s in at.success)
     assert _on_page(at) == exp
     assert at.session_state[state.MODE] == exp.source.id and at.session_state[state.TAB] == "passes"
+    assert at.toggle(key=state.FOLD).value is True and at.radio(key=state.GRAPH_VIEW).value == "all"
     assert not at.error, [e.value for e in at.error]
     assert RECORD or "graphs replayed from a recording" in "\n".join(c.value for c in at.caption)  # it ran
     at.run()  # and it stays
@@ -79,3 +81,18 @@ def test_a_wrong_experiment_file_is_refused_in_one_line_and_nothing_changes(repl
     errors = [e.value for e in at.error]
     assert errors == ["bad.json was not opened: bench.reps: expected a whole number 3..2000, got 1"]
     assert _on_page(at) == before
+
+
+def test_the_graph_views_folding_and_drawing_are_part_of_the_link(replay_app):
+    at = replay_app().run()
+    assert "fold" not in at.query_params and "view" not in at.query_params  # the defaults: a bare link
+    at.toggle(key=state.FOLD).set_value(True).run()
+    at.radio(key=state.GRAPH_VIEW).set_value("fused").run()
+    assert not at.exception, at.exception
+    assert at.query_params["fold"] == "1" and at.query_params["view"] == "fused"
+    exp = _on_page(at)
+    assert exp.fold is True and exp.graph_view == "fused"
+    # the link opens it again in a new session
+    other = replay_app().run()
+    other = _open(other, exp, "view.experiment.json")
+    assert other.toggle(key=state.FOLD).value is True and other.radio(key=state.GRAPH_VIEW).value == "fused"

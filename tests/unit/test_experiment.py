@@ -34,7 +34,7 @@ MODELS = {
 def everything(model) -> Experiment:
     return Experiment(model=model, config=Config.make("gpu-sim:ampere", {"TF_USE_CUBLASLT": "1"},
                                                       {"remapping": "off", "memory_optimization": "on"}),
-                      compiler="both", tab="bench", stages="optimized->executed",
+                      compiler="both", tab="bench", stages="optimized->executed", fold=True, graph_view="scopes",
                       bench=Bench(reps=100, warmup=0, seconds=30, processes=4), present=True, lesson="gelu-fusion",
                       step=3)
 
@@ -68,9 +68,11 @@ def test_links_are_short_words_not_json():
                                                              "fmt": "savedmodel", "dim": "4", "sig": "classify"}
     assert everything(MODELS["import before its upload"]).to_query()["import"] == ""
     query = everything(MODELS["preset"]).to_query()
-    assert {k: query[k] for k in ("device", "TF_USE_CUBLASLT", "on", "off", "stages", "present", "lesson", "step")} \
+    assert {k: query[k] for k in ("device", "TF_USE_CUBLASLT", "on", "off", "stages", "fold", "view", "present",
+                                  "lesson", "step")} \
         == {"device": "gpu-sim:ampere", "TF_USE_CUBLASLT": "1", "on": ["memory_optimization"], "off": ["remapping"],
-            "stages": "optimized-executed", "present": "1", "lesson": "gelu-fusion", "step": "3"}
+            "stages": "optimized-executed", "fold": "1", "view": "scopes", "present": "1", "lesson": "gelu-fusion",
+            "step": "3"}
 
 
 def test_a_link_holds_what_differs_from_the_servers_defaults():
@@ -91,14 +93,15 @@ def test_a_malformed_link_keeps_what_it_can_and_names_the_rest():
     exp, ignored = Experiment.from_query({
         "preset": "matmul_bias_relu", "m": "abc", "k": "32", "filter_size": "3", "TF_USE_CUBLASLT": "7",
         "TF_ENABLE_ONEDNN_OPTS": "0", "off": "remapping,warp_drive", "stages": "sideways", "reps": "1",
-        "tab": "<script>", "lesson": "../etc", "colour": "red"})
+        "tab": "<script>", "lesson": "../etc", "view": "sideways", "colour": "red"})
     assert exp.model == resolve({"preset": "matmul_bias_relu", "params": {"k": 32}}).public_dict()
     assert exp.config == Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "0"}, {"remapping": "off"})
     assert exp.stages == "traced->optimized" and exp.bench == Bench() and exp.tab is None and exp.lesson is None
+    assert exp.graph_view == "auto" and exp.fold is False
     line = ignored_line(ignored)
     for part in ("m=abc (expected a whole number", "filter_size=3 (MatMul + BiasAdd + ReLU has no such parameter)",
                  "TF_USE_CUBLASLT=7", "off=warp_drive (not a Grappler switch)", "stages=sideways", "reps=1",
-                 "tab=<script>", "lesson=../etc", "colour (not a setting of the explorer)"):
+                 "tab=<script>", "lesson=../etc", "view=sideways (", "colour (not a setting of the explorer)"):
         assert part in line, (part, line)
     assert line.startswith("Ignored from the link: ") and "\n" not in line
 
