@@ -29,10 +29,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "realmodels"))
 
 from explorer.engine import Engine  # noqa: E402
+from tests.realmodels.counting import counts  # noqa: E402
 
 SCRIPT = ROOT / "tests" / "realmodels" / "networks.py"
 DEFAULT = "mobilenetv3small,mobilenetv2,efficientnetb0,resnet50,densenet121,convnexttiny"
-CONTRACTIONS = ("Conv2D", "MatMul", "DepthwiseConv2dNative", "BatchMatMulV2", "Conv3D", "Einsum")
 
 
 def script(*args, env=None) -> str:
@@ -41,16 +41,6 @@ def script(*args, env=None) -> str:
     if proc.returncode:
         raise SystemExit(proc.stderr[-2000:])
     return proc.stdout
-
-
-def counts(result) -> tuple[dict, dict]:
-    fused, unfused = Counter(), Counter()
-    for node in result["stages"]["optimized"]["nodes"]:
-        if node["op"].startswith(("_Fused", "_Mkl")):
-            fused[f"{node['op']}[{','.join(node['fused_ops'])}]" if node["fused_ops"] else node["op"]] += 1
-        elif node["op"] in CONTRACTIONS:
-            unfused[node["op"]] += 1
-    return dict(fused), dict(unfused)
 
 
 def cpu_model() -> str:

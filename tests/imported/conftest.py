@@ -9,24 +9,19 @@ the unfused contractions of each model's optimized graph, with oneDNN off and on
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from explorer.engine import Engine
+from tests.tf_script import run_tf_script
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "make_models.py"
 
 
 def _tf(*args, env=None) -> str:
-    proc = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout
+    return run_tf_script(SCRIPT, *args, env=env)
 
 
 @pytest.fixture(scope="session")

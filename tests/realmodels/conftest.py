@@ -9,22 +9,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from explorer.engine import Engine
+from tests.tf_script import run_tf_script
 
 SCRIPT = Path(__file__).resolve().parent / "networks.py"
 
 
 def run_script(*args, env=None) -> str:
-    proc = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout
+    return run_tf_script(SCRIPT, *args, env=env, timeout=900)
 
 
 @pytest.fixture(scope="session")

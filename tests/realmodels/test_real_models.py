@@ -9,23 +9,14 @@ run metadata, batch unknown, no explorer code). The explorer's engine inspects t
 from __future__ import annotations
 
 from collections import Counter
+
 import pytest
 
+from tests.realmodels.counting import counts
 
 pytestmark = [pytest.mark.tf, pytest.mark.slow]
 
 NETWORKS = ("mobilenetv3small", "efficientnetb0", "resnet50", "convnexttiny", "transformer", "oldstyle")
-CONTRACTIONS = ("Conv2D", "MatMul", "DepthwiseConv2dNative", "BatchMatMulV2", "Conv3D", "Einsum")
-
-
-def counts(result) -> tuple[dict, dict]:
-    fused, unfused = Counter(), Counter()
-    for node in result["stages"]["optimized"]["nodes"]:
-        if node["op"].startswith(("_Fused", "_Mkl")):
-            fused[f"{node['op']}[{','.join(node['fused_ops'])}]" if node["fused_ops"] else node["op"]] += 1
-        elif node["op"] in CONTRACTIONS:
-            unfused[node["op"]] += 1
-    return dict(fused), dict(unfused)
 
 
 def kinds(result, kind: str) -> list[dict]:

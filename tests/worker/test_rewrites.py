@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -21,16 +19,14 @@ import numpy as np
 import pytest
 
 from explorer.engine.uploads import spec_for_path
+from tests.tf_script import run_tf_script
 
 SCRIPT = Path(__file__).resolve().parent / "fix_models.py"
 ONEDNN = {"TF_ENABLE_ONEDNN_OPTS": "1"}
 
 
 def _script(*args) -> str:
-    proc = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **ONEDNN})
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout
+    return run_tf_script(SCRIPT, *args, env=ONEDNN)
 
 
 @pytest.fixture(scope="module")
