@@ -32,3 +32,16 @@ def pytest_collection_modifyitems(config, items):
             continue
         for mark in DIRECTORY_MARKS.get(top, ()):
             item.add_marker(getattr(pytest.mark, mark))
+
+
+@pytest.fixture(scope="session")
+def engine():
+    """One engine without a result cache for the worker, imported and real-network tests that only inspect,
+    benchmark and fix: its warm workers (one per device and flag set) serve them all, so each configuration
+    imports TensorFlow once per session. Tests that crash, hang or count workers make their own; the
+    security and GPU tests have their own. Nothing starts until a test asks for it."""
+    from explorer.engine import Engine
+
+    engine = Engine(cache_dir=None)
+    yield engine
+    engine.close()

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from explorer.engine import Engine
 from tests.tf_script import run_tf_script
 
 HERE = Path(__file__).resolve().parent
@@ -37,9 +36,3 @@ def direct_counts(models):
     return {flag: json.loads(_tf("count-all", str(models), env={"TF_ENABLE_ONEDNN_OPTS": flag}).splitlines()[-1])
             for flag in ("0", "1")}
 
-
-@pytest.fixture(scope="session")
-def engine():
-    engine = Engine(cache_dir=None)
-    yield engine
-    engine.close()

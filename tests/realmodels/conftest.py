@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from explorer.engine import Engine
 from tests.tf_script import run_tf_script
 
 SCRIPT = Path(__file__).resolve().parent / "networks.py"
@@ -41,13 +40,6 @@ def direct(networks):
     """{"0"|"1" (TF_ENABLE_ONEDNN_OPTS): {network: counts}} from TensorFlow alone."""
     return {flag: json.loads(run_script("direct", str(networks), env={"TF_ENABLE_ONEDNN_OPTS": flag}).splitlines()[-1])
             for flag in ("0", "1")}
-
-
-@pytest.fixture(scope="session")
-def engine():
-    engine = Engine(cache_dir=None)
-    yield engine
-    engine.close()
 
 
 def saved_model_spec(directory: Path, name: str, **extra) -> dict:
