@@ -36,6 +36,7 @@ from ..model import stack_examples
 from ..present import text
 from .model_args import (DEFAULT_URL, LINK_URL_VARIABLE, config_from_args, experiment_config,
                          experiment_from_args, experiment_spec, spec_from_args)
+from . import failure
 from .parser import make_parser
 
 __all__ = ["config_from_args", "main", "make_parser", "spec_from_args"]
@@ -197,8 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return _matrix(args)
         except ExplorerError as exc:
-            print(f"explorer: error: {exc}", file=sys.stderr)
-            return 2 if isinstance(exc, SpecError) else 1
+            return failure.report(exc)
     from ..engine.cache import DEFAULT_CACHE_DIR
     from ..engine.engine import Engine
 
@@ -229,8 +229,7 @@ def main(argv: list[str] | None = None) -> int:
             _show(result, args.json, hook(timed.bench_text), page_link)
         return 0
     except ExplorerError as exc:
-        print(f"explorer: error: {exc}", file=sys.stderr)
-        return 2 if isinstance(exc, SpecError) else 1
+        return failure.report(exc)
     finally:
         if engine is not None:
             engine.close()

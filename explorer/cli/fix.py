@@ -15,6 +15,7 @@ from ..analysis.fix_plan import FIXES
 from ..errors import ExplorerError, SpecError
 from ..model.sources import sources
 from ..present import fix_text
+from . import failure
 from .model_args import config_from_args
 
 JSON_KEYS = ("applied", "fusions_before", "fusions_after", "max_abs_diff", "max_rel_diff", "tolerance", "speedup",
@@ -87,8 +88,7 @@ def run(args) -> int:
               else "")
         return 0
     except ExplorerError as exc:
-        print(f"explorer: error: {exc}", file=sys.stderr)
-        return 2 if isinstance(exc, SpecError) else 1
+        return failure.report(exc)
     finally:
         if engine is not None:
             engine.close()

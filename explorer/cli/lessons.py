@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 from ..analysis.lesson_check import made_words, mismatches
 from ..errors import ExplorerError, SpecError
 from ..model.lesson import read_lesson, seed_lessons
+from . import failure
 
 
 def add_parser(sub) -> None:
@@ -68,8 +68,7 @@ def run(args) -> int:
                     print("   holds here" if row["holds"] else "   DOES NOT HOLD: " + "; ".join(row["problems"]))
         return 0 if all(row.get("holds", True) for row in steps) else 1
     except ExplorerError as exc:
-        print(f"explorer: error: {exc}", file=sys.stderr)
-        return 2 if isinstance(exc, SpecError) else 1
+        return failure.report(exc)
 
 
 def _check(lesson, rows: list[dict], use_cache: bool) -> None:
