@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from explorer.engine import Engine  # noqa: E402
 from explorer.engine.uploads import spec_for_path  # noqa: E402
-from real_models import cpu_model  # noqa: E402
+from devkit.machine import cpu_model  # noqa: E402
 
 SCRIPT = ROOT / "tests" / "realmodels" / "networks.py"
 DEFAULT = "mobilenetv2,efficientnetb0,resnet50,densenet121"

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import re
 import shutil
 import subprocess
@@ -36,20 +35,13 @@ sys.path.insert(0, str(SECURITY))
 
 import hostile_corpus as corpus  # noqa: E402
 import psutil  # noqa: E402
+from devkit.machine import cpu_model  # noqa: E402
 
 CLI_TIMEOUT_S = 300.0
 # File-creating system calls, and the path each creates (the last quoted path of the call).
 TRACED = "openat,open,creat,mkdir,mkdirat,rename,renameat,renameat2,link,linkat,symlink,symlinkat,truncate"
 CALL = re.compile(r'^\d+\s+(\w+)\((.*)\)\s+=\s+(-?\d+)')
 ALLOWED = ("/dev/", "/proc/", "/sys/")
-
-
-def cpu_name() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
-        return next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name"))
-    except (OSError, StopIteration, subprocess.SubprocessError):
-        return platform.processor() or "unknown CPU"
 
 
 def verdict(case, got: str, message: str) -> str:
@@ -225,7 +217,7 @@ def main() -> None:
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
-    print(f"hostile inputs, {started}, {cpu_name()} ({os.cpu_count()} cores), {len(cases)} inputs "
+    print(f"hostile inputs, {started}, {cpu_model()} ({os.cpu_count()} cores), {len(cases)} inputs "
           f"({sum(c.expect == 'refused' for c in cases)} hostile, {sum(c.expect == 'ok' for c in cases)} good; "
           f"{sum(not c.page for c in cases)} directories, command line only)")
     for label, tally, odd, seconds in (("page upload path + warm engine", engine_tally, engine_odd, t1 - t0),

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "realmodels"))
 
+from devkit.machine import cpu_model  # noqa: E402
 from explorer.engine import Engine  # noqa: E402
 from tests.realmodels.counting import counts  # noqa: E402
 
@@ -41,14 +41,6 @@ def script(*args, env=None) -> str:
     if proc.returncode:
         raise SystemExit(proc.stderr[-2000:])
     return proc.stdout
-
-
-def cpu_model() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        return next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or "unknown CPU"
 
 
 def main() -> int:
