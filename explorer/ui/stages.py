@@ -51,13 +51,13 @@ def panel(result: dict, focus: dict | None = None) -> None:
     fold = top_right.toggle("Fold constants and plumbing" if not presenting else "Fold consts", key=state.FOLD,
                             help="Hide Const, Identity, ReadVariableOp and NoOp nodes: constants become '+N const' "
                                  "on their consumer. Keeps graphs of a few hundred nodes readable.")
-    link.write_view(stages=pair, fold=bool(fold))  # a fragment's run: the link is written from here
+    # a fragment's run: the link is written from here (the view's widget comes later; its value is in the state)
+    link.write_view(stages=pair, fold=bool(fold), graph_view=st.session_state.get(state.GRAPH_VIEW) or "auto")
     before, after = pair.split("->")
     if before not in stages or after not in stages:
         st.info(f"This result has no {STAGES.get(before, before)} or {STAGES.get(after, after)} graph.")
         return
     view, query = graph_views.top_controls(view_col, find_col)
-    link.write_view(graph_view=view)
     depth, opened = graph_views.scope_settings()
     scope_row = st.container()
     drawn = cached.stage_pair(result["key"], before, after, fold, result, view, depth, opened)
