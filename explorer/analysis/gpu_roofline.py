@@ -119,6 +119,10 @@ def predict(result: dict, profile: str | None = None, env: dict | None = None) -
     removed = [r["name"] for r in unfused["kernels"] if r["kernel"] and r["name"] not in kept]
     notes = [f"{len(v['on_host'])} op(s) of the {name} graph placed on the host CPU are not in its GPU time: "
              + ", ".join(v["on_host"][:6]) for name, v in (("fused", fused), ("unfused", unfused)) if v["on_host"]]
+    partial = bool(fused["on_host"] or unfused["on_host"])
+    if partial:  # the host's share is not predicted, so the two totals are not the whole of either variant
+        notes.insert(0, "no speedup predicted: part of the model runs on the host CPU, whose time this GPU roofline "
+                        "does not predict")
     if figures["derived"]:
         notes.append("derived, not on the data sheet: " + "; ".join(figures["derived"]))
     return {
@@ -127,7 +131,8 @@ def predict(result: dict, profile: str | None = None, env: dict | None = None) -
         "profile": figures,
         "tf32": tf32,
         "fused_us": fused["us"], "unfused_us": unfused["us"],
-        "speedup": unfused["us"] / fused["us"] if fused["us"] else None,
+        "speedup": unfused["us"] / fused["us"] if fused["us"] and unfused["us"] and not partial else None,
+        "partial": partial,
         "saved_us": unfused["us"] - fused["us"],
         "kernels": {"fused": fused["kernels"], "unfused": unfused["kernels"]},
         "kernel_count": {"fused": fused["count"], "unfused": unfused["count"]},
