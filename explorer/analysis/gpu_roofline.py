@@ -189,3 +189,26 @@ def answer_words(a: dict) -> str:
     else:
         lines += words(a["prediction"])
     return "\n".join(lines) + "\n"
+
+
+PAYS = 1.05  # a predicted speedup below this is "no longer pays": within what the roofline cannot tell apart
+
+
+def sweep_row(value, prediction: dict | None) -> dict | None:
+    if prediction is None or prediction["speedup"] is None:
+        return None
+    heaviest = max((k for k in prediction["kernels"]["fused"] if k["kernel"]), key=lambda k: k["us"], default=None)
+    return {"value": value, "fused_us": prediction["fused_us"], "unfused_us": prediction["unfused_us"],
+            "speedup": prediction["speedup"], "kernels_fused": prediction["kernel_count"]["fused"],
+            "kernels_unfused": prediction["kernel_count"]["unfused"],
+            "heaviest": f"{heaviest['op']}, {heaviest['bound']}-bound" if heaviest else ""}
+
+
+def stops_paying(rows: list[dict]) -> object | None:
+    """The smallest swept size from which the predicted speedup stays below PAYS (None: it pays throughout)."""
+    found = None
+    for row in sorted(rows, key=lambda r: r["value"], reverse=True):
+        if row["speedup"] >= PAYS:
+            break
+        found = row["value"]
+    return found
