@@ -115,3 +115,20 @@ def test_bench_on_a_simulated_gpu_answers_with_the_prediction():
                           capture_output=True, text=True, timeout=600)
     assert text.returncode == 0, text.stderr[-2000:]
     assert "PREDICTED (nothing ran)" in text.stdout and "H100" in text.stdout and "memory-bound" in text.stdout
+
+
+def test_the_matrix_gpu_cells_carry_the_prediction(engine):
+    from explorer.engine import matrix
+    from explorer.present import matrix as table
+
+    cells = matrix.plan(["matmul_bias_gelu_approx"], [matrix.parse_vary("device=cpu,gpu-sim:h100")],
+                        env={"TF_USE_CUBLASLT": "1", "TF_ENABLE_ONEDNN_OPTS": "0"}, params={"m": 4096, "k": 64, "n": 256})
+    rows = matrix.run_local(engine, cells, bench=matrix.BenchOptions(reps=3, warmup=0, max_seconds=5), use_cache=False)
+    cpu, sim = rows
+    assert "predicted_speedup" not in cpu  # the CPU cell is measured, never predicted
+    assert sim["status"] == "ok" and sim["speedup"] is None and "simulated GPU runs nothing" in sim["bench_error"]
+    assert sim["predicted_speedup"] > 1 and sim["predicted_unfused_us"] > sim["predicted_fused_us"]
+    assert sim["prediction"].startswith("Predicted") and "H100" in sim["prediction"]
+    words = table.speedup_words(sim)
+    assert words.startswith("predicted ") and "not measured" in words
+    assert "predicted_speedup" in table.to_csv(rows).splitlines()[0].split(",")[-1]
