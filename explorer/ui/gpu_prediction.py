@@ -46,13 +46,12 @@ def panel(engine, choice: Choice, result: dict) -> None:
         return
     st.markdown(f"**Predicted GPU time, fused against unfused** — {PREDICTED}: the graphs Grappler made on the "
                 f"simulated {p['profile']['label'].split(': ', 1)[0]}, each kernel timed by a roofline")
-    c1, c2, c3, c4 = st.columns(4)
-    c1.metric("Fused (predicted)", f"{p['fused_us']:.1f} µs", help=f"{p['kernel_count']['fused']} GPU kernels")
-    c2.metric("Unfused (predicted)", f"{p['unfused_us']:.1f} µs", help=f"{p['kernel_count']['unfused']} GPU kernels")
-    c3.metric("Speedup (predicted)", f"{p['speedup']:.2f}×" if p["speedup"] else "none",
-              help="predicted unfused ÷ predicted fused; not measured")
-    c4.metric("Kernels (fused / unfused)", f"{p['kernel_count']['fused']} / {p['kernel_count']['unfused']}",
-              help="GPU kernels launched per call: fusion's first saving is the launches it removes")
+    # Words, not st.metric: a metric tile reads as a measurement, and nothing here was measured.
+    speedup = f"{p['speedup']:.2f}×" if p["speedup"] else "none (see the note below)"
+    st.markdown(f"Predicted: **fused {p['fused_us']:.1f} µs** ({_kernels(p['kernel_count']['fused'])}) · **unfused "
+                f"{p['unfused_us']:.1f} µs** ({_kernels(p['kernel_count']['unfused'])}) · **predicted speedup "
+                f"{speedup}**" + (f" · kernels removed: {', '.join(f'`{k}`' for k in p['removed_kernels'][:8])}"
+                                  if p["removed_kernels"] else ""))
     for note in p["notes"]:
         st.caption(f"Predicted: {note}.")
     many = max(p["kernel_count"].values()) > MANY_KERNELS
@@ -64,6 +63,10 @@ def panel(engine, choice: Choice, result: dict) -> None:
             st.markdown(f"**{variant}** — {p['kernel_count'][variant]} kernels, {p[f'{variant}_us']:.1f} µs predicted")
             st.dataframe([_row(k) for k in p["kernels"][variant]], hide_index=True, width="stretch")
     st.code(command_line(choice.spec, choice.config, "bench") + " --json", language="bash")
+
+
+def _kernels(n: int) -> str:
+    return f"{n} GPU kernel{'s' if n != 1 else ''}"
 
 
 def _row(k: dict) -> dict:

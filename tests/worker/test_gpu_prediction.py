@@ -132,3 +132,14 @@ def test_the_matrix_gpu_cells_carry_the_prediction(engine):
     words = table.speedup_words(sim)
     assert words.startswith("predicted ") and "not measured" in words
     assert "predicted_speedup" in table.to_csv(rows).splitlines()[0].split(",")[-1]
+
+
+def test_the_graphs_gpu_predict_records_are_todays_simulation(engine):
+    # benchmarks/gpu_predict.py predicts on a GPU machine without TensorFlow from graphs recorded here: they must
+    # be what the simulated GPU makes today (rerun `benchmarks/gpu_predict.py --record` when this fails)
+    recorded = json.loads((ROOT / "benchmarks" / "gpu_predict_graphs.json").read_text())
+    for case in ("relu f32 4096x256x1024", "conv3x3 f32 8x56x56x64"):
+        entry = recorded["cases"][case]
+        result = engine.inspect({"preset": entry["preset"], "params": entry["params"]},
+                                Config.make(recorded["simulated_on"], entry["env"]), check_fixes=False)
+        assert result["tensors"] == entry["tensors"], case
