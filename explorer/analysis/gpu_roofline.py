@@ -124,7 +124,7 @@ def predict(result: dict, profile: str | None = None, env: dict | None = None) -
         notes.insert(0, "no speedup predicted: part of the model runs on the host CPU, whose time this GPU roofline "
                         "does not predict")
     if figures["derived"]:
-        notes.append("derived, not on the data sheet: " + "; ".join(figures["derived"]))
+        notes.append("figures of this profile that are derived: " + "; ".join(figures["derived"]))
     return {
         "label": LABEL,
         "evidence": "prediction",
