@@ -39,7 +39,8 @@ def prediction_figure(p: dict, *, height: int = 300) -> go.Figure:
             shown.add("overhead")
     for variant in ("unfused", "fused"):
         total = p[f"{variant}_us"]
-        fig.add_annotation(y=variant, x=total, text=f"{total:.1f} µs · {p['kernel_count'][variant]} kernels",
+        n = p["kernel_count"][variant]
+        fig.add_annotation(y=variant, x=total, text=f"{total:.1f} µs · {n} kernel{'s' if n != 1 else ''}",
                            showarrow=False, xanchor="left", xshift=6, font=dict(size=12, color=COLORS[variant]))
     fig.update_layout(barmode="stack", bargap=0.35)
     fig.update_xaxes(title_text="predicted time per call (µs)", rangemode="tozero")
