@@ -51,3 +51,32 @@ def test_matrix_on_the_servers_ray(make_app, monkeypatch):
         assert all(r["node"]["node_id"] == ray.get_runtime_context().get_node_id() for r in rows)
     finally:
         ray.shutdown()
+
+
+def test_open_in_the_explorer_with_a_choice_made_in_an_earlier_matrix(make_app):
+    # The browser sends a selectbox's choice back as its words; one chosen in an earlier matrix (options since
+    # changed) comes back as a str, and the callback compared it with an int: TypeError (ui/matrix.py:79).
+    at = make_app(**{state.PRESET: "matmul_bias_relu", tab.PRESETS_KEY: ["matmul_bias_relu"],
+                     tab.VARY_KEY: "remapping=on,off"}).run()
+    at.button(key="matrix.run").click().run()
+    assert not at.exception
+    title = tab._name(at.session_state[tab.RESULT_KEY]["rows"][0])
+    _browser_sends(at, f"{title} · TF_ENABLE_ONEDNN_OPTS=0")  # a choice of an earlier matrix: no such cell here
+    at.button(key="matrix.open_button").click().run()
+    assert not at.exception
+    assert any("no cell that ran as" in w.value for w in at.warning)
+    assert at.session_state[state.switch_key("remapping")] != "off"  # nothing opened
+    # words that name a cell of this matrix open that cell, whatever matrix they were chosen in
+    _browser_sends(at, f"{title} · remapping=off")
+    at.button(key="matrix.open_button").click().run()
+    assert not at.exception
+    assert at.session_state[state.switch_key("remapping")] == "off"
+    assert not any("no cell that ran as" in w.value for w in at.warning)
+
+
+def _browser_sends(at, words: str) -> None:
+    """The picker's choice as a browser that still shows an earlier matrix's options sends it: its words."""
+    picker = at.selectbox(key=tab.OPEN_KEY)
+    if words not in picker.options:
+        picker.options.append(words)
+    picker.set_value(words)
