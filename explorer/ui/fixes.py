@@ -57,8 +57,9 @@ def panel(engine, result: dict, choice, key: str = "fixes") -> None:
     if not chosen:
         st.info("No fix applies to this model's near-misses.")
         return
+    _fresh_choice(key, result, chosen)
     left, middle, right = st.columns([3, 2, 1], vertical_alignment="bottom")
-    fixes = left.multiselect("Fixes", list(fix_plan.FIXES), default=chosen, key=f"{key}.chosen",
+    fixes = left.multiselect("Fixes", list(fix_plan.FIXES), key=f"{key}.chosen",
                              format_func=lambda f: f, help="; ".join(f"{k}: {v}" for k, v in FIX_HELP.items()))
     timing = middle.radio("Timing", list(PROCESSES), horizontal=True, key=f"{key}.processes",
                           help="Quick: one warm worker process, an interval for that process only. Repeatable: "
@@ -71,6 +72,17 @@ def panel(engine, result: dict, choice, key: str = "fixes") -> None:
     fixed = results.get(this)
     if fixed is not None:
         show(engine, result, fixed, choice.config, key)
+
+
+def _fresh_choice(key: str, result: dict, chosen: list[str]) -> None:
+    """A new model (or a configuration under which other fixes apply) starts from the fixes that apply to it: the
+    widget's state would otherwise keep the previous model's choice (run a fix called not applicable here, and
+    leave out the one that applies)."""
+    ss = st.session_state
+    this = json.dumps([result.get("spec"), chosen], sort_keys=True, default=str)
+    if ss.get(f"{key}.chosen.for") != this:
+        ss[f"{key}.chosen.for"] = this
+        ss[f"{key}.chosen"] = list(chosen)
 
 
 def _run(engine, result: dict, choice, fixes: list[str], processes: int, this: str) -> None:
