@@ -19,10 +19,27 @@ from .sidebar import Choice
 MAX_SWEEP_REPS = 200  # per point; a sweep of 12 points at 200 reps is already minutes
 
 
+def _extra(processes: int) -> dict | None:
+    return {"processes": processes} if processes > 1 else None
+
+
 def run_key(engine, choice: Choice, processes: int = 1) -> str:
     """Which model, configuration and number of processes a benchmark belongs to (the engine's own key)."""
-    extra = {"processes": processes} if processes > 1 else None
-    return engine.result_key("bench", choice.model, choice.config, extra)
+    return engine.result_key("bench", choice.model, choice.config, _extra(processes))
+
+
+def measured(engine, model, config, processes: int = 1) -> dict | None:
+    """The benchmark of this model, configuration and process count that this session ran, or that the server
+    keeps in its result cache (where the page's benchmarks go: a reload, a new session or a shared link finds
+    them, with the date they were measured); None where none ran. Never runs anything."""
+    key = engine.result_key("bench", model, config, _extra(processes))
+    result = state.recall(state.BENCH_RESULTS, key)
+    if result is None:
+        result = engine.stored("bench", model, config, _extra(processes))
+        if result is not None:
+            state.remember(state.BENCH_RESULTS, key, result)
+    engine.store("bench", model, config, result, _extra(processes))
+    return result
 
 
 def chosen_processes() -> int:
@@ -73,6 +90,7 @@ def measure(engine, model, config, key: str, label: str, *, reps: int, warmup: i
     bar.progress(1.0, text=f"{result['reps_done']} pairs timed in {result.get('elapsed_s', 0):.1f} s")
     status.update(label=f"Timed {result['reps_done']} interleaved pairs", state="complete", expanded=False)
     state.remember(state.BENCH_RESULTS, key, result)
+    engine.store("bench", model, config, result, _extra(processes))
     return result
 
 
@@ -113,7 +131,7 @@ def panel(engine, choice: Choice) -> None:
     if submitted:
         result = run(engine, choice, int(reps), int(warmup), float(seconds), processes)
     else:
-        result = state.recall(state.BENCH_RESULTS, run_key(engine, choice, processes))
+        result = measured(engine, choice.model, choice.config, processes)
     if result is None:
         st.info("Not measured yet for this model and configuration: press **Run fused vs unfused**.")
         return

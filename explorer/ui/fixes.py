@@ -22,6 +22,7 @@ from ..analysis import fix_plan
 from ..errors import ExplorerError
 from ..analysis.fusion import is_fused_node
 from ..model.graph import Graph
+from ..model.sources import source_for_data
 from ..present import fix_text
 from ..present.dot import to_dot
 from . import cached, frame, upload
@@ -109,10 +110,9 @@ def _run(engine, result: dict, choice, fixes: list[str], processes: int, this: s
 
 
 def _stem(result: dict) -> str:
-    name = ((result.get("spec") or {}).get("import") or {}).get("name") or "model"
-    for suffix in (".zip", ".pbtxt", ".pb", ".keras"):
-        name = name.removesuffix(suffix)
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "model"
+    spec = result.get("spec") or {}
+    source = source_for_data(spec)
+    return source.stem(spec) if source else "model"
 
 
 def show(engine, result: dict, fixed: dict, config, key: str) -> None:

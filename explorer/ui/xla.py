@@ -174,7 +174,8 @@ def _three_way(engine, choice: sidebar.Choice) -> None:
                 frame.show_error(exc, "The three-way benchmark failed")
                 return
         state.remember(state.XLA_BENCH_RESULTS, key, result)
-    result = state.recall(state.XLA_BENCH_RESULTS, key)
+        engine.store("bench_xla", choice.model, choice.config, result)  # a reload finds it (ui/bench.measured)
+    result = state.recall(state.XLA_BENCH_RESULTS, key) or engine.stored("bench_xla", choice.model, choice.config)
     if result is None:
         st.caption("Not measured yet for this model and configuration.")
         return
