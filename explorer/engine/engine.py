@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from ..analysis.annotate import annotate, annotate_bench, annotate_replicated, annotate_sweep
-from ..analysis.replicated import QUICK_MODE
+from ..analysis.replicated import QUICK_MODE, quick
 from ..errors import SpecError, WorkerError
 from ..model import compilers
 from ..model.devices import refuse_simulated
@@ -264,7 +264,7 @@ class Engine:
         if timed is not compilers.FIRST:
             return hook(timed.annotate_bench)(dict(result, worker=info, **extra))
         result = annotate_bench(dict(result, worker=info, **extra))
-        result["summary"]["speedup"]["mode"] = QUICK_MODE
+        result["summary"]["speedup"] = quick(result["summary"]["speedup"])
         return dict(result, mode=QUICK_MODE, processes=1)
 
     @staticmethod

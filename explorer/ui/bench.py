@@ -128,6 +128,8 @@ def panel(engine, choice: Choice) -> None:
                         help=f"For a repeatable run; 2..{MAX_PROCESSES}. 4 or more: with fewer the interval "
                              "is wide (2 processes give it 1 degree of freedom)")
     processes = chosen_processes()
+    if st.session_state.pop(REPEAT, False):  # "Repeat it in N processes" under a quick result
+        submitted = processes > 1
     if submitted:
         result = run(engine, choice, int(reps), int(warmup), float(seconds), processes)
     else:
@@ -136,6 +138,14 @@ def panel(engine, choice: Choice) -> None:
         st.info("Not measured yet for this model and configuration: press **Run fused vs unfused**.")
         return
     show(engine, result, choice)
+
+
+REPEAT = "bench.repeat"  # the quick result's "Repeat it in N fresh processes" was pressed
+
+
+def _repeat() -> None:
+    st.session_state[state.BENCH_MODE] = "repeatable"
+    st.session_state[REPEAT] = True
 
 
 def show(engine, result: dict, choice: Choice) -> None:
@@ -207,9 +217,14 @@ def replication(result: dict) -> None:
     """How the speedup was obtained: quick (one process) or processes × values with the between share."""
     sp = result["summary"]["speedup"]
     if result.get("processes", 1) <= 1:
-        st.caption(f"**{replicated.QUICK_MODE}**, {sp['n_pairs']} pairs: the interval covers the noise inside "
-                   "this worker process only; a second run may land outside it. Choose **repeatable** for an "
-                   "interval that includes the variation from one process to the next.")
+        words, button = st.columns([4, 1], vertical_alignment="center")
+        words.caption(f"**{replicated.QUICK_MODE}**, {sp['n_pairs']} pairs: the interval covers the noise inside "
+                      "this worker process only, so its verdict is this process's; a second run may land outside "
+                      "it. The repeatable run's interval includes the variation from one process to the next.")
+        n = int(st.session_state.get(state.BENCH_PROCESSES) or 4)
+        button.button(f"Repeat it in {n} fresh processes", key="bench.repeat_button", on_click=_repeat,
+                      icon=":material/replay:", width="stretch",
+                      help="The same settings, timed in several fresh worker processes one after another")
         return
     share = sp.get("between_share")
     per = ", ".join(f"{x:.2f}×" for x in sp["per_process_speedup"])
