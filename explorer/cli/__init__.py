@@ -7,6 +7,7 @@
     python -m explorer inspect --spec FILE.json [...]   (bench too: a layer stack instead of PRESET)
     python -m explorer stacks [NAME] [--layers]          (the ready layer stacks; NAME prints one as JSON)
     python -m explorer inspect|bench --model PATH [--signature NAME] [--dim N] [--output NODE ...] [same options]
+    python -m explorer compare MODEL [--env ...] --b NAME=VALUE [--processes N] [--json]   (A against B)
     python -m explorer inspect|bench --experiment FILE [--model PATH] [--link [--url URL]]   (an experiment file)
     python -m explorer matrix --presets P1,P2,... --vary NAME=V1,V2 [--vary ...] [--device ...] [--bench]
                               [--ray ADDRESS|local] [--json|--csv]
@@ -206,6 +207,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import fix
 
         return fix.run(args)
+    if args.command == "compare":
+        from . import compare
+
+        return compare.run(args)
     if args.command == "lessons":
         from . import lessons
 

@@ -15,7 +15,7 @@ from ..analysis import stats
 from ..errors import ExplorerError
 from ..model.flags import Config
 from ..model.spec import resolve
-from . import bench, cached, linked, state
+from . import against, bench, cached, linked, state
 from . import stages as stages_ui
 from .sidebar import Choice, device_label
 from .why import verdict_badge
@@ -133,6 +133,7 @@ def panel(engine, choice: Choice, result: dict | None) -> None:
                          help="Time fused against unfused for the pinned and the current configuration, "
                               "with the settings of the 'Fused vs unfused' tab."):
                 _bench_both(engine, pinned, current)
+        against.panel(engine, pinned, current)
 
 
 def _side(engine, col, title: str, mine: dict, other: dict | None) -> None:
