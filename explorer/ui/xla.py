@@ -156,7 +156,9 @@ def _gpu_note(grappler: dict) -> None:
 
 def _three_way(engine, choice: sidebar.Choice) -> None:
     st.markdown("**Three-way benchmark: unfused, Grappler-fused, XLA**")
-    st.caption("The same inputs, the three variants called in turn (each goes first in turn), after warm-up. Each "
+    st.caption("The model as served, as the other tabs show it (an imported model's unknown dimensions left "
+               "unknown in the trace, the values fed). "
+               "The same inputs, the three variants called in turn (each goes first in turn), after warm-up. Each "
                "variant is proved from what ran: the executed graph for Grappler's two, the profiled XLA module "
                "for XLA. XLA's first call (trace and compile) is reported apart and is not in the medians.")
     key = engine.result_key("bench_xla", choice.model, choice.config)
