@@ -20,7 +20,7 @@ from ..model.hooks import hook
 from ..model.sources import source_for_data
 from ..present import charts
 from ..present import matrix as table
-from . import state
+from . import matrix_against, state
 from .sidebar import Choice
 
 PRESETS_KEY = "matrix.presets"
@@ -147,11 +147,12 @@ def panel(engine, choice: Choice) -> None:
     if not result:
         st.info(f"{len(cells)} cells planned: press **Run matrix**.")
         return
-    show(result["rows"])
+    show(result["rows"], engine, result.get("specs") or {})
 
 
 def _run(engine, cells: list, bench: bool, ray_address: str | None = None, models: dict | None = None) -> None:
     bar = st.progress(0.0, text="starting")
+    st.session_state[matrix_against.AGAINST_KEY] = {}  # timings against a base belong to the matrix they were of
     options = matrix.BenchOptions(reps=20, warmup=3, max_seconds=20) if bench else None
 
     def on_progress(p: dict) -> None:
@@ -170,7 +171,7 @@ def _run(engine, cells: list, bench: bool, ray_address: str | None = None, model
     bar.empty()
 
 
-def show(rows: list[dict]) -> None:
+def show(rows: list[dict], engine=None, specs: dict | None = None) -> None:
     timed = any(r.get("speedup") is not None for r in rows)
     by = st.radio("Colour by", ["verdict", "speedup"], horizontal=True, key="matrix.by") if timed else "verdict"
     st.plotly_chart(charts.matrix_heatmap(rows, by=by), width="stretch", key="matrix.heatmap",
@@ -194,6 +195,8 @@ def show(rows: list[dict]) -> None:
                      help="Fused against unfused in this cell (95% interval); empty where nothing fused, so there "
                           "is nothing to compare"),
                      "result": st.column_config.TextColumn(width="large")})
+    if engine is not None:
+        matrix_against.panel(engine, rows, specs or {}, _name, _cell_words)
     d1, d2 = st.columns(2)
     d1.download_button("Matrix (CSV)", data=table.to_csv(rows), file_name="matrix.csv", mime="text/csv",
                        on_click="ignore", key="matrix.csv", icon=":material/download:")

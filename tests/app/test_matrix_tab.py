@@ -80,3 +80,19 @@ def _browser_sends(at, words: str) -> None:
     if words not in picker.options:
         picker.options.append(words)
     picker.set_value(words)
+
+
+def test_a_rows_configurations_against_a_chosen_base(make_app):
+    from explorer.ui import matrix_against
+
+    at = make_app(**{state.PRESET: "matmul_bias_relu", tab.PRESETS_KEY: ["matmul_bias_relu"],
+                     tab.VARY_KEY: "TF_ENABLE_ONEDNN_OPTS=0,1", state.BENCH_PROCESSES: 2}).run()
+    at.button(key="matrix.run").click().run()
+    assert not at.exception
+    at.selectbox(key=matrix_against.BASE_KEY).set_value(1)  # oneDNN on as A
+    at.button(key="matrix.against_button").click().run(timeout=600)  # 2 rounds × 2 fresh processes
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    frame = next(d.value for d in at.dataframe if "B against A" in d.value.columns)
+    assert list(frame["B"]) == ["TF_ENABLE_ONEDNN_OPTS=0"] and list(frame["A (base)"]) == ["TF_ENABLE_ONEDNN_OPTS=1"]
+    assert "95% CI" in frame["B against A"].iloc[0]
+    assert any("replicated over 2 rounds" in c.value for c in at.caption)
