@@ -14,7 +14,8 @@
 # Browser tests drive /usr/bin/chromium; `playwright install` is never run (it downloads a browser).
 #
 # Environment:
-#   EXPLORER_ADDRESS, EXPLORER_PORT  where `app` listens (default: Streamlit's, all addresses; 8501)
+#   EXPLORER_ADDRESS, EXPLORER_PORT  where `app` listens (default 127.0.0.1, this machine only, where every
+#                                    upload format is taken; 0.0.0.0 for others to reach it; 8501)
 #   EXPLORER_VENV                    the virtual environment to use (default: .venv beside this file)
 #   EXPLORER_PYTHON                  the interpreter that makes the venv (default: python3)
 #   EXPLORER_SKIP_APT=1              never call apt-get (only report missing Debian packages)
@@ -134,8 +135,8 @@ main() {
         app)
             setup
             port="${EXPLORER_PORT:-8501}"
-            address=()
-            [ -n "${EXPLORER_ADDRESS:-}" ] && address=(--server.address "$EXPLORER_ADDRESS")
+            # This machine only unless asked: such a server takes SavedModel and .keras uploads (engine/uploads.py)
+            address=(--server.address "${EXPLORER_ADDRESS:-127.0.0.1}")
             # explorer.ui.serve: `streamlit run app.py` with the default configuration's worker started first.
             exec "$VENV/bin/python" -m explorer.ui.serve --server.headless true \
                 --browser.gatherUsageStats false --server.port "$port" "${address[@]}" "$@"

@@ -15,7 +15,7 @@ from .grappler_passes import expand_pass_graphs
 from .model_report import report
 from .near_miss import Where
 from .stats import bench_summary, fusion_pays_from, sweep_table
-from .replicated import QUICK_MODE, pooled_interval, replicated_speedup
+from .replicated import QUICK_MODE, pooled_interval, quick, replicated_speedup
 from .verdict import explain
 
 STAGE_PAIRS = (("traced", "optimized"), ("optimized", "executed"), ("traced", "executed"))
@@ -177,6 +177,8 @@ def annotate_replicated(runs: list[dict]) -> dict:
         reinstantiated_during_timing=sum(r.get("reinstantiated_during_timing") or 0 for r in runs),
         agreement=worst, elapsed_s=round(sum(r.get("elapsed_s", 0) for r in runs), 3)))
     replicated = replicated_speedup(per_process)
+    if replicated["mode"] == QUICK_MODE:  # fewer than 2 processes gave enough pairs: that process's verdict
+        replicated = quick(replicated)
     summary = result["summary"]
     summary["pooled_ci"] = list(pooled_interval(per_process))  # what one big process would have claimed
     summary["speedup"] = replicated

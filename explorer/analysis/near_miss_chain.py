@@ -17,6 +17,7 @@ UNFUSED = frozenset({"MatMul", "Conv2D", "DepthwiseConv2dNative", "Conv3D"})
 FUSED = frozenset({"_FusedMatMul", "_FusedConv2D", "_FusedDepthwiseConv2dNative", "_FusedConv3D"})
 ACTIVATIONS = frozenset({"Relu", "Relu6", "Elu", "LeakyRelu", "Tanh", "Sigmoid"})
 GELU_OPS = frozenset({"Mul", "AddV2", "Square", "Pow", "Neg", "RealDiv"})
+CURVES = frozenset({"Erf", "Erfc", "Tanh"})  # what makes element-wise ops after a bias a GELU
 FOLD_BN = ("for inference, fold the batch norm into the layer's weights and bias (or call "
            "tf.compat.v1.nn.fused_batch_norm after a convolution without bias)")
 DENSE_2D = "apply the Dense to a 2-D tensor (reshape to [batch × tokens, features] before it, back after)"
@@ -104,9 +105,17 @@ def _unfused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Whe
     if nxt.op == "Reshape":
         after = [c for c in users.get(nxt.name, ()) if c.op in ("BiasAdd", "AddV2", "Add")]
         if after:
-            return [record("reshape-before-bias", [node.name, nxt.name, after[0].name], f"{node.op} + BiasAdd",
-                           f"{node.op} → Reshape → {after[0].op} (a Keras Dense applied to a 3-D or larger input)",
-                           "BiasAdd directly on the contraction's output (a 2-D MatMul)", DENSE_2D)]
+            tail, act = _tail(after[0], users)
+            shown = ("GELU" if act.startswith("Gelu") else act) if act else ""
+            return [record("reshape-before-bias", [node.name, nxt.name, after[0].name, *tail],
+                           f"{node.op} + BiasAdd" + (f" + {shown}" if act else ""),
+                           f"{node.op} → Reshape → {after[0].op}"
+                           + (f" → {_act_words(act)} ({', '.join(tail)}), left outside as well" if act else "")
+                           + " (a Keras Dense applied to a 3-D or larger input)",
+                           "BiasAdd directly on the contraction's output (a 2-D MatMul)"
+                           + (f", and the {shown} straight after the BiasAdd" if act else ""),
+                           DENSE_2D + (f"; its {shown} then follows the bias (apply it before reshaping back)"
+                                       if act else ""))]
     norm = _batch_norm(node, graph, users)
     if norm:
         return [_batch_norm_miss(node, norm, graph, where, False)]
@@ -121,6 +130,29 @@ def _unfused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Whe
     if nxt.op in ACTIVATIONS:
         return [_activation_without_bias(node, nxt, traced)]
     return []
+
+
+def _tail(bias: Node, users: dict) -> tuple[list[str], str]:
+    """The activation after a bias, every op of it (a GELU written as element-wise ops is several), and its name
+    for the remapper ("Relu", "GeluExact", "GeluApproximate"); ([], "") when none follows."""
+    outs = users.get(bias.name, ())
+    if len(outs) == 1 and outs[0].op in ACTIVATIONS:
+        return [outs[0].name], outs[0].op
+    found, frontier = [], [bias.name]
+    while frontier and len(found) < 12:  # a GELU is 5-8 element-wise ops
+        for user in users.get(frontier.pop(0), ()):
+            if user.op in GELU_OPS | CURVES and user.name not in {n.name for n in found}:
+                found.append(user)
+                frontier.append(user.name)
+    ops = {n.op for n in found}
+    if not ops & CURVES:
+        return [], ""
+    return [n.name for n in found], "GeluExact" if ops & {"Erf", "Erfc"} else "GeluApproximate"
+
+
+def _act_words(act: str) -> str:
+    return {"GeluExact": "a GELU, exact (Erf), written as element-wise ops",
+            "GeluApproximate": "a GELU, approximate (Tanh), written as element-wise ops"}.get(act, act)
 
 
 def _activation_without_bias(node: Node, act: Node, traced: Graph | None) -> dict:

@@ -43,6 +43,20 @@ REPLICATED_MODE = "replicated"
 QUICK_NOTE = ("quick: one process — the interval covers the noise inside one worker process only, not the "
               "process-to-process variation; run several processes for a repeatable speedup")
 
+# One process's interval covers the noise inside that process only: a verdict from it is that process's (a quick
+# run said "fused is slower" at 0.75–0.99 that the repeatable run straight after overturned: 0.94–1.02).
+QUICK_VERDICTS = {
+    "faster": "fused was faster in this one process (quick run: repeat it in several processes to rely on it)",
+    "same": "no measurable difference in this one process (quick run)",
+    "slower": "fused was slower in this one process (quick run: repeat it in several processes to rely on it)",
+    "unknown": VERDICTS["unknown"],
+}
+
+
+def quick(sp: dict) -> dict:
+    """A one-process speedup (``stats.speedup``) labelled as such: its mode, and its verdict said of that process."""
+    return dict(sp, mode=QUICK_MODE, verdict=QUICK_VERDICTS[sp.get("verdict_code", "unknown")])
+
 
 def _pairs(fused_ns, unfused_ns, what: str, notes: list) -> tuple[np.ndarray, np.ndarray]:
     """One process's complete pairs (``stats.complete_pairs``), its notes added to ``notes`` under ``what``."""
@@ -125,11 +139,11 @@ def replicated_speedup(samples: dict, *, confidence: float = 0.95, seed: int = 0
         index.append(i)
     if len(kept) < 2:
         which = index[0] if index else 0
-        quick = speedup(fused_all[which], unfused_all[which], confidence=confidence, seed=seed, resamples=resamples)
-        return dict(quick, mode=QUICK_MODE, n_processes=1, processes_run=len(fused_all),
-                    n_pairs_per_process=[quick["n_pairs"]], n_pairs_total=quick["n_pairs"],
-                    per_process_speedup=[quick["estimate"]], between_share=None, tau=None,
-                    notes=notes + quick["notes"] + [QUICK_NOTE])
+        one = speedup(fused_all[which], unfused_all[which], confidence=confidence, seed=seed, resamples=resamples)
+        return dict(one, mode=QUICK_MODE, n_processes=1, processes_run=len(fused_all),
+                    n_pairs_per_process=[one["n_pairs"]], n_pairs_total=one["n_pairs"],
+                    per_process_speedup=[one["estimate"]], between_share=None, tau=None,
+                    notes=notes + one["notes"] + [QUICK_NOTE])
     if int(resamples) < 100:
         raise SampleError(f"speedup: resamples must be at least 100, got {resamples}")
     k = len(kept)

@@ -7,6 +7,7 @@
     python -m explorer inspect --spec FILE.json [...]   (bench too: a layer stack instead of PRESET)
     python -m explorer stacks [NAME] [--layers]          (the ready layer stacks; NAME prints one as JSON)
     python -m explorer inspect|bench --model PATH [--signature NAME] [--dim N] [--output NODE ...] [same options]
+    python -m explorer compare MODEL [--env ...] --b NAME=VALUE [--processes N] [--json]   (A against B)
     python -m explorer inspect|bench --experiment FILE [--model PATH] [--link [--url URL]]   (an experiment file)
     python -m explorer matrix --presets P1,P2,... --vary NAME=V1,V2 [--vary ...] [--device ...] [--bench]
                               [--ray ADDRESS|local] [--json|--csv]
@@ -152,14 +153,29 @@ def _show(result: dict, as_json: bool, words, page_link: str | None = None) -> N
         print(f"\nPage link: {page_link}")
 
 
-def _settings_from(exp, args, defaults) -> None:
-    """An experiment's compiler and benchmark settings, where the command line left its own at their defaults."""
-    if args.compiler == defaults.compiler:
-        args.compiler = exp.compiler
+def _given(argv: list[str], option: str) -> bool:
+    """Whether the command line names ``option`` itself (``--processes 1`` given equals the default, and still wins
+    over an experiment's; argparse takes an unambiguous prefix, ``--proc 1``, as well)."""
+    return any(arg == option or arg.startswith(option + "=")
+               or (len(arg) > 3 and "=" not in arg and option.startswith(arg)) for arg in argv if arg.startswith("--"))
+
+
+def _settings_from(exp, args, argv: list[str]) -> None:
+    """An experiment's compiler and benchmark settings, where the command line did not give its own.
+
+    One rule for the page and the command line: the file's ``bench`` section is the page's benchmark form, which
+    times Grappler's fused against unfused in ``processes`` processes whatever the compilers shown; ``bench``
+    times XLA's three-way benchmark (one process) only when ``--compiler`` says so beside the file."""
+    if not _given(argv, "--compiler"):
+        args.shown = exp.compiler  # the compilers the page shows: the link keeps them
+        if args.command == "inspect":
+            args.compiler = exp.compiler
     if args.command == "bench":
+        three_way = compilers.timed(args.compiler) is not compilers.FIRST
         for name, value in (("reps", exp.bench.reps), ("warmup", exp.bench.warmup),
-                            ("max_seconds", float(exp.bench.seconds)), ("processes", exp.bench.processes)):
-            if getattr(args, name) == getattr(defaults, name):
+                            ("max_seconds", float(exp.bench.seconds)),
+                            ("processes", 1 if three_way else exp.bench.processes)):
+            if not _given(argv, "--" + name.replace("_", "-")):
                 setattr(args, name, value)
 
 
@@ -169,7 +185,7 @@ def _link(args, spec, config: Config, exp) -> str | None:
         return None
     from ..model.experiment import Bench, Experiment, server_default
 
-    run = Experiment(model=spec, config=config, compiler=args.compiler,
+    run = Experiment(model=spec, config=config, compiler=getattr(args, "shown", None) or args.compiler,
                      tab=exp.tab if exp is not None else ("bench" if args.command == "bench" else None),
                      stages=exp.stages if exp is not None else Experiment().stages)
     if args.command == "bench":
@@ -191,6 +207,7 @@ def _predicted(engine, spec, config: Config, args) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = make_parser().parse_args(argv)
     if args.command == "presets":
         print(text.presets_text(args.json), end="")
@@ -201,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import fix
 
         return fix.run(args)
+    if args.command == "compare":
+        from . import compare
+
+        return compare.run(args)
     if args.command == "lessons":
         from . import lessons
 
@@ -218,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         exp = experiment_from_args(args)
         if exp is not None:
             spec, config = experiment_spec(args, exp), experiment_config(args, exp)
-            _settings_from(exp, args, make_parser().parse_args([args.command]))
+            _settings_from(exp, args, argv)
         else:
             spec, config = spec_from_args(args), config_from_args(args)
         resolve(spec)  # checked before any process starts

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from ..analysis.annotate import annotate, annotate_bench, annotate_replicated, annotate_sweep
-from ..analysis.replicated import QUICK_MODE
+from ..analysis.replicated import QUICK_MODE, quick
 from ..errors import SpecError, WorkerError
 from ..model import compilers
 from ..model.devices import refuse_simulated
@@ -24,7 +24,7 @@ from ..model.limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_SWEEP
 from ..model.results import BenchResult, InspectResult, SweepResult
 from ..model.sources import source_of
 from ..model.spec import resolve
-from . import fix_check, fixes, machine_profile
+from . import compare, fix_check, fixes, machine_profile
 from .admission import HOST, AdmissionQueue
 from .cache import DEFAULT_CACHE_DIR, ResultCache, inspect_key
 from .runner import Limits, Pool, WorkerProcess
@@ -226,6 +226,13 @@ class Engine:
         return fixes.run(self, spec, config, apply=apply, out=out, processes=processes, reps=reps, warmup=warmup,
                          max_seconds=max_seconds, measure=measure, on_progress=on_progress)
 
+    def compare(self, a_spec, a_config, b_spec, b_config, *, processes: int = 3, reps: int = 30, warmup: int = 3,
+                max_seconds: float = 30.0, on_progress=None) -> dict:
+        """A against B (``engine.compare``): each model as served under its configuration, a fresh worker per
+        side and round, the speedup of B over A replicated over rounds with its interval."""
+        return compare.run(self, a_spec, a_config, b_spec, b_config, processes=processes, reps=reps, warmup=warmup,
+                           max_seconds=max_seconds, on_progress=on_progress)
+
     def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
               processes: int = 1, on_progress=None, compiler: str = compilers.FIRST.id) -> BenchResult:
         """Fused against unfused, interleaved, with proof of which graph each variant ran.
@@ -264,7 +271,7 @@ class Engine:
         if timed is not compilers.FIRST:
             return hook(timed.annotate_bench)(dict(result, worker=info, **extra))
         result = annotate_bench(dict(result, worker=info, **extra))
-        result["summary"]["speedup"]["mode"] = QUICK_MODE
+        result["summary"]["speedup"] = quick(result["summary"]["speedup"])
         return dict(result, mode=QUICK_MODE, processes=1)
 
     @staticmethod

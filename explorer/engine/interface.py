@@ -48,6 +48,11 @@ class EngineInterface(Protocol):
         the fixes together and of each alone (``measure``), the near-misses ranked by time, and the fixed
         model written at ``out``."""
 
+    def compare(self, a_spec, a_config, b_spec, b_config, *, processes: int = 3, reps: int = 30, warmup: int = 3,
+                max_seconds: float = 30.0, on_progress=None) -> dict:
+        """A against B: each model as served under its own configuration, timed in fresh worker processes, round
+        after round; the speedup of B over A with an interval over rounds, and what each side executed."""
+
     def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
               processes: int = 1, on_progress=None, compiler: str = compilers.FIRST.id) -> BenchResult:
         """Fused against unfused (and another compiler's variant, for its id or "both"), with proof of what ran."""

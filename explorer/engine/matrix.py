@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from ..analysis import gpu_roofline
 from ..analysis.annotate import annotate_bench, annotate_replicated
-from ..analysis.replicated import QUICK_MODE
+from ..analysis.replicated import QUICK_MODE, quick
 from ..errors import ExplorerError, SpecError
 from ..model.catalog import PRESETS
 from ..model.devices import NOTHING_TO_TIME, is_simulated
@@ -299,7 +299,7 @@ def store_bench(engine, cell: Cell, options: BenchOptions, raw_runs: list[dict])
         result = annotate_replicated(raw_runs)
     else:
         result = annotate_bench(dict(raw_runs[0], config=cell.config.to_dict()))
-        result["summary"]["speedup"]["mode"] = QUICK_MODE
+        result["summary"]["speedup"] = quick(result["summary"]["speedup"])
         result.update(mode=QUICK_MODE, processes=1)
     result = dict(result, config=cell.config.to_dict(), measured_at=time.strftime("%Y-%m-%d %H:%M:%S"))
     engine.store("bench", cell.spec, cell.config, result, options.extra())

@@ -13,6 +13,7 @@ digest, and keeps a checked copy in the asking session's own folder (docs/experi
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import os
 import re
 import shutil
@@ -35,12 +36,31 @@ SESSION_MAX_AGE_S = 6 * 3600.0  # a session folder untouched this long belongs t
 DISK_RESERVE_BYTES = 1 << 30  # an upload is not kept if it would leave the disk less free than this
 ALLOW_SETTING = "EXPLORER_ALLOW_MODEL_UPLOADS"
 __all__ = ["ALLOW_SETTING", "EXPECTED", "ModelFileError", "adopt_upload", "digest_of", "kept_upload",
-           "programs_allowed", "save_upload", "SessionFolder", "sniff", "spec_for_path", "upload_root"]
+           "listens_on_loopback", "programs_allowed", "save_upload", "SessionFolder", "sniff", "spec_for_path", "upload_root"]
 
 
-def programs_allowed() -> bool:
-    """Whether the page takes SavedModel and .keras uploads: models that are programs (README)."""
-    return os.environ.get(ALLOW_SETTING, "").strip().lower() in ("1", "true", "yes", "on")
+def listens_on_loopback(address: str | None) -> bool:
+    """Whether a server bound to ``address`` can be reached from this machine only (None or "": Streamlit's default,
+    every address)."""
+    address = (address or "").strip().strip("[]").lower()
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+def programs_allowed(address: str | None = None) -> bool:
+    """Whether the page takes SavedModel and .keras uploads, models that are programs (README, docs/import.md):
+    ALLOW_SETTING when the server's starter set it (1 or 0); else yes on a server that listens on loopback only
+    (its one user runs their own programs on their own machine), no on one others can reach (GraphDef only)."""
+    setting = os.environ.get(ALLOW_SETTING, "").strip().lower()
+    if setting in ("1", "true", "yes", "on"):
+        return True
+    if setting in ("0", "false", "no", "off"):
+        return False
+    return listens_on_loopback(address)
 
 
 def digest_of(path: str, what: str = "model") -> str:

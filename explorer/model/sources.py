@@ -82,9 +82,21 @@ class Source:
 
     def stem(self, data: dict) -> str:
         """A short name for files made of a model of this source: the JSON's value where it is a name (a
-        preset's id), else the source's id ("chain", "stack", "import")."""
+        preset's id), the model's own file name where it has one (an imported model's "name", without its
+        extension: ``resnet.experiment.json``, not ``import.experiment.json``), else the source's id ("chain",
+        "stack")."""
         value = data.get(self.id) if isinstance(data, dict) else None
-        return value if isinstance(value, str) else self.id
+        if isinstance(value, dict) and isinstance(value.get("name"), str):
+            value = _file_stem(value["name"])
+        return value if isinstance(value, str) and value else self.id
+
+
+def _file_stem(name: str) -> str:
+    """A file name as a safe stem: its last part, without the model-file extensions, in [A-Za-z0-9._-]."""
+    name = name.replace("\\", "/").rsplit("/", 1)[-1]
+    for suffix in (".zip", ".pbtxt", ".pb", ".keras"):
+        name = name.removesuffix(suffix)
+    return "".join(c if c.isalnum() and c.isascii() or c in "-_." else "_" for c in name).strip("._")[:60]
 
 
 PARAMS_OPTION = CliOption(("--set",), {"action": "append", "default": [], "metavar": "PARAM=VALUE",

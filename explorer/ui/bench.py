@@ -19,10 +19,27 @@ from .sidebar import Choice
 MAX_SWEEP_REPS = 200  # per point; a sweep of 12 points at 200 reps is already minutes
 
 
+def _extra(processes: int) -> dict | None:
+    return {"processes": processes} if processes > 1 else None
+
+
 def run_key(engine, choice: Choice, processes: int = 1) -> str:
     """Which model, configuration and number of processes a benchmark belongs to (the engine's own key)."""
-    extra = {"processes": processes} if processes > 1 else None
-    return engine.result_key("bench", choice.model, choice.config, extra)
+    return engine.result_key("bench", choice.model, choice.config, _extra(processes))
+
+
+def measured(engine, model, config, processes: int = 1) -> dict | None:
+    """The benchmark of this model, configuration and process count that this session ran, or that the server
+    keeps in its result cache (where the page's benchmarks go: a reload, a new session or a shared link finds
+    them, with the date they were measured); None where none ran. Never runs anything."""
+    key = engine.result_key("bench", model, config, _extra(processes))
+    result = state.recall(state.BENCH_RESULTS, key)
+    if result is None:
+        result = engine.stored("bench", model, config, _extra(processes))
+        if result is not None:
+            state.remember(state.BENCH_RESULTS, key, result)
+    engine.store("bench", model, config, result, _extra(processes))
+    return result
 
 
 def chosen_processes() -> int:
@@ -73,6 +90,7 @@ def measure(engine, model, config, key: str, label: str, *, reps: int, warmup: i
     bar.progress(1.0, text=f"{result['reps_done']} pairs timed in {result.get('elapsed_s', 0):.1f} s")
     status.update(label=f"Timed {result['reps_done']} interleaved pairs", state="complete", expanded=False)
     state.remember(state.BENCH_RESULTS, key, result)
+    engine.store("bench", model, config, result, _extra(processes))
     return result
 
 
@@ -111,14 +129,24 @@ def panel(engine, choice: Choice) -> None:
                         help=f"For a repeatable run; 2..{MAX_PROCESSES}. 4 or more: with fewer the interval "
                              "is wide (2 processes give it 1 degree of freedom)")
     processes = chosen_processes()
+    if st.session_state.pop(REPEAT, False):  # "Repeat it in N processes" under a quick result
+        submitted = processes > 1
     if submitted:
         result = run(engine, choice, int(reps), int(warmup), float(seconds), processes)
     else:
-        result = state.recall(state.BENCH_RESULTS, run_key(engine, choice, processes))
+        result = measured(engine, choice.model, choice.config, processes)
     if result is None:
         st.info("Not measured yet for this model and configuration: press **Run fused vs unfused**.")
         return
     show(engine, result, choice)
+
+
+REPEAT = "bench.repeat"  # the quick result's "Repeat it in N fresh processes" was pressed
+
+
+def _repeat() -> None:
+    st.session_state[state.BENCH_MODE] = "repeatable"
+    st.session_state[REPEAT] = True
 
 
 def show(engine, result: dict, choice: Choice) -> None:
@@ -190,9 +218,14 @@ def replication(result: dict) -> None:
     """How the speedup was obtained: quick (one process) or processes × values with the between share."""
     sp = result["summary"]["speedup"]
     if result.get("processes", 1) <= 1:
-        st.caption(f"**{replicated.QUICK_MODE}**, {sp['n_pairs']} pairs: the interval covers the noise inside "
-                   "this worker process only; a second run may land outside it. Choose **repeatable** for an "
-                   "interval that includes the variation from one process to the next.")
+        words, button = st.columns([4, 1], vertical_alignment="center")
+        words.caption(f"**{replicated.QUICK_MODE}**, {sp['n_pairs']} pairs: the interval covers the noise inside "
+                      "this worker process only, so its verdict is this process's; a second run may land outside "
+                      "it. The repeatable run's interval includes the variation from one process to the next.")
+        n = int(st.session_state.get(state.BENCH_PROCESSES) or 4)
+        button.button(f"Repeat it in {n} fresh processes", key="bench.repeat_button", on_click=_repeat,
+                      icon=":material/replay:", width="stretch",
+                      help="The same settings, timed in several fresh worker processes one after another")
         return
     share = sp.get("between_share")
     per = ", ".join(f"{x:.2f}×" for x in sp["per_process_speedup"])

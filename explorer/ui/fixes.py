@@ -22,6 +22,7 @@ from ..analysis import fix_plan
 from ..errors import ExplorerError
 from ..analysis.fusion import is_fused_node
 from ..model.graph import Graph
+from ..model.sources import source_for_data
 from ..present import fix_text
 from ..present.dot import to_dot
 from . import cached, frame, upload
@@ -57,8 +58,9 @@ def panel(engine, result: dict, choice, key: str = "fixes") -> None:
     if not chosen:
         st.info("No fix applies to this model's near-misses.")
         return
+    _fresh_choice(key, result, chosen)
     left, middle, right = st.columns([3, 2, 1], vertical_alignment="bottom")
-    fixes = left.multiselect("Fixes", list(fix_plan.FIXES), default=chosen, key=f"{key}.chosen",
+    fixes = left.multiselect("Fixes", list(fix_plan.FIXES), key=f"{key}.chosen",
                              format_func=lambda f: f, help="; ".join(f"{k}: {v}" for k, v in FIX_HELP.items()))
     timing = middle.radio("Timing", list(PROCESSES), horizontal=True, key=f"{key}.processes",
                           help="Quick: one warm worker process, an interval for that process only. Repeatable: "
@@ -71,6 +73,17 @@ def panel(engine, result: dict, choice, key: str = "fixes") -> None:
     fixed = results.get(this)
     if fixed is not None:
         show(engine, result, fixed, choice.config, key)
+
+
+def _fresh_choice(key: str, result: dict, chosen: list[str]) -> None:
+    """A new model (or a configuration under which other fixes apply) starts from the fixes that apply to it: the
+    widget's state would otherwise keep the previous model's choice (run a fix called not applicable here, and
+    leave out the one that applies)."""
+    ss = st.session_state
+    this = json.dumps([result.get("spec"), chosen], sort_keys=True, default=str)
+    if ss.get(f"{key}.chosen.for") != this:
+        ss[f"{key}.chosen.for"] = this
+        ss[f"{key}.chosen"] = list(chosen)
 
 
 def _run(engine, result: dict, choice, fixes: list[str], processes: int, this: str) -> None:
@@ -97,10 +110,9 @@ def _run(engine, result: dict, choice, fixes: list[str], processes: int, this: s
 
 
 def _stem(result: dict) -> str:
-    name = ((result.get("spec") or {}).get("import") or {}).get("name") or "model"
-    for suffix in (".zip", ".pbtxt", ".pb", ".keras"):
-        name = name.removesuffix(suffix)
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "model"
+    spec = result.get("spec") or {}
+    source = source_for_data(spec)
+    return source.stem(spec) if source else "model"
 
 
 def show(engine, result: dict, fixed: dict, config, key: str) -> None:

@@ -20,7 +20,7 @@ from ..model.hooks import hook
 from ..model.sources import source_for_data
 from ..present import charts
 from ..present import matrix as table
-from . import state
+from . import matrix_against, state
 from .sidebar import Choice
 
 PRESETS_KEY = "matrix.presets"
@@ -28,6 +28,7 @@ VARY_KEY = "matrix.vary"  # text, one NAME=V1,V2 per line
 BENCH_KEY = "matrix.bench"
 RESULT_KEY = "matrix.result"  # {"rows": [...], "running": bool, "specs": {row name: spec} of non-preset rows}
 OPEN_KEY = "matrix.open"
+MISSING_KEY = "matrix.open.missing"  # the words of a cell the picker named that this matrix does not have
 THIS_KEY = "matrix.this"  # the sidebar's own model (not a preset) is a row
 DEFAULT_VARY = "TF_ENABLE_ONEDNN_OPTS=0,1\nremapping=on,off"
 RAY_KEY = "matrix.ray"
@@ -73,11 +74,29 @@ def _on_select() -> None:
             return
 
 
+def _cell_words(rows: list[dict], i: int) -> str:
+    return f"{_name(rows[i])} · {rows[i]['label']}"
+
+
+def picked(rows: list[dict], value) -> dict | None:
+    """The row the "Open a cell" picker names: its index, or the words the browser sends back for a choice made in
+    an earlier matrix (Streamlit hands a choice missing from the options back as its text), matched by model and
+    settings; None where this matrix has no such cell that ran."""
+    ok = [i for i, r in enumerate(rows) if r["status"] == "ok"]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return rows[value] if value in ok else None
+    if isinstance(value, str):
+        return next((rows[i] for i in ok if _cell_words(rows, i) == value), None)
+    return None
+
+
 def _open_picked() -> None:
-    rows = (st.session_state.get(RESULT_KEY) or {}).get("rows", [])
-    i = st.session_state.get(OPEN_KEY)
-    if i is not None and 0 <= i < len(rows):
-        open_cell(rows[i])
+    ss = st.session_state
+    value = ss.get(OPEN_KEY)
+    row = picked((ss.get(RESULT_KEY) or {}).get("rows", []), value)
+    ss[MISSING_KEY] = None if row is not None else f"{value}" if value is not None else None
+    if row is not None:
+        open_cell(row)
 
 
 def panel(engine, choice: Choice) -> None:
@@ -128,11 +147,12 @@ def panel(engine, choice: Choice) -> None:
     if not result:
         st.info(f"{len(cells)} cells planned: press **Run matrix**.")
         return
-    show(result["rows"])
+    show(result["rows"], engine, result.get("specs") or {})
 
 
 def _run(engine, cells: list, bench: bool, ray_address: str | None = None, models: dict | None = None) -> None:
     bar = st.progress(0.0, text="starting")
+    st.session_state[matrix_against.AGAINST_KEY] = {}  # timings against a base belong to the matrix they were of
     options = matrix.BenchOptions(reps=20, warmup=3, max_seconds=20) if bench else None
 
     def on_progress(p: dict) -> None:
@@ -151,7 +171,7 @@ def _run(engine, cells: list, bench: bool, ray_address: str | None = None, model
     bar.empty()
 
 
-def show(rows: list[dict]) -> None:
+def show(rows: list[dict], engine=None, specs: dict | None = None) -> None:
     timed = any(r.get("speedup") is not None for r in rows)
     by = st.radio("Colour by", ["verdict", "speedup"], horizontal=True, key="matrix.by") if timed else "verdict"
     st.plotly_chart(charts.matrix_heatmap(rows, by=by), width="stretch", key="matrix.heatmap",
@@ -160,8 +180,12 @@ def show(rows: list[dict]) -> None:
     runnable = [i for i, r in enumerate(rows) if r["status"] == "ok"]
     if runnable:
         c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-        c1.selectbox("Open a cell", runnable, key=OPEN_KEY, format_func=lambda i: f"{_name(rows[i])} · {rows[i]['label']}")
+        c1.selectbox("Open a cell", runnable, key=OPEN_KEY,
+                     format_func=lambda i: _cell_words(rows, i) if isinstance(i, int) and 0 <= i < len(rows) else str(i))
         c2.button("Open in the explorer", key="matrix.open_button", on_click=_open_picked, width="stretch")
+        if st.session_state.get(MISSING_KEY):
+            st.warning(f"This matrix has no cell that ran as “{st.session_state[MISSING_KEY]}”: choose one of its "
+                       "cells.", icon=":material/table_rows:")
     # The speedup before the result's words, which run long (the first failing condition): it stays in view.
     st.dataframe([{"model": _name(r), "settings": r["label"], "speedup": table.speedup_words(r),
                    "result": table.cell_words(r), "cached": r.get("cached"), "retried": table.retry_words(r)}
@@ -172,6 +196,8 @@ def show(rows: list[dict]) -> None:
                           "speedup (a roofline on the data sheet, not measured); empty where nothing fused, so there "
                           "is nothing to compare"),
                      "result": st.column_config.TextColumn(width="large")})
+    if engine is not None:
+        matrix_against.panel(engine, rows, specs or {}, _name, _cell_words)
     d1, d2 = st.columns(2)
     d1.download_button("Matrix (CSV)", data=table.to_csv(rows), file_name="matrix.csv", mime="text/csv",
                        on_click="ignore", key="matrix.csv", icon=":material/download:")

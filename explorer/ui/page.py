@@ -87,7 +87,8 @@ def _share(engine, choice: sidebar.Choice, result: dict | None) -> None:
     """The link of this experiment, and its file to save (or another to open)."""
     measured = None
     if result is not None and choice.ready:
-        measured = state.recall(state.BENCH_RESULTS, bench.run_key(engine, choice, bench.chosen_processes()))
+        measured = (bench.measured(engine, choice.model, choice.config, bench.chosen_processes())
+                    or bench.measured(engine, choice.model, choice.config))
     with st.expander("Share or keep this experiment: its link, Save experiment, Open experiment",
                      icon=":material/share:"):
         share.panel(link.current(choice.spec), result, measured)

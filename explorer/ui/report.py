@@ -18,7 +18,7 @@ import streamlit as st
 
 from ..analysis import op_time
 from ..analysis.model_report import layer_of, shared_scope
-from . import fixes
+from . import fixes, setting_time
 from . import op_time as op_time_panel
 
 KINDS = {  # a near-miss's kind, in words
@@ -249,6 +249,7 @@ def panel(result: dict, key: str = "report", engine=None, choice=None) -> None:
     words = checks_caption(report.get("fixes_checked"))
     if words and misses:
         st.caption(words)
+        setting_time.panel(engine, result, choice, key)
     _must_compile(result, key)
     spec = result.get("spec") or {}
     name = (spec.get("import") or spec.get("stack") or {}).get("name") or "model"

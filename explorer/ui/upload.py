@@ -37,7 +37,7 @@ def session_directory() -> str:
 
 def model_input() -> tuple[dict | None, list[str]]:
     """The spec of the uploaded model, or None and why nothing can run yet."""
-    allowed = uploads.programs_allowed()
+    allowed = uploads.programs_allowed(st.get_option("server.address"))
     taken = "a GraphDef (.pb, .pbtxt)" + (", a SavedModel (a .zip of its directory) or a Keras .keras file"
                                           if allowed else "")
     upload = st.file_uploader(f"Model file: {taken}", key=state.UPLOAD, max_upload_size=MAX_UPLOAD_BYTES >> 20,
@@ -49,9 +49,10 @@ def model_input() -> tuple[dict | None, list[str]]:
                "per input tensor. Ops that touch files, processes, the network or Python are refused, naming the "
                "op and node.")
     if not allowed:
-        st.caption(f"SavedModel and .keras uploads are off on this server (models are programs). Whoever starts it "
-                   f"can allow them with `{uploads.ALLOW_SETTING}=1`; on your own machine, "
-                   "`python -m explorer inspect --model PATH` takes all three formats.")
+        st.caption(f"SavedModel and .keras uploads are off on this server, which others can reach (models are "
+                   f"programs). Whoever starts it can allow them with `{uploads.ALLOW_SETTING}=1`; a server that "
+                   "listens on this machine only (`EXPLORER_ADDRESS=127.0.0.1`, `./dev.sh app`'s default) takes all "
+                   "three formats, as does `python -m explorer inspect --model PATH`.")
     unknown_dim = st.number_input("Unknown dimensions (batch, sequence ...)", min_value=1, max_value=MAX_UNKNOWN_DIM,
                                   step=1, key=state.UNKNOWN_DIM,
                                   help="The value given to every dimension the model leaves open (default 1).")

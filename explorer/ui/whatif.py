@@ -15,7 +15,7 @@ from ..analysis import stats
 from ..errors import ExplorerError
 from ..model.flags import Config
 from ..model.spec import resolve
-from . import bench, cached, linked, state
+from . import against, bench, cached, linked, state
 from . import stages as stages_ui
 from .sidebar import Choice, device_label
 from .why import verdict_badge
@@ -112,7 +112,7 @@ def panel(engine, choice: Choice, result: dict | None) -> None:
         button.button("Unpin", key="whatif.unpin", on_click=_unpin, icon=":material/close:", width="stretch")
         if result is None or not choice.ready:
             st.caption("The current choice has not produced a result; the pinned one is kept.")
-            _side(st.container(), "Pinned", pinned, None)
+            _side(engine, st.container(), "Pinned", pinned, None)
             return
         current = summarize(engine, choice, result)
         changes = differences(pinned, current)
@@ -123,19 +123,20 @@ def panel(engine, choice: Choice, result: dict | None) -> None:
         st.markdown("Changed: " + "; ".join(f"`{c}`" for c in changes)
                     + ("" if len(changes) == 1 else "  \n*More than one thing differs, so the effect of each is mixed.*"))
         left, right = st.columns(2)
-        _side(left, "Pinned", pinned, current)
-        _side(right, "Current", current, pinned)
+        _side(engine, left, "Pinned", pinned, current)
+        _side(engine, right, "Current", current, pinned)
         _graphs(engine, pinned, result)
         missing = [side for side in (pinned, current)
-                   if not side.get("simulated") and state.recall(state.BENCH_RESULTS, side["run_key"]) is None]
+                   if not side.get("simulated") and _measured(engine, side) is None]
         if missing:
             if st.button("Benchmark both", key="whatif.bench", icon=":material/timer:",
                          help="Time fused against unfused for the pinned and the current configuration, "
                               "with the settings of the 'Fused vs unfused' tab."):
                 _bench_both(engine, pinned, current)
+        against.panel(engine, pinned, current)
 
 
-def _side(col, title: str, mine: dict, other: dict | None) -> None:
+def _side(engine, col, title: str, mine: dict, other: dict | None) -> None:
     """One side of the comparison; what differs from the other side is marked."""
     only_here = " :orange-badge[only here]" if other is not None else ""
     with col:
@@ -158,7 +159,7 @@ def _side(col, title: str, mine: dict, other: dict | None) -> None:
         executed = f"`{mine['executed']}`" if mine["executed"] else "none: a simulated GPU runs nothing"
         st.markdown(f"Executed ops: {executed}" + (" :orange-badge[differs]" if differs else ""))
         st.caption(" → ".join(f"{STAGE_WORDS.get(stage, stage)} {n} nodes" for stage, n in mine["nodes"].items()))
-        measured = state.recall(state.BENCH_RESULTS, mine["run_key"])
+        measured = _measured(engine, mine)
         if measured is not None:
             sp = measured["summary"]["speedup"]
             st.markdown(f"Speedup of fusion: **{stats.format_speedup(sp)}** ({sp['verdict']})")
@@ -166,6 +167,16 @@ def _side(col, title: str, mine: dict, other: dict | None) -> None:
             st.caption("Speedup: none, a simulated GPU runs nothing.")
         else:
             st.caption("Speedup: not measured for this configuration yet.")
+
+
+def _measured(engine, side: dict) -> dict | None:
+    """A side's benchmark (fused against unfused, one process) this session or the server's cache holds."""
+    if side.get("simulated"):
+        return None
+    try:
+        return bench.measured(engine, resolve(side["spec"]), Config.from_dict(side["config"]))
+    except ExplorerError:
+        return None
 
 
 def _graphs(engine, pinned: dict, result: dict) -> None:
@@ -214,7 +225,7 @@ def _bench_both(engine, pinned: dict, current: dict) -> None:
     warmup = int(st.session_state.get(state.BENCH_WARMUP, 5))
     seconds = float(st.session_state.get(state.BENCH_SECONDS, 60))
     for side in (pinned, current):
-        if state.recall(state.BENCH_RESULTS, side["run_key"]) is not None or side.get("simulated"):
+        if _measured(engine, side) is not None or side.get("simulated"):
             continue
         label = f"Timing {side['label']} ({side['config']['device']}, {side['config']['env'] or 'default flags'})"
         if bench.measure(engine, resolve(side["spec"]), Config.from_dict(side["config"]), side["run_key"], label,

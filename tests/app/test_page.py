@@ -301,3 +301,21 @@ def test_every_preset_and_contraction_renders(make_app):
         assert not at.error, (contraction, [e.value for e in at.error])
         views = drawn_graphs(at)
         assert views == [2, 2], (contraction, views)
+
+
+def test_whatif_times_a_against_b(make_app):
+    # "How much faster is oneDNN on than off for my model?": the pinned configuration against the current one.
+    at = make_app(**{state.BENCH_REPS: 5, state.BENCH_WARMUP: 1, state.BENCH_SECONDS: 10,
+                     state.BENCH_PROCESSES: 2}).run()
+    at.button(key="whatif.pin").click().run()
+    at.radio(key=state.env_key("TF_ENABLE_ONEDNN_OPTS")).set_value("0").run()
+    assert not at.exception
+    at.button(key="whatif.against").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    metrics = {m.label: m for m in at.metric}
+    assert {"A (pinned) median", "B (current) median", "B against A"} <= set(metrics)
+    delta = metrics["B against A"].delta
+    assert "95% CI" in delta and any(w in delta for w in ("B is faster", "B is slower", "no measurable difference"))
+    assert any("TF_ENABLE_ONEDNN_OPTS: 1 → 0" in c.value and "replicated over 2 rounds" in c.value for c in at.caption)
+    at.run()  # kept: a rerun shows it without timing again
+    assert "B against A" in [m.label for m in at.metric]

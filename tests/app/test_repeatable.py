@@ -28,3 +28,20 @@ def test_repeatable_run_shows_processes_values_and_between_share(make_app):
     command = next(c for c in at.code if c.value.startswith("python -m explorer bench"))
     assert "--reps 6 --warmup 1" in command.value and command.value.endswith("--processes 2")
     assert "Speedup of fusion" in [m.label for m in at.metric]
+
+
+def test_a_quick_verdict_is_that_processs_and_the_repeatable_run_is_one_click_away(make_app):
+    # A quick run said "fused is slower" (0.75–0.99) that the repeatable run straight after overturned.
+    at = make_app(**{state.PRESET: "matmul_bias_gelu_exact", state.BENCH_REPS: 6, state.BENCH_WARMUP: 1,
+                     state.BENCH_SECONDS: 20, state.BENCH_PROCESSES: 2}).run()
+    at.button(key="bench.run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    metric = next(m for m in at.metric if m.label == "Speedup of fusion")
+    assert "in this one process" in metric.delta or metric.delta.startswith("too few samples"), metric.delta
+    assert not any(metric.delta.startswith(w) for w in ("fused is faster", "fused is slower"))
+    at.button(key="bench.repeat_button").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.session_state[state.BENCH_MODE] == "repeatable"
+    assert "Repeatable: 2 processes × 6 pairs" in " ".join(m.value for m in at.markdown)
+    metric = next(m for m in at.metric if m.label == "Speedup of fusion")
+    assert "in this one process" not in metric.delta

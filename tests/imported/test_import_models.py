@@ -109,3 +109,17 @@ def test_cli_refusals_exit_2_with_one_line(models, tmp_path):
     assert out.returncode == 2 and "not both" in out.stderr
     out = run_cli("inspect", "--model", str(tmp_path / "missing.pb"))
     assert out.returncode == 2 and "no such file" in out.stderr
+
+
+def test_the_three_way_benchmark_times_the_model_as_served(engine, models):
+    """The XLA tab's benchmark timed the batch-fixed trace while the tab and the main view showed the model as
+    served (its batch unknown in the trace): the same graph as the fused-vs-unfused benchmark's, now."""
+    from explorer.model.flags import Config
+    from explorer.engine.uploads import spec_for_path
+
+    spec = spec_for_path(str(models / "two_heads_savedmodel"), unknown_dim=3)
+    config = Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "0"})
+    three = engine.bench(spec, config, reps=5, warmup=1, compiler="both")
+    two = engine.bench(spec, config, reps=5, warmup=1)
+    assert three["timed"] == "as served"
+    assert three["proof"]["fused"]["executed_ops"] == two["proof"]["fused"]["executed_ops"]

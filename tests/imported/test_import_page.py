@@ -230,3 +230,34 @@ def test_the_report_times_each_op_and_tries_the_fixes(models):
     at = at.toggle(key="report.fixes.graphs").set_value(True).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any(m.value.startswith("**With the fixes**, after Grappler") for m in at.markdown)
+
+
+def test_try_the_fixes_starts_from_the_fixes_that_apply_to_the_model_on_screen(models, monkeypatch):
+    """The fix picker kept the previous model's choice: after a Keras model (variables: freeze applies), a frozen
+    GraphDef ran freeze, which the panel itself called not applicable to it."""
+    monkeypatch.setenv(uploads.ALLOW_SETTING, "1")
+    at = upload(page("0"), "small.keras", (models / "small.keras").read_bytes())
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "freeze" in at.multiselect(key="report.fixes.chosen").value
+    at = upload(at, "small.pb", (models / "small.pb").read_bytes())
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.multiselect(key="report.fixes.chosen").value == ["fold-batchnorm"]
+    assert "freeze (the model reads no variables" in "\n".join(c.value for c in at.caption)
+    # a choice made for this model stays while it is on screen
+    at = at.multiselect(key="report.fixes.chosen").set_value([]).run()
+    assert at.multiselect(key="report.fixes.chosen").value == []
+
+
+def test_a_setting_fix_is_timed_against_the_current_setting(models):
+    """"set TF_ENABLE_ONEDNN_OPTS=1 (run here: it fuses …)" was never timed: a MatMul+Add+Tanh was no faster with
+    it. The report's "Time it" runs A (the current setting) against B (the setting), each as served."""
+    at = page("0")
+    at.session_state[state.BENCH_PROCESSES] = 2
+    at = upload(at, "small_zero_bias.pb", (models / "small_zero_bias.pb").read_bytes())
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any(m.value.startswith("`TF_ENABLE_ONEDNN_OPTS=1`: fuses here; not timed yet") for m in at.markdown)
+    at = at.button(key="report.time.0").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    line = next(m.value for m in at.markdown if m.value.startswith("`TF_ENABLE_ONEDNN_OPTS=1`:"))
+    assert "against the current setting" in line and "replicated over 2 rounds" in line
+    assert any(w in line for w in ("it is faster here", "slower with it here", "not measurably faster here"))

@@ -107,3 +107,36 @@ def test_a_sessions_folder_goes_when_the_session_ends(upload_root):
 def test_streamlits_upload_limit_is_the_explorers():
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["server"]["maxUploadSize"] == MAX_UPLOAD_BYTES >> 20  # Streamlit's megabytes are MiB
+
+
+@pytest.mark.tf
+def test_a_server_on_loopback_takes_every_format_and_one_others_reach_graphdef_only(upload_root, bases, monkeypatch):
+    """`./dev.sh app` refused SavedModel and .keras uploads on the developer's own machine. The rule: a server
+    that listens on loopback only takes all three formats; beyond it, GraphDef only, unless its starter says."""
+    from streamlit import config
+
+    monkeypatch.delenv(uploads.ALLOW_SETTING, raising=False)
+    before = config.get_option("server.address")
+    try:
+        config.set_option("server.address", "127.0.0.1")
+        at = upload(page(), "tiny.keras", (bases / "tiny.keras").read_bytes())
+        assert not at.exception
+        assert not [m for m in shown(at) if "is a program" in m], shown(at)
+        assert at.session_state[state.IMPORT_KEPT]["format"] == "keras"
+        monkeypatch.setenv(uploads.ALLOW_SETTING, "0")  # the starter's word wins, even on loopback
+        at = upload(page(), "tiny.keras", (bases / "tiny.keras").read_bytes())
+        assert [m for m in shown(at) if "is a program" in m]
+        monkeypatch.delenv(uploads.ALLOW_SETTING)
+        config.set_option("server.address", "0.0.0.0")  # others can reach it
+        at = upload(page(), "tiny.keras", (bases / "tiny.keras").read_bytes())
+        assert [m for m in shown(at) if "is a program" in m]
+        assert any("which others can reach" in m for m in shown(at))
+    finally:
+        config.set_option("server.address", before)
+
+
+@pytest.mark.parametrize("address,loopback", [("127.0.0.1", True), ("::1", True), ("[::1]", True),
+                                              ("localhost", True), ("127.1.2.3", True), ("0.0.0.0", False),
+                                              ("", False), (None, False), ("10.0.0.5", False), ("example.org", False)])
+def test_which_addresses_are_loopback(address, loopback):
+    assert uploads.listens_on_loopback(address) is loopback

@@ -198,3 +198,15 @@ def test_an_experiment_file_that_is_not_text_or_too_big_is_refused():
         Experiment.from_json(b"\xff\xfe\x00binary")
     with pytest.raises(SpecError, match="at most 4 MiB"):
         Experiment.from_json(b" " * (5 << 20))
+
+
+@pytest.mark.parametrize("model,stem", [
+    ({"import": {"format": "graphdef", "name": "resnet50 frozen.pb", "digest": "ab" * 32}}, "resnet50_frozen"),
+    ({"import": {"format": "keras", "name": "../../etc/passwd.keras", "digest": "ab" * 32}}, "passwd"),
+    ({"import": {"format": "graphdef", "name": "...", "digest": "ab" * 32}}, "import"),
+    ({"preset": "matmul_bias_relu"}, "matmul_bias_relu"),
+])
+def test_files_of_an_imported_model_are_named_after_it(model, stem):
+    # Every saved experiment of an imported model was import.experiment.json.
+    exp = Experiment(model=model)
+    assert exp.source.stem(exp.model) == stem

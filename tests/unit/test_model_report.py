@@ -68,6 +68,29 @@ def test_a_dense_on_a_3d_input_is_a_reshape_between_matmul_and_bias():
     assert "2-D" in miss["fix"]
 
 
+def test_a_dense_gelu_on_a_4d_input_names_the_gelu_left_outside_too():
+    """Keras 3's Dense(activation="gelu") on a 4-D tensor: the Reshape was named, the GELU after the bias was not,
+    and the advised change (a 2-D Dense) fuses [BiasAdd, GeluExact] in TensorFlow."""
+    graph = Graph((node("x", "_Arg", shape="[2,4,8,16]"), node("w", "_Arg", shape="[16,4]"), node("b", "_Arg", shape="[4]"),
+                   node("c", "Const", shape="[]"), node("d/Reshape", "Reshape", "x"),
+                   node("d/MatMul", "MatMul", "d/Reshape", "w"), node("d/Reshape_1", "Reshape", "d/MatMul"),
+                   node("d/BiasAdd", "BiasAdd", "d/Reshape_1", "b"), node("d/gelu/truediv", "RealDiv", "d/BiasAdd", "c"),
+                   node("d/gelu/Erf", "Erf", "d/gelu/truediv"), node("d/gelu/add", "AddV2", "d/gelu/Erf", "c"),
+                   node("d/gelu/mul", "Mul", "c", "d/BiasAdd"), node("d/gelu/mul_1", "Mul", "d/gelu/mul", "d/gelu/add"),
+                   node("out", "_Retval", "d/gelu/mul_1")))
+    (miss,) = near_misses(graph, Where(onednn=True))
+    assert miss["kind"] == "reshape-before-bias" and miss["chain"] == "MatMul + BiasAdd + GELU"
+    assert miss["nodes"][:3] == ["d/MatMul", "d/Reshape_1", "d/BiasAdd"]
+    assert set(miss["nodes"][3:]) == {"d/gelu/truediv", "d/gelu/Erf", "d/gelu/add", "d/gelu/mul", "d/gelu/mul_1"}
+    assert "a GELU, exact (Erf)" in miss["form"] and "left outside as well" in miss["form"]
+    assert "2-D" in miss["fix"] and "GELU then follows the bias" in miss["fix"]
+    # and a ReLU after the bias is named the same way
+    relu = Graph(tuple(n for n in graph.nodes if not n.name.startswith(("d/gelu", "out")))
+                 + (node("d/Relu", "Relu", "d/BiasAdd"), node("out", "_Retval", "d/Relu")))
+    (miss,) = near_misses(relu, Where(onednn=True))
+    assert miss["nodes"] == ["d/MatMul", "d/Reshape_1", "d/BiasAdd", "d/Relu"] and miss["chain"] == "MatMul + BiasAdd + Relu"
+
+
 def test_a_bias_added_with_add_and_a_batch_norm_as_arithmetic_are_named():
     graph = Graph((node("x", "_Arg", shape="[1,8,8,4]"), node("w", "_Arg", shape="[1,1,4,4]"),
                    node("b", "_Arg", shape="[4]"), node("v", "_Arg", shape="[4]"),

@@ -64,6 +64,10 @@ def export(directory: str) -> None:
     tokens = keras.Input((5, 16), name="tokens")
     dense3d = _nonzero(keras.Model(tokens, layers.Dense(4)(layers.Dense(12, activation="relu")(tokens))), np)
     dense3d.export(os.path.join(directory, "dense3d"), verbose=False)
+    # Keras 3's Dense(activation="gelu") on a 4-D tensor: MatMul → Reshape → BiasAdd → GELU as element-wise ops
+    grid = keras.Input((3, 5, 16), name="grid")
+    dense_gelu = _nonzero(keras.Model(grid, layers.Dense(8, activation="gelu")(grid)), np)
+    dense_gelu.export(os.path.join(directory, "dense_gelu4d"), verbose=False)
 
     rng = np.random.default_rng(SEED)
     module = tf.Module()

@@ -52,3 +52,25 @@ def test_inspect_and_bench_run_an_experiment_and_print_its_link(tmp_path):
     server = Experiment(config=Config.make("cpu", {"TF_USE_CUBLASLT": "1"}))
     assert _opened(last.removeprefix("Page link: "), server) == exp.replace(
         config=exp.config.with_switch("remapping", "on"))
+
+
+def test_a_page_saved_experiment_with_xla_and_repeatable_timing_runs_as_the_page_ran_it(tmp_path):
+    # The page saves XLA shown beside Grappler and its benchmark form's repeatable timing; its benchmark form times
+    # Grappler's fused against unfused in that many processes. Refused before ("the three-way benchmark with XLA
+    # runs in one process"), even with --processes 1 given (taken for "left at the default").
+    exp = Experiment(model=SMALL, compiler="both", bench=Bench(reps=5, warmup=1, seconds=10, processes=2))
+    path = tmp_path / "exp.json"
+    path.write_text(exp.to_json())
+    out = run("bench", "--experiment", str(path), "--json", "--link")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["processes"] == 2 and len(result["per_process"]) == 2
+    assert _opened(result["link"]).compiler == "both"  # the link opens XLA beside Grappler, as the file did
+
+    out = run("bench", "--experiment", str(path), "--processes", "1", "--json")  # given: it wins over the file's
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["processes"] == 1
+
+    out = run("bench", "--experiment", str(path), "--compiler", "both", "--json")  # the three-way: one process
+    assert out.returncode == 0, out.stderr
+    assert set(json.loads(out.stdout)["summary"]["variants"]) >= {"xla"}

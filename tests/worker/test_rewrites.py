@@ -41,7 +41,8 @@ def fixed(engine, models, tmp_path_factory):
     """{(model, fix): the engine's fix result}, each fixed model written under a folder of this module."""
     out = tmp_path_factory.mktemp("fixed")
     runs = {("bn_cnn", "fold-batchnorm"), ("bn_cnn.pb", "fold-batchnorm"), ("bn_cnn", "freeze"),
-            ("adds", "bias-add"), ("dense3d", "bias-before-reshape"), ("moments", "fold-batchnorm")}
+            ("adds", "bias-add"), ("dense3d", "bias-before-reshape"), ("moments", "fold-batchnorm"),
+            ("dense_gelu4d", "bias-before-reshape")}
     return {(name, fix): engine.fix(spec_for_path(str(models / name)), {"env": ONEDNN}, apply=[fix], measure=False,
                                     out=str(out / f"{name.replace('.', '_')}-{fix}"))
             for name, fix in sorted(runs)}
@@ -116,6 +117,19 @@ def test_bias_before_reshape_moves_a_dense_layers_bias(models, fixed, oracle):
     after = fused_counts(result["fusions_after"])
     assert after == oracle[result["model_out"]]["fused"]
     assert sum(n for op, n in after.items() if op.startswith("_FusedMatMul")) == 2
+
+
+def test_bias_before_reshape_brings_a_gelu_after_the_bias_too(models, fixed, oracle):
+    """Keras 3's Dense(activation="gelu") on a 4-D tensor: moving the bias alone left the Reshape between BiasAdd
+    and the GELU (+1 kernel, 1.03×); the GELU's element-wise ops move before the Reshape too, and TensorFlow fuses
+    [BiasAdd, GeluExact]."""
+    result = fixed[("dense_gelu4d", "bias-before-reshape")]
+    (applied,) = result["applied"]
+    assert applied["sites"] == 1
+    assert agrees_with_tensorflow(oracle, str(models / "dense_gelu4d"), result["model_out"]) < 1e-4
+    after = fused_counts(result["fusions_after"])
+    assert after == oracle[result["model_out"]]["fused"]
+    assert after.get("_FusedMatMul[BiasAdd,GeluExact]") == 1, after
 
 
 def test_a_normalisation_of_the_inputs_own_moments_is_not_folded(models, fixed, oracle):

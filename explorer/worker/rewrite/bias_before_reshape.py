@@ -10,6 +10,8 @@ not one value per unit.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .fold_batchnorm import ADDS, _only, _other
 from .model import Model, as_bias_add
 
@@ -60,5 +62,52 @@ def apply(model: Model, targets: set[str] | None = None) -> tuple[list[dict], li
         model.reroute(f"{add.name}:0", f"{reshape.name}:0")  # what read the bias now reads the Reshape...
         as_bias_add(add, site["matmul"], site["bias"])  # ...which now reshapes MatMul + bias
         reshape.input[0] = add.name
-        done.append({"nodes": site["nodes"], "why": None})
+        tail = _move_tail(model, reshape.name, add.name)
+        done.append({"nodes": site["nodes"] + tail, "why": None})
     return done, left
+
+
+# Element-wise ops an activation is written with (a GELU as Keras 3 writes it: x·0.5·(1 + erf(x/√2)), or its Tanh
+# form); each acts on every element alone, so it gives the same tensor before the Reshape as after it.
+ELEMENTWISE = frozenset({"Relu", "Relu6", "Elu", "LeakyRelu", "Tanh", "Sigmoid", "Mul", "AddV2", "Add", "Sub",
+                         "RealDiv", "Square", "Pow", "Neg", "Erf", "Erfc"})
+
+
+def _move_tail(model: Model, reshape: str, bias: str) -> list[str]:
+    """The activation after the Reshape moved before it, so that it follows the bias: MatMul → BiasAdd → Reshape →
+    GELU becomes MatMul → BiasAdd → GELU → Reshape (which the remapper fuses as [BiasAdd, GeluExact]). Only when
+    every reader of the Reshape is in the tail, the tail's other inputs are single values (its constants), and one
+    node of it is read outside it; the names of the nodes moved ([] when nothing is)."""
+    users = model.consumers()  # {node: [(reader or None for a model output, input index)]}
+    tail, frontier = {}, [reshape]
+    while frontier and len(tail) < 16:
+        for user, _ in users.get(frontier.pop(), ()):
+            if user is None or user.name in tail or user.op not in ELEMENTWISE:
+                continue
+            if model.has_control_edges(user.name):
+                return []
+            tail[user.name] = user
+            frontier.append(user.name)
+    if not tail or any(u is None or u.name not in tail for u, _ in users.get(reshape, ())):
+        return []
+    inside = set(tail) | {reshape}
+    for node in tail.values():
+        for text in node.input:
+            if text.split(":")[0] in inside:
+                continue
+            shape = model.shape(text)
+            if not model.constant_valued(text) or shape is None or int(np.prod(shape or [1])) != 1:
+                return []  # a tensor of the model's own, or a constant of another shape: the maths may differ
+    exits = [name for name in tail if not users.get(name) or any(u is None or u.name not in tail
+                                                                  for u, _ in users[name])]
+    if len(exits) != 1:
+        return []
+    for node in tail.values():
+        for i, text in enumerate(node.input):
+            if text.split(":")[0] == reshape:
+                node.input[i] = bias
+        if "_output_shapes" in node.attr:  # recorded for the shape after the Reshape; TensorFlow infers the new one
+            del node.attr["_output_shapes"]
+    model.reroute(f"{exits[0]}:0", f"{reshape}:0")  # what read the activation reads the Reshape...
+    model.nodes()[reshape].input[0] = exits[0]  # ...which now reshapes the activation
+    return list(tail)
