@@ -33,6 +33,7 @@ PROBLEM = "lesson.problem"  # the line that refused the last file loaded, or Non
 NOTICE = "lesson.notice"  # a line about the lesson a link named, shown once at the top of the page, or None
 DEFAULTS = {CUSTOM: {}, APPLIED: None, PROBLEM: None, NOTICE: None}
 OWN_FILE = "lesson.own-file"  # the choice that shows the uploader of a teacher's own lesson file
+KEYS_HELP = "Keys: → PageDown Space for the next step, ← PageUp for the previous (a presentation clicker sends these)."
 NONE = ""  # the choice of no lesson (a selectbox shows None as an empty choice)
 # Keys of a link that are the lesson's own: a link with nothing else opens the step as the lesson wrote it.
 LESSON_KEYS = {"lesson", "step", "present"}
@@ -173,18 +174,20 @@ def panel(lesson: Lesson, tab_titles: dict[str, str]):
     total = len(lesson.steps)
     presenting = state.presenting()
     with st.container(border=True, key="lesson-panel"):
-        if presenting:  # one row: the step, the buttons, and the switch the header would hold
-            head, back, forward, switch, leave = st.columns([5.4, 1.4, 1.15, 2.1, 0.55], vertical_alignment="center")
-            head.markdown(f"**{step.title}** · step {number} of {total}", help=lesson.title)
-            presenter.toggle(switch)
-        else:
-            head, back, forward, leave = st.columns([6, 1.25, 1.1, 0.5], vertical_alignment="center")
-            head.markdown(f"**{lesson.title}** · step {number} of {total}: **{step.title}**")
-        back.button("Previous", key="lesson.previous", on_click=go, args=(lesson.id, number - 1),
-                    disabled=number <= 1, icon=":material/arrow_back:", width="stretch")
-        forward.button("Next", key="lesson.next", on_click=go, args=(lesson.id, number + 1), disabled=number >= total,
-                       icon=":material/arrow_forward:", type="primary", width="stretch")
-        leave.button(":material/close:", key="lesson.close", on_click=close, help="Close the lesson")
+        # One row that wraps rather than truncates: with the sidebar open the buttons keep their whole labels.
+        with st.container(horizontal=True, vertical_alignment="center", key="lesson-head", gap="small"):
+            if presenting:
+                st.markdown(f"**{step.title}** · step {number} of {total}", help=lesson.title, width="stretch")
+            else:
+                st.markdown(f"**{lesson.title}** · step {number} of {total}: **{step.title}**", width="stretch")
+            st.button("Previous", key="lesson.previous", on_click=go, args=(lesson.id, number - 1),
+                      disabled=number <= 1, icon=":material/arrow_back:", help=KEYS_HELP, wrap=False)
+            st.button("Next", key="lesson.next", on_click=go, args=(lesson.id, number + 1), disabled=number >= total,
+                      icon=":material/arrow_forward:", type="primary", help=KEYS_HELP, wrap=False)
+            if presenting:  # the switch the header would hold
+                presenter.toggle()
+            st.button(":material/close:", key="lesson.close", on_click=close, help="Close the lesson")
+        presenter.step_keys()
         st.markdown(step.text)
         look = _look_words(step, tab_titles)
         if look and not presenting:  # on a projector the amber outlines and the open tab say it
