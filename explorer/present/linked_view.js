@@ -174,7 +174,7 @@
   const sideOf = el => sides.find(s => s.pane.contains(el));
   const inSide = (list, s) => list.map(id => document.getElementById(id)).filter(el => el && s.pane.contains(el));
 
-  // ---- search matches (outlined in blue) and what a lesson points at (outlined in amber) ----------
+  // ---- search matches (outlined in blue) and what a lesson points at (a magenta halo) -------------
   const marks = ids("marks"), focus = ids("focus");
   marks.forEach(id => { const el = document.getElementById(id); if (el) el.classList.add("fx-match"); });
   focus.forEach(id => { const el = document.getElementById(id); if (el) el.classList.add("fx-focus"); });

@@ -190,7 +190,7 @@ def panel(lesson: Lesson, tab_titles: dict[str, str]):
         presenter.step_keys()
         st.markdown(step.text)
         look = _look_words(step, tab_titles)
-        if look and not presenting:  # on a projector the amber outlines and the open tab say it
+        if look and not presenting:  # on a projector the magenta halos and the open tab say it
             st.caption(f"**Look at:** {look}")
         if step.ask:
             st.markdown(f"**Ask the room:** {step.ask}")
@@ -234,7 +234,7 @@ def _look_words(step, titles: dict[str, str]) -> str:
         parts.append(step.look.stages.replace("->", " → ").replace("optimized", "after Grappler"))
     nodes = sorted({n for names in step.look.nodes.values() for n in names})
     if nodes:
-        parts.append("outlined in amber: " + ", ".join(f"`{n}`" for n in nodes))
+        parts.append("with a magenta halo: " + ", ".join(f"`{n}`" for n in nodes))
     return " · ".join(parts)
 
 
