@@ -76,7 +76,8 @@
     try { top = window.frameElement ? window.frameElement.getBoundingClientRect().top : 0; } catch (e) { top = 0; }
     const chrome = panes.getBoundingClientRect().top - root.getBoundingClientRect().top + 16;
     const below = height - Math.max(0, top) - chrome;
-    return Math.max(240, below >= 0.45 * height ? below : height - chrome - 60);
+    // (the presenter view keeps to the first screen down to a smaller rest: the step's text is above it)
+    return Math.max(240, below >= (PRESENT ? 240 : 0.45 * height) ? below : height - chrome - 60);
   };
   const inner = s => Math.max(1, s.view.clientWidth);
   const visible = () => single ? [sides[shown]] : sides;
@@ -93,7 +94,8 @@
     sides.forEach(s => {
       const own = stacked ? s.h * k : tallest;
       const bar = s.w * k > s.view.clientWidth + 1 ? 18 : 2;  // room for the horizontal scrollbar
-      s.view.style.height = Math.ceil(Math.min(limit, own + bar)) + "px";
+      // the presenter view's panes reach down to the window's bottom: the room's screen is the graphs' below the text
+      s.view.style.height = Math.ceil(PRESENT && !stacked ? limit : Math.min(limit, own + bar)) + "px";
     });
     zoomLabel.textContent = Math.round(k * 100) + "%";
   };
@@ -246,8 +248,6 @@
     }
     return true;
   };
-  // The part of the pane in sight (the browser's window may end above its bottom).
-  const sightHeight = s => { const v = seen(s); return Math.max(120, v.bottom - v.top); };
   // The zoom a drawing opens at. The presenter view fits the whole graph to what is in sight while that reads
   // (not below READ), shows one graph at a time where two side by side would not read, and then zooms out
   // further (never below READ) only to get all the nodes the lesson points at in sight; where they still do
@@ -256,7 +256,7 @@
     const half = stacked ? panes.clientWidth : (panes.clientWidth - GAP) / 2;
     if (!PRESENT) return Math.max(Math.min(MIN_SCALE, MAX_FIT), Math.min(MAX_FIT, fitting(half)));
     let width = Math.min(MAX_FIT, fitting(single ? panes.clientWidth : half));
-    const sight = Math.min(...visible().map(sightHeight));
+    const sight = paneLimit();  // what of a pane is in sight: down to the window's bottom
     const whole = Math.min(width, ...visible().map(s => (sight - 6) / s.h));
     let zoom = Math.max(whole, Math.min(width, READ));
     visible().forEach(s => {  // the focus nodes' extent, at zoom 1
