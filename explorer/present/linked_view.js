@@ -74,7 +74,7 @@
     const height = win.innerHeight || 800;
     let top = 0;
     try { top = window.frameElement ? window.frameElement.getBoundingClientRect().top : 0; } catch (e) { top = 0; }
-    const chrome = panes.getBoundingClientRect().top - root.getBoundingClientRect().top + 16;
+    const chrome = panes.getBoundingClientRect().top - root.getBoundingClientRect().top + (PRESENT ? 6 : 16);
     const below = height - Math.max(0, top) - chrome;
     // (the presenter view keeps to the first screen down to a smaller rest: the step's text is above it)
     return Math.max(240, below >= (PRESENT ? 240 : 0.45 * height) ? below : height - chrome - 60);
@@ -258,14 +258,14 @@
     let width = Math.min(MAX_FIT, fitting(single ? panes.clientWidth : half));
     const sight = paneLimit();  // what of a pane is in sight: down to the window's bottom
     const whole = Math.min(width, ...visible().map(s => (sight - 6) / s.h));
-    let zoom = Math.max(whole, Math.min(width, READ));
+    let zoom = Math.max(whole, READ);  // a graph wider than the pane even then: it pans (to the step's nodes)
     visible().forEach(s => {  // the focus nodes' extent, at zoom 1
       const els = inSide(focus, s);
       if (!els.length) return;
       const rs = els.map(e => e.getBBox ? e.getBBox() : {x: 0, y: 0, width: 0, height: 0});
       const tall = (Math.max(...rs.map(r => r.y + r.height)) - Math.min(...rs.map(r => r.y))) * 4 / 3 + 40;
       const wide = (Math.max(...rs.map(r => r.x + r.width)) - Math.min(...rs.map(r => r.x))) * 4 / 3 + 40;
-      zoom = Math.min(zoom, Math.max(Math.min(width, READ), Math.min(sight / tall, inner(s) / wide)));
+      zoom = Math.min(zoom, Math.max(READ, Math.min(sight / tall, inner(s) / wide)));
     });
     return zoom;
   };

@@ -21,7 +21,7 @@ CSS = """<style>
 html { font-size: 18px; }
 [data-testid='stHeader'] { height: 40px; min-height: 40px; }
 [data-testid='stMainBlockContainer'] { padding: 42px 1.1rem 2rem 1.1rem !important; }
-[data-testid='stMain'] [data-testid='stVerticalBlock'] { gap: 0.4rem; }
+[data-testid='stMain'] [data-testid='stVerticalBlock'] { gap: 0.3rem; }
 [data-testid='stMain'] [data-testid='stTabs'] [role='tablist'] { margin-bottom: 0.1rem; }
 [data-testid='stMain'] [data-testid='stTabs'] button[role='tab'] { height: 2.1rem; }
 [data-testid='stMetricDelta'], [data-testid='stMetricDelta'] *, [data-testid='stMetricLabel'] * {
