@@ -198,18 +198,20 @@ def panel(lesson: Lesson, tab_titles: dict[str, str]):
 
 
 def check(where, lesson: Lesson, result: dict | None) -> None:
-    """Under the step's text: a note when the settings on screen are no longer the step's, or when TensorFlow
-    did something other than what the step says."""
-    if result is None:
-        return
+    """Under the step's text: a note when the settings on screen are no longer the step's (with *Back to the
+    step*, also when the change failed or cannot run: ``result`` None), or when TensorFlow did something other
+    than what the step says."""
     number, step = lesson.step(st.session_state.get(state.LESSON_STEP))
     now = link.current()
     if now.model != step.experiment.model or now.config != step.experiment.config:
         with where.container():
             left, right = st.columns([5, 1.4], vertical_alignment="center")
-            left.caption("You changed this step's settings: the text is about the step's own.")
+            left.caption("You changed this step's settings: the text is about the step's own."
+                         + ("" if result is not None else " What you chose did not run (see below)."))
             right.button("Back to the step", key="lesson.reset", on_click=go, args=(lesson.id, number),
                          icon=":material/undo:", width="stretch")
+        return
+    if result is None:
         return
     wrong = mismatches(step.expect, result)
     if wrong:

@@ -50,11 +50,15 @@ def _main(engine, choice: sidebar.Choice, fingerprint: dict | None, lesson=None,
                 st.error(problem)
         if len(waiting) < len(choice.problems):
             st.info("Nothing runs until the choice in the sidebar is valid; your other settings are kept.")
+        if lesson:
+            lessons.check(step_note, lesson, None)
         _share(engine, choice, None)
         whatif.panel(engine, choice, None)
         return
     result = inspect(engine, choice)
     if result is None:
+        if lesson:  # the change failed: the way back to the step the text is about
+            lessons.check(step_note, lesson, None)
         frame.reproduce(choice)
         _share(engine, choice, None)
         whatif.panel(engine, choice, None)
