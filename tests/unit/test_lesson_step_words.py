@@ -13,7 +13,8 @@ import pytest
 
 from explorer.analysis.preconditions import Context
 from explorer.analysis.prediction import predict
-from explorer.model.lesson import seed_lessons
+from explorer.errors import SpecError
+from explorer.model.lesson import read_lesson, seed_lessons
 from explorer.model.spec import resolve
 from explorer.ui.sidebar import Choice, device_label
 
@@ -70,3 +71,26 @@ def test_the_why_tabs_checklist_agrees_with_what_the_step_expects(lesson, number
         assert "never fuses" not in check.detail, check.detail
     if model.p.get("training"):  # the first thing to say of a batch norm in training is that it trains
         assert any(c.name == "inference mode" for c in failing), [c.name for c in failing]
+
+
+def _file(**step_changes) -> str:
+    import json
+
+    good = {"title": "a", "experiment": "preset=matmul_bias_relu", "text": "b"}
+    return json.dumps({"lesson": 1, "id": "x", "title": "t", "steps": [good, {**good, **step_changes}]})
+
+
+def test_a_step_may_open_only_a_tab_the_page_has():
+    from explorer.model.lesson import LOOK_TABS
+    from explorer.ui.tabs import TABS
+
+    assert LOOK_TABS == tuple(tab.id for tab in TABS)
+    with pytest.raises(SpecError) as refused:
+        read_lesson(_file(look={"tab": "graph"}))
+    assert refused.value.field == "steps[1].look.tab" and "'graph' is not a tab of the page" in str(refused.value)
+
+
+def test_a_refusal_names_the_step_as_the_panel_counts_it():
+    with pytest.raises(SpecError) as refused:
+        read_lesson(_file(text=""))
+    assert str(refused.value).startswith("steps[1].text: ") and str(refused.value).endswith("(step 2)")
