@@ -158,7 +158,10 @@ def chooser() -> None:
                       "Its link opens it at a step: ?lesson=ID&step=N. Your own lesson: a file in the format of "
                       "docs/lessons.md.")
     if ss.get(CHOICE) == OWN_FILE:
-        st.file_uploader("Your own lesson (.json)", type=["json"], key=UPLOAD, on_change=_loaded,
+        # Streamlit's own line under the drop zone would say the server's 200MB: the lesson's limit is its caption's.
+        st.html("<style>.st-key-lesson-upload [data-testid='stFileUploaderDropzoneInstructions'] small"
+                "{display:none}</style>")
+        st.file_uploader("Your own lesson (.json)", type=["json"], key=UPLOAD, on_change=_loaded, max_upload_size=1,
                          help="A lesson file as docs/lessons.md describes: each step a link's state, a few "
                               "sentences, what to look at, a question. It is checked before anything runs.")
         st.caption(f"A JSON file of at most {MAX_FILE_BYTES >> 10} KiB (docs/lessons.md). Start from a copy of one "

@@ -121,3 +121,15 @@ def test_keys_typed_into_an_input_do_not_move_the_step_and_the_buttons_keep_thei
         assert page.locator(EXCEPTION).count() == 0
     finally:
         context.close()
+
+
+def test_the_lesson_uploader_states_its_own_limit_only(app_server, page):
+    open_app(page, app_server, STEP_S)
+    page.locator("[data-testid='stSidebar'] [data-testid='stSelectbox']").first.click()
+    with expect_rerun(page, STEP_S):
+        page.get_by_role("option", name="Your own lesson file…").click()
+    sidebar = page.locator("[data-testid='stSidebar']")
+    uploader = sidebar.locator("[data-testid='stFileUploader']").filter(has_text="Your own lesson")
+    expect(uploader).to_be_visible()
+    assert "MB" not in uploader.inner_text()  # not Streamlit's "Limit 200MB per file" beside the lesson's own
+    expect(sidebar).to_contain_text("at most 256 KiB")
