@@ -107,17 +107,33 @@ def test_keys_typed_into_an_input_do_not_move_the_step_and_the_buttons_keep_thei
         expect(panel).to_contain_text("step 2 of", timeout=STEP_S)
         find = page.get_by_placeholder("Find nodes: name or op type")
         find.click()
-        find.type("Mat")
-        for key in ("ArrowLeft", "ArrowRight", "Space"):
+        find.type("FusedMatMul")
+        for key in ("ArrowLeft", "ArrowRight", "Space", "Backspace"):
             find.press(key)
-        page.wait_for_timeout(1500)
+        with expect_rerun(page, STEP_S):
+            find.press("Enter")
         expect(panel).to_contain_text("step 2 of")
+        # a node the step points at and Find matches: the Find's blue outline shows, the step's halo around it
+        frame = page.frame_locator(LINKED).first
+        both = frame.locator("g.node.fx-match.fx-focus").first
+        both.wait_for(state="attached", timeout=STEP_S)
+        stroke, halo = both.evaluate("""g => [getComputedStyle(g.querySelector('path, polygon, ellipse')).stroke,
+                                           getComputedStyle(g).filter]""")
+        assert stroke == "rgb(28, 109, 208)" and "drop-shadow" in halo, (stroke, halo)
+        assert "240, 162, 2" not in halo and "201, 138, 11" not in halo  # not the diff's amber
         # the sidebar opened beside the presenter view: Previous and Next keep their whole labels
+        zoom = frame.locator("#fx-zoom")
+        first = zoom.inner_text()
         page.locator("[data-testid='stExpandSidebarButton']").click()
-        page.wait_for_timeout(800)
+        page.wait_for_timeout(1500)
         for name in ("Previous", "Next"):
             button = panel.get_by_role("button", name=name, exact=True)
             assert button.evaluate("b => b.scrollWidth <= b.clientWidth + 1 && !b.innerText.includes('…')"), name
+        # and closed again: the zoom the view chose comes back with the width (it dropped and stayed before)
+        page.locator("[data-testid='stSidebar']").hover()
+        page.locator("[data-testid='stSidebarCollapseButton'] button").click()
+        page.wait_for_timeout(1500)
+        assert zoom.inner_text() == first
         assert page.locator(EXCEPTION).count() == 0
     finally:
         context.close()
