@@ -158,9 +158,10 @@ def chooser() -> None:
                       "Its link opens it at a step: ?lesson=ID&step=N. Your own lesson: a file in the format of "
                       "docs/lessons.md.")
     if ss.get(CHOICE) == OWN_FILE:
-        # Streamlit's own line under the drop zone would say the server's 200MB: the lesson's limit is its caption's.
-        st.html("<style>.st-key-lesson-upload [data-testid='stFileUploaderDropzoneInstructions'] small"
-                "{display:none}</style>")
+        # Streamlit's own line in the drop zone says whole megabytes: the lesson's own limit instead.
+        zone = ".st-key-lesson-upload [data-testid='stFileUploaderDropzoneInstructions']"
+        st.html(f"<style>{zone} span {{display:none}} {zone} > div::after "
+                f"{{content:'at most {MAX_FILE_BYTES >> 10} KiB • JSON'; font-size:0.85em; opacity:0.7}}</style>")
         st.file_uploader("Your own lesson (.json)", type=["json"], key=UPLOAD, on_change=_loaded, max_upload_size=1,
                          help="A lesson file as docs/lessons.md describes: each step a link's state, a few "
                               "sentences, what to look at, a question. It is checked before anything runs.")

@@ -147,5 +147,8 @@ def test_the_lesson_uploader_states_its_own_limit_only(app_server, page):
     sidebar = page.locator("[data-testid='stSidebar']")
     uploader = sidebar.locator("[data-testid='stFileUploader']").filter(has_text="Your own lesson")
     expect(uploader).to_be_visible()
-    assert "MB" not in uploader.inner_text()  # not Streamlit's "Limit 200MB per file" beside the lesson's own
+    # Streamlit's "200MB per file" (or any megabytes) is not beside the lesson's own limit; the zone says that one
+    zone = uploader.locator("[data-testid='stFileUploaderDropzoneInstructions']")
+    assert "MB" not in uploader.inner_text()
+    assert "256 KiB" in zone.evaluate("z => getComputedStyle(z.firstElementChild, '::after').content")
     expect(sidebar).to_contain_text("at most 256 KiB")
