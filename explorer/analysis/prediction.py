@@ -239,7 +239,9 @@ def _norm(ctx: Context, d: _Draft) -> None:
                 ok = bn_ex
                 d.checks.append(Check("FusedBatchNorm+Relu supported here", ok,
                                       "oneDNN fuses FusedBatchNorm+Relu (training and inference)" if ok else
-                                      "the stock CPU never fuses FusedBatchNorm+Relu",
+                                      "the stock CPU has no FusedBatchNorm+Relu kernel (_FusedBatchNormEx) of "
+                                      "its own: without oneDNN the pair fuses only into a Conv2D before it, "
+                                      "and only in inference",
                                       NO_FIX if ok else ONEDNN_ON))
                 if d.full is None:
                     d.full = ("_FusedBatchNormEx", ("Relu",))

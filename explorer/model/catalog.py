@@ -22,6 +22,13 @@ class Preset:
     defaults: dict = field(default_factory=dict)
     rows: tuple[int, ...] = ()  # rows of the remapper catalogue (../shared/reference) it exercises
 
+    def title_for(self, params: dict) -> str:
+        """The title as it holds for these parameters: a batch norm preset titled for inference says training
+        when its ``training`` parameter is on (the title is the page's verdict line)."""
+        if params.get("training") and "(inference)" in self.title:
+            return self.title.replace("(inference)", "(training mode)")
+        return self.title
+
     def to_dict(self) -> dict:
         return {
             "id": self.id, "title": self.title, "pattern": self.chain.describe(),

@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..errors import SpecError, shown
 from . import json_text
+from .compilers import COMPILERS
 from .experiment import Experiment
 from .experiment_parts import STAGE_PAIRS, check_stages, check_tab
 
@@ -28,6 +29,11 @@ MAX_STEPS = 40
 MAX_TITLE, MAX_TEXT, MAX_ASK, MAX_NODES = 120, 1500, 400, 24
 STAGE_KEYS = ("traced", "optimized", "executed", "any")  # where look.nodes and expect.has/lacks look
 VERDICTS = ("fused", "partly fused", "not fused")
+_STEP_FIELD = re.compile(r"steps\[(\d+)\]")  # a field of a step: its index in the file's list, from 0
+# The page's tabs a step may open (explorer/ui/tabs.py's ids, in its order; tests/unit/test_lesson_step_words.py
+# keeps the two in step): a misspelt tab would open the first tab without a word.
+LOOK_TABS = ("graphs", "why", "report", "passes", "bench", "sweep", "log",
+             *(c.id for c in COMPILERS if c.page), "matrix")
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _NODE = re.compile(r"^[A-Za-z0-9_./:-]{1,200}$")
 # A step's experiment holds the model and the configuration; the view is the lesson's own (look.tab,
@@ -97,9 +103,16 @@ class Lesson:
 # ---- reading ---------------------------------------------------------------------------------------------
 
 def read_lesson(text) -> Lesson:
-    """A lesson file (bytes or text) read and checked; SpecError naming the field that is wrong."""
+    """A lesson file (bytes or text) read and checked; SpecError naming the field that is wrong, and the step
+    as the panel counts it (from 1) where the field is in one."""
     data = json_text.load(text, "lesson", "a lesson", MAX_FILE_BYTES)
-    return parse_lesson(data)
+    try:
+        return parse_lesson(data)
+    except SpecError as exc:
+        index = _STEP_FIELD.match(exc.field)
+        if index is None:
+            raise
+        raise SpecError(exc.field, f"{exc.message} (step {int(index.group(1)) + 1})") from None
 
 
 def parse_lesson(data) -> Lesson:
@@ -157,6 +170,8 @@ def _look(data, where: str) -> Look:
         raise SpecError(where, "expected an object with tab, stages, nodes")
     _fields(data, where + ".", {"tab", "stages", "nodes"}, set())
     tab = _checked(check_tab, data.get("tab"), f"{where}.tab") if data.get("tab") is not None else None
+    if tab is not None and tab not in LOOK_TABS:
+        raise SpecError(f"{where}.tab", f"{shown(repr(tab), 40)} is not a tab of the page: {', '.join(LOOK_TABS)}")
     stages = _checked(check_stages, data.get("stages"), f"{where}.stages") if data.get("stages") is not None else None
     return Look(tab, stages, _per_stage(data.get("nodes"), f"{where}.nodes", _NODE, "an op type or a node name"))
 

@@ -22,6 +22,8 @@ UNFUSED_COLOR = "#E69F00"
 NEUTRAL_COLOR = "#7F7F7F"
 COLORS = {"fused": FUSED_COLOR, "unfused": UNFUSED_COLOR}
 LABELS = {"fused": "fused (remapper on)", "unfused": "unfused (remapper off)"}
+# Lines and text that must read on the page's light and dark themes alike (a near-black vanished on the dark one).
+INK = "#8a8fa0"
 TEMPLATE = "plotly_white"
 HEIGHT = 380
 MAX_POINTS_SHOWN = 300  # above this, distributions show outliers only; all points are clutter
@@ -101,7 +103,38 @@ def latency_distribution(data: dict, *, kind: str = "violin", title: str | None 
         default_title = "Latency per call: fused (remapper on) vs unfused (remapper off)"
     fig.update_yaxes(title_text="latency per call (ms)", rangemode="tozero")
     fig.update_xaxes(title_text=None)
+    if not _is_summary(data):
+        top, above = _outlier_cut({name: to_ms(v) for name, v in samples.items()})
+        if top is not None:
+            _mark_outliers(fig, top, above, lambda name: name)
     return styled(fig, title or default_title, height)
+
+
+FENCE = 3.0  # interquartile ranges above the upper quartile: beyond it a call is an outlier the axis leaves out
+
+
+def _outlier_cut(series: dict[str, list[float]]) -> tuple[float | None, dict[str, list[float]]]:
+    """The top of a latency axis that one stray call (a 500 ms pause among 1 ms calls) must not set: each
+    variant's upper quartile plus FENCE interquartile ranges, the larger of the two; with the calls above it
+    per variant. (None, {}) when nothing lies above."""
+    fences = []
+    for values in series.values():
+        ordered = sorted(values)
+        q1, q3 = ordered[len(ordered) // 4], ordered[(3 * len(ordered)) // 4]
+        fences.append(q3 + FENCE * max(q3 - q1, 0.02 * q3))
+    top = max(fences)
+    above = {name: [v for v in values if v > top] for name, values in series.items()}
+    if not any(above.values()):
+        return None, {}
+    return top * 1.08, {name: vs for name, vs in above.items() if vs}
+
+
+def _mark_outliers(fig: go.Figure, top: float, above: dict[str, list[float]], x_of) -> None:
+    """The cut axis, and each variant's calls above it named at its top edge (they are left out, not hidden)."""
+    fig.update_yaxes(range=[0, top], autorange=False)
+    for name, values in above.items():
+        fig.add_annotation(x=x_of(name), y=top, yanchor="top", showarrow=False, font=dict(size=11, color=COLORS[name]),
+                           text=f"▲ {len(values)} call{'s' if len(values) > 1 else ''} above, up to {max(values):.3g} ms")
 
 
 def latency_trace(raw: dict, *, title: str | None = None, height: int = HEIGHT) -> go.Figure:
@@ -122,6 +155,10 @@ def latency_trace(raw: dict, *, title: str | None = None, height: int = HEIGHT) 
         fig.add_hline(y=median, line=dict(color=COLORS[name], width=1, dash="dash"), opacity=0.8)
     fig.update_xaxes(title_text="iteration (pair index)")
     fig.update_yaxes(title_text="latency per call (ms)", rangemode="tozero")
+    top, above = _outlier_cut({name: to_ms(v) for name, v in samples.items()})
+    if top is not None:
+        n = max(len(v) for v in samples.values())
+        _mark_outliers(fig, top, above, lambda name: (n - 1) * (0.25 if name == "fused" else 0.75))
     return styled(fig, title or "Latency over the run (dashed: median)", height)
 
 
@@ -198,7 +235,7 @@ def sweep_figure(rows: list[dict], param_name: str, *, title: str | None = None,
         ), row=2, col=1)
     fig.add_trace(go.Scatter(
         x=xs, y=[r["speedup"] for r in rows], name="speedup", mode="lines+markers",
-        line=dict(color="#333333", width=2), marker=dict(size=7),
+        line=dict(color=INK, width=2), marker=dict(size=7),
         text=[_sweep_hover(r, param_name) for r in rows], hovertemplate="%{text}<extra></extra>",
     ), row=2, col=1)
     fig.add_hline(y=1.0, line=dict(color=NEUTRAL_COLOR, width=1.5, dash="dash"), row=2, col=1)

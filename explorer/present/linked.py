@@ -127,12 +127,20 @@ TOOLBAR = (
     ("pane", "Fit pane", "Each whole graph in its pane (0)"),
     ("layout", "One above the other", "Side by side, or one above the other"),
 )
-def _toolbar(hint: str) -> str:
+# The presenter view's own: one graph at a time, the whole width for it (chosen by itself when two side by side
+# would be too small to read from the back of a room).
+PRESENT_TOOLBAR = (
+    ("single", "One graph", "One graph at a time, or both side by side (G)"),
+    ("swap", "Show the other", "Show the other graph (S)"),
+)
+
+
+def _toolbar(hint: str, present: bool = False) -> str:
     import html
 
     buttons = []
-    for act, label, title in TOOLBAR:
-        extra = " id='fx-zoom' class='fx-zoom'" if act == "actual" else ""
+    for act, label, title in TOOLBAR + (PRESENT_TOOLBAR if present else ()):
+        extra = " id='fx-zoom' class='fx-zoom'" if act == "actual" else " hidden" if act == "swap" else ""
         buttons.append(f"<button type='button' data-act='{act}'{extra} title='{html.escape(title, quote=True)}' "
                        f"aria-label='{html.escape(title.split(' (')[0], quote=True)}'>{html.escape(label)}</button>")
         if act in ("in", "pane"):
@@ -166,7 +174,8 @@ def page_html(before_svg: str, after_svg: str, groups: list[dict], hint: str = H
     import html
 
     panes = "".join(
-        f"<div class='fx-pane' data-side='{side}'><div class='fx-pane-title'>{html.escape(title)}</div>"
+        f"<div class='fx-pane' data-side='{side}' data-title='{html.escape(title.split(' · ')[0], quote=True)}'>"
+        f"<div class='fx-pane-title'>{html.escape(title)}</div>"
         f"<div class='fx-view'><div class='fx-canvas'>{svg_element(svg)}</div></div></div>"
         for side, title, svg in (("before", titles[0], before_svg), ("after", titles[1], after_svg)))
     data = {"fit": 1 if fit else 0, "marks": " ".join(marks), "focus": " ".join(focus),
@@ -177,7 +186,7 @@ def page_html(before_svg: str, after_svg: str, groups: list[dict], hint: str = H
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'><style>" + CSS + dark_css(before_svg, after_svg)
         + "</style></head><body>"
-        f"<div id='fx-root' class='{classes}' {attrs}>{_toolbar(hint)}"
+        f"<div id='fx-root' class='{classes}' {attrs}>{_toolbar(hint, present)}"
         f"<p id='fx-note' class='fx-note' hidden>{html.escape(STACKED_NOTE)}</p>"
         f"<div class='fx-panes'>{panes}</div></div>"
         f"<script type='application/json' id='fx-links'>{script_json(groups)}</script>"

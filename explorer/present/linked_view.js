@@ -6,6 +6,7 @@
   const note = document.getElementById("fx-note");
   const idle = hint.textContent;
   const MIN_SCALE = parseFloat(root.dataset.minScale) || 0.75;
+  const READ = 0.9;  // the presenter view: below this a label is too small for the back of a room
   const PRESENT = root.dataset.present === "1";
   const MAX_FIT = PRESENT ? 1.6 : 1.0;  // "fit" never blows a small graph up past this
   const ZOOM_MIN = 0.05, ZOOM_MAX = 4, STEP = 1.25, GAP = 24;
@@ -59,6 +60,9 @@
   const zoomLabel = document.getElementById("fx-zoom");
   const layoutButton = root.querySelector("[data-act='layout']");
   let k = 1, stacked = false;
+  // The presenter view may show one graph at a time (the whole pane's width for it): ``shown`` is its side.
+  let single = false, shown = 1, auto = true;  // auto: the zoom is the view's own choice, redone when the width changes
+  const singleButton = root.querySelector("[data-act='single']"), swapButton = root.querySelector("[data-act='swap']");
   const storageKey = "fx-view:" + (root.dataset.key || "");
   const store = (() => { try { return window.sessionStorage; } catch (e) { return null; } })();
 
@@ -70,12 +74,14 @@
     const height = win.innerHeight || 800;
     let top = 0;
     try { top = window.frameElement ? window.frameElement.getBoundingClientRect().top : 0; } catch (e) { top = 0; }
-    const chrome = panes.getBoundingClientRect().top - root.getBoundingClientRect().top + 16;
+    const chrome = panes.getBoundingClientRect().top - root.getBoundingClientRect().top + (PRESENT ? 6 : 16);
     const below = height - Math.max(0, top) - chrome;
-    return Math.max(240, below >= 0.45 * height ? below : height - chrome - 60);
+    // (the presenter view keeps to the first screen down to a smaller rest: the step's text is above it)
+    return Math.max(240, below >= (PRESENT ? 240 : 0.45 * height) ? below : height - chrome - 60);
   };
   const inner = s => Math.max(1, s.view.clientWidth);
-  const fitting = width => Math.min(...sides.map(s => width / s.w));
+  const visible = () => single ? [sides[shown]] : sides;
+  const fitting = width => Math.min(...visible().map(s => width / s.w));
 
   const apply = () => {
     const limit = paneLimit();
@@ -84,11 +90,12 @@
       s.svg.style.height = (s.h * k) + "px";
       s.canvas.style.width = (s.w * k) + "px";
     });
-    const tallest = Math.max(...sides.map(s => s.h * k));
+    const tallest = Math.max(...visible().map(s => s.h * k));
     sides.forEach(s => {
       const own = stacked ? s.h * k : tallest;
       const bar = s.w * k > s.view.clientWidth + 1 ? 18 : 2;  // room for the horizontal scrollbar
-      s.view.style.height = Math.ceil(Math.min(limit, own + bar)) + "px";
+      // the presenter view's panes reach down to the window's bottom: the room's screen is the graphs' below the text
+      s.view.style.height = Math.ceil(PRESENT && !stacked ? limit : Math.min(limit, own + bar)) + "px";
     });
     zoomLabel.textContent = Math.round(k * 100) + "%";
   };
@@ -109,14 +116,14 @@
     remember();
   };
   const fitWidth = () => {
-    k = Math.min(MAX_FIT, fitting(Math.min(...sides.map(inner)) - 2));
+    k = Math.min(MAX_FIT, fitting(Math.min(...visible().map(inner)) - 2));
     apply();
     sides.forEach(s => { s.view.scrollLeft = 0; s.view.scrollTop = 0; });
     remember();
   };
   const fitPane = () => {
     const limit = paneLimit();
-    k = Math.min(MAX_FIT, ...sides.map(s => Math.min((inner(s) - 2) / s.w, (limit - 4) / s.h)));
+    k = Math.min(MAX_FIT, ...visible().map(s => Math.min((inner(s) - 2) / s.w, (limit - 4) / s.h)));
     apply();
     sides.forEach(s => { s.view.scrollLeft = 0; s.view.scrollTop = 0; });
     remember();
@@ -130,6 +137,17 @@
   };
   // Below MIN_SCALE a side-by-side drawing is too small to read: one above the other instead (never in
   // the presenter view, whose point is the two side by side), unless the person chose a layout.
+  const setSingle = (on, side) => {
+    single = on;
+    if (side !== undefined) shown = side;
+    panes.classList.toggle("fx-single", single);
+    sides.forEach((s, i) => { s.pane.hidden = single && i !== shown; });
+    if (singleButton) singleButton.textContent = single ? "Both graphs" : "One graph";
+    if (swapButton) {
+      swapButton.hidden = !single;
+      swapButton.textContent = "Show " + (shown ? sides[0] : sides[1]).pane.dataset.title;
+    }
+  };
   const autoLayout = () => {
     const chosen = store && store.getItem("fx-layout");
     if (chosen) return setLayout(chosen === "stacked", false);
@@ -158,7 +176,7 @@
   const sideOf = el => sides.find(s => s.pane.contains(el));
   const inSide = (list, s) => list.map(id => document.getElementById(id)).filter(el => el && s.pane.contains(el));
 
-  // ---- search matches (outlined in blue) and what a lesson points at (outlined in amber) ----------
+  // ---- search matches (outlined in blue) and what a lesson points at (a magenta halo) -------------
   const marks = ids("marks"), focus = ids("focus");
   marks.forEach(id => { const el = document.getElementById(id); if (el) el.classList.add("fx-match"); });
   focus.forEach(id => { const el = document.getElementById(id); if (el) el.classList.add("fx-focus"); });
@@ -202,7 +220,7 @@
     saving = setTimeout(() => {
       try {
         store.setItem(storageKey, JSON.stringify({k, stacked, marks: root.dataset.marks || "",
-          focus: root.dataset.focus || "", current,
+          focus: root.dataset.focus || "", current, single, shown, auto,
           scroll: sides.map(s => [s.view.scrollLeft, s.view.scrollTop])}));
       } catch (e) { /* storage full or refused: the view just is not kept */ }
     }, 150);
@@ -213,6 +231,8 @@
     if (!saved || typeof saved.k !== "number") return false;
     k = saved.k;
     setLayout(!!saved.stacked, false);
+    if (PRESENT) setSingle(!!saved.single, saved.shown ? 1 : 0);
+    auto = saved.auto !== false;
     apply();
     const newFocus = saved.focus !== (root.dataset.focus || "");
     if (newFocus && focus.length) showFocus();
@@ -228,9 +248,36 @@
     }
     return true;
   };
+  // The zoom a drawing opens at. The presenter view fits the whole graph to what is in sight while that reads
+  // (not below READ), shows one graph at a time where two side by side would not read, and then zooms out
+  // further (never below READ) only to get all the nodes the lesson points at in sight; where they still do
+  // not fit, showFocus brings the first of them into sight.
+  const opening = () => {
+    const half = stacked ? panes.clientWidth : (panes.clientWidth - GAP) / 2;
+    if (!PRESENT) return Math.max(Math.min(MIN_SCALE, MAX_FIT), Math.min(MAX_FIT, fitting(half)));
+    let width = Math.min(MAX_FIT, fitting(single ? panes.clientWidth : half));
+    const sight = paneLimit();  // what of a pane is in sight: down to the window's bottom
+    const whole = Math.min(width, ...visible().map(s => (sight - 6) / s.h));
+    let zoom = Math.max(whole, READ);  // a graph wider than the pane even then: it pans (to the step's nodes)
+    visible().forEach(s => {  // the focus nodes' extent, at zoom 1
+      const els = inSide(focus, s);
+      if (!els.length) return;
+      const rs = els.map(e => e.getBBox ? e.getBBox() : {x: 0, y: 0, width: 0, height: 0});
+      const tall = (Math.max(...rs.map(r => r.y + r.height)) - Math.min(...rs.map(r => r.y))) * 4 / 3 + 40;
+      const wide = (Math.max(...rs.map(r => r.x + r.width)) - Math.min(...rs.map(r => r.x))) * 4 / 3 + 40;
+      zoom = Math.min(zoom, Math.max(READ, Math.min(sight / tall, inner(s) / wide)));
+    });
+    return zoom;
+  };
   const start = () => {
     autoLayout();
-    k = Math.max(Math.min(MIN_SCALE, MAX_FIT), Math.min(MAX_FIT, fitting(stacked ? panes.clientWidth : (panes.clientWidth - GAP) / 2)));
+    if (PRESENT) {  // two graphs side by side below a readable size: the one with the step's nodes, or the after side
+      const narrow = Math.min(MAX_FIT, fitting((panes.clientWidth - GAP) / 2)) < READ;
+      const pointed = sides.map(s => inSide(focus, s).length);
+      setSingle(narrow, pointed[1] || !pointed[0] ? 1 : 0);
+    }
+    k = opening();
+    auto = true;
     apply();
     if (focus.length) showFocus();
     if (total) showMatch(0);
@@ -240,8 +287,11 @@
 
   // ---- controls: the toolbar, the keyboard, the wheel, dragging ---------------------------------
   const actions = {
-    in: () => zoomTo(k * STEP), out: () => zoomTo(k / STEP), width: fitWidth, pane: fitPane,
-    actual: () => zoomTo(1),
+    in: () => { auto = false; zoomTo(k * STEP); }, out: () => { auto = false; zoomTo(k / STEP); },
+    width: () => { auto = false; fitWidth(); }, pane: () => { auto = false; fitPane(); },
+    actual: () => { auto = false; zoomTo(1); },
+    single: () => { setSingle(!single); if (auto) { k = opening(); } apply(); if (focus.length) showFocus(); remember(); },
+    swap: () => { if (!single) return; setSingle(true, 1 - shown); if (auto) { k = opening(); } apply(); if (focus.length) showFocus(); remember(); },
     layout: () => { setLayout(!stacked, true); apply(); remember(); },
     next: () => total && showMatch(current + 1), prev: () => total && showMatch(current - 1),
   };
@@ -251,13 +301,20 @@
   });
   document.addEventListener("keydown", ev => {
     if (ev.target.closest && ev.target.closest("input, textarea")) return;
-    const act = {"+": "in", "=": "in", "-": "out", "0": "pane", "w": "width", "1": "actual", "n": "next", "p": "prev"}[ev.key];
+    // A lesson's step keys (→ PageDown Space, ← PageUp) do not reach the page from inside this frame: hand them on.
+    try {
+      const lesson = window.frameElement && window.parent.__fxLessonKeys;
+      if (lesson && lesson.key(ev, ev.target)) { ev.preventDefault(); return; }
+    } catch (e) { /* another origin: the page's own keys only */ }
+    const act = {"+": "in", "=": "in", "-": "out", "0": "pane", "w": "width", "1": "actual", "n": "next", "p": "prev",
+                 "s": "swap", "g": "single"}[ev.key];
     if (act && !ev.ctrlKey && !ev.metaKey && !ev.altKey) { ev.preventDefault(); actions[act](); }
   });
   sides.forEach(s => {
     s.view.addEventListener("wheel", ev => {
       if (!(ev.ctrlKey || ev.metaKey)) return;  // a plain wheel scrolls the pane, then the page
       ev.preventDefault();
+      auto = false;
       const v = s.view.getBoundingClientRect();
       zoomTo(k * Math.exp(-ev.deltaY * 0.0025), {view: s.view, x: ev.clientX - v.left, y: ev.clientY - v.top});
     }, {passive: false});
@@ -305,7 +362,8 @@
     lastWidth = panes.clientWidth;
     const chosen = store && store.getItem("fx-layout");
     if (!chosen) autoLayout();
-    apply();
+    // A zoom the view chose itself follows the width (the sidebar opened or closed); one the person chose stays.
+    if (auto) { k = opening(); apply(); if (focus.length) showFocus(); remember(); } else apply();
   }).observe(panes);
   try { if (window.frameElement) window.parent.addEventListener("resize", apply); } catch (e) { /* other origin */ }
   const themeOfPage = () => {

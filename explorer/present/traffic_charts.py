@@ -13,9 +13,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..analysis import traffic
-from .charts import COLORS, NEUTRAL_COLOR, rgba, styled
+from .charts import COLORS, INK, NEUTRAL_COLOR, rgba, styled
 
-MEASURED_COLOR = "#333333"
+MEASURED_COLOR = INK  # read on the light and the dark theme alike
 ESTIMATE_COLOR = "#56B4E9"  # Okabe-Ito sky blue
 DRAM_COLOR = "#D55E00"  # Okabe-Ito vermillion
 ABOVE_COLOR = "#CC0000"
@@ -44,11 +44,11 @@ def estimate_figure(report: dict, *, height: int = 420) -> go.Figure:
         hovertemplate="%{x}<br>measured %{y:.4f} ms<extra></extra>"))
     fig.add_trace(go.Bar(
         x=groups, y=est, name="estimate: bandwidth at each op's working set", marker=dict(
-            color=rgba(ESTIMATE_COLOR, 0.85), pattern=dict(shape="/", fgcolor="white")),
+            color=rgba(ESTIMATE_COLOR, 0.85), pattern=dict(shape="/", fgcolor="rgba(255,255,255,0.6)")),
         hovertemplate="%{x}<br>estimate %{y:.4f} ms<extra></extra>"))
     fig.add_trace(go.Bar(
         x=groups, y=dram, name="estimate: all traffic at DRAM bandwidth",
-        marker=dict(color="white", line=dict(color=DRAM_COLOR, width=2)),
+        marker=dict(color="rgba(0,0,0,0)", line=dict(color=DRAM_COLOR, width=2)),  # hollow on either theme
         hovertemplate="%{x}<br>all at DRAM bandwidth %{y:.4f} ms<extra></extra>"))
     highs = [f["p90_ms"], u["p90_ms"], None]  # above the error bar, where the label cannot cover it
     tops = [max(v for v in (*triple, high) if v is not None) for *triple, high in zip(measured, est, dram, highs)]

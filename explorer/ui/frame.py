@@ -24,7 +24,9 @@ INTRO = (
 
 # Streamlit's default top padding (6rem) pushes the graphs below the fold on a laptop screen, and its
 # side padding (5rem) costs the two graphs the width the wider sidebar takes.
-CSS = "<style>[data-testid='stMainBlockContainer']{padding:2.2rem 3rem 4rem 3rem}</style>"
+# The lesson's key script (presenter.step_keys) takes no room.
+CSS = ("<style>[data-testid='stMainBlockContainer']{padding:2.2rem 3rem 4rem 3rem}"
+       ".st-key-lesson-keys{display:none}</style>")
 
 
 def header(lesson_open: bool = False) -> None:

@@ -33,6 +33,7 @@ PROBLEM = "lesson.problem"  # the line that refused the last file loaded, or Non
 NOTICE = "lesson.notice"  # a line about the lesson a link named, shown once at the top of the page, or None
 DEFAULTS = {CUSTOM: {}, APPLIED: None, PROBLEM: None, NOTICE: None}
 OWN_FILE = "lesson.own-file"  # the choice that shows the uploader of a teacher's own lesson file
+KEYS_HELP = "Keys: → PageDown Space for the next step, ← PageUp for the previous (a presentation clicker sends these)."
 NONE = ""  # the choice of no lesson (a selectbox shows None as an empty choice)
 # Keys of a link that are the lesson's own: a link with nothing else opens the step as the lesson wrote it.
 LESSON_KEYS = {"lesson", "step", "present"}
@@ -157,7 +158,11 @@ def chooser() -> None:
                       "Its link opens it at a step: ?lesson=ID&step=N. Your own lesson: a file in the format of "
                       "docs/lessons.md.")
     if ss.get(CHOICE) == OWN_FILE:
-        st.file_uploader("Your own lesson (.json)", type=["json"], key=UPLOAD, on_change=_loaded,
+        # Streamlit's own line in the drop zone says whole megabytes: the lesson's own limit instead.
+        zone = ".st-key-lesson-upload [data-testid='stFileUploaderDropzoneInstructions']"
+        st.html(f"<style>{zone} span {{display:none}} {zone} > div::after "
+                f"{{content:'at most {MAX_FILE_BYTES >> 10} KiB • JSON'; font-size:0.85em; opacity:0.7}}</style>")
+        st.file_uploader("Your own lesson (.json)", type=["json"], key=UPLOAD, on_change=_loaded, max_upload_size=1,
                          help="A lesson file as docs/lessons.md describes: each step a link's state, a few "
                               "sentences, what to look at, a question. It is checked before anything runs.")
         st.caption(f"A JSON file of at most {MAX_FILE_BYTES >> 10} KiB (docs/lessons.md). Start from a copy of one "
@@ -173,21 +178,23 @@ def panel(lesson: Lesson, tab_titles: dict[str, str]):
     total = len(lesson.steps)
     presenting = state.presenting()
     with st.container(border=True, key="lesson-panel"):
-        if presenting:  # one row: the step, the buttons, and the switch the header would hold
-            head, back, forward, switch, leave = st.columns([5.4, 1.4, 1.15, 2.1, 0.55], vertical_alignment="center")
-            head.markdown(f"**{step.title}** · step {number} of {total}", help=lesson.title)
-            presenter.toggle(switch)
-        else:
-            head, back, forward, leave = st.columns([6, 1.25, 1.1, 0.5], vertical_alignment="center")
-            head.markdown(f"**{lesson.title}** · step {number} of {total}: **{step.title}**")
-        back.button("Previous", key="lesson.previous", on_click=go, args=(lesson.id, number - 1),
-                    disabled=number <= 1, icon=":material/arrow_back:", width="stretch")
-        forward.button("Next", key="lesson.next", on_click=go, args=(lesson.id, number + 1), disabled=number >= total,
-                       icon=":material/arrow_forward:", type="primary", width="stretch")
-        leave.button(":material/close:", key="lesson.close", on_click=close, help="Close the lesson")
+        # One row that wraps rather than truncates: with the sidebar open the buttons keep their whole labels.
+        with st.container(horizontal=True, vertical_alignment="center", key="lesson-head", gap="small"):
+            if presenting:
+                st.markdown(f"**{step.title}** · step {number} of {total}", help=lesson.title, width="stretch")
+            else:
+                st.markdown(f"**{lesson.title}** · step {number} of {total}: **{step.title}**", width="stretch")
+            st.button("Previous", key="lesson.previous", on_click=go, args=(lesson.id, number - 1),
+                      disabled=number <= 1, icon=":material/arrow_back:", help=KEYS_HELP, wrap=False)
+            st.button("Next", key="lesson.next", on_click=go, args=(lesson.id, number + 1), disabled=number >= total,
+                      icon=":material/arrow_forward:", type="primary", help=KEYS_HELP, wrap=False)
+            if presenting:  # the switch the header would hold
+                presenter.toggle()
+            st.button(":material/close:", key="lesson.close", on_click=close, help="Close the lesson")
+        presenter.step_keys()
         st.markdown(step.text)
         look = _look_words(step, tab_titles)
-        if look and not presenting:  # on a projector the amber outlines and the open tab say it
+        if look and not presenting:  # on a projector the magenta halos and the open tab say it
             st.caption(f"**Look at:** {look}")
         if step.ask:
             st.markdown(f"**Ask the room:** {step.ask}")
@@ -195,18 +202,20 @@ def panel(lesson: Lesson, tab_titles: dict[str, str]):
 
 
 def check(where, lesson: Lesson, result: dict | None) -> None:
-    """Under the step's text: a note when the settings on screen are no longer the step's, or when TensorFlow
-    did something other than what the step says."""
-    if result is None:
-        return
+    """Under the step's text: a note when the settings on screen are no longer the step's (with *Back to the
+    step*, also when the change failed or cannot run: ``result`` None), or when TensorFlow did something other
+    than what the step says."""
     number, step = lesson.step(st.session_state.get(state.LESSON_STEP))
     now = link.current()
     if now.model != step.experiment.model or now.config != step.experiment.config:
         with where.container():
             left, right = st.columns([5, 1.4], vertical_alignment="center")
-            left.caption("You changed this step's settings: the text is about the step's own.")
+            left.caption("You changed this step's settings: the text is about the step's own."
+                         + ("" if result is not None else " What you chose did not run (see below)."))
             right.button("Back to the step", key="lesson.reset", on_click=go, args=(lesson.id, number),
                          icon=":material/undo:", width="stretch")
+        return
+    if result is None:
         return
     wrong = mismatches(step.expect, result)
     if wrong:
@@ -231,7 +240,7 @@ def _look_words(step, titles: dict[str, str]) -> str:
         parts.append(step.look.stages.replace("->", " → ").replace("optimized", "after Grappler"))
     nodes = sorted({n for names in step.look.nodes.values() for n in names})
     if nodes:
-        parts.append("outlined in amber: " + ", ".join(f"`{n}`" for n in nodes))
+        parts.append("with a magenta halo: " + ", ".join(f"`{n}`" for n in nodes))
     return " · ".join(parts)
 
 

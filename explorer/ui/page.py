@@ -50,11 +50,15 @@ def _main(engine, choice: sidebar.Choice, fingerprint: dict | None, lesson=None,
                 st.error(problem)
         if len(waiting) < len(choice.problems):
             st.info("Nothing runs until the choice in the sidebar is valid; your other settings are kept.")
+        if lesson:
+            lessons.check(step_note, lesson, None)
         _share(engine, choice, None)
         whatif.panel(engine, choice, None)
         return
     result = inspect(engine, choice)
     if result is None:
+        if lesson:  # the change failed: the way back to the step the text is about
+            lessons.check(step_note, lesson, None)
         frame.reproduce(choice)
         _share(engine, choice, None)
         whatif.panel(engine, choice, None)
@@ -81,6 +85,8 @@ def _main(engine, choice: sidebar.Choice, fingerprint: dict | None, lesson=None,
     if "pin" in offers:
         whatif.panel(engine, choice, result)
     tabs.render(tabs.View(engine, choice, result, gpu_here=bool((fingerprint or {}).get("gpus"))))
+    if state.presenting():  # the graphs first on a projector's screen; what the simulation rests on after them
+        simulated_note(result)
 
 
 def _share(engine, choice: sidebar.Choice, result: dict | None) -> None:
@@ -166,6 +172,12 @@ def _summary_line(engine, choice: sidebar.Choice, result: dict) -> None:
             whatif.pin_button(engine, choice, result)
     for warning in result.get("warnings") or []:  # analysis.tf_warnings already merged those quoting one line
         st.warning(warning)
+    if result.get("simulated") and not state.presenting():  # the presenter view has it below the tabs
+        simulated_note(result)
+
+
+def simulated_note(result: dict) -> None:
+    """What a simulated GPU cannot check, folded away."""
     if result.get("simulated"):
         profile = result.get("profile") or {}
         with st.expander(f"Simulated on a virtual {profile.get('model', 'GPU')}: what this cannot check"):

@@ -8,19 +8,33 @@ looks the same to the teacher preparing it and to the room.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from . import state
 
+KEYS_JS = (Path(__file__).resolve().parent / "lesson_keys.js").read_text(encoding="utf-8")
+
 # Streamlit sizes its type in rem: a larger root size grows every label, caption and button together.
 CSS = """<style>
 html { font-size: 18px; }
-[data-testid='stHeader'] { height: 44px; min-height: 44px; }
-[data-testid='stMainBlockContainer'] { padding: 46px 1.1rem 2rem 1.1rem !important; }
-[data-testid='stMain'] [data-testid='stVerticalBlock'] { gap: 0.45rem; }
-[data-testid='stMain'] [data-testid='stTabs'] [role='tablist'] { margin-bottom: 0.2rem; }
+[data-testid='stHeader'] { height: 40px; min-height: 40px; }
+[data-testid='stMainBlockContainer'] { padding: 42px 1.1rem 2rem 1.1rem !important; }
+[data-testid='stMain'] [data-testid='stVerticalBlock'] { gap: 0.3rem; }
+[data-testid='stMain'] [data-testid='stTabs'] [role='tablist'] { margin-bottom: 0.1rem; }
+[data-testid='stMain'] [data-testid='stTabs'] button[role='tab'] { height: 2.1rem; }
 [data-testid='stMetricDelta'], [data-testid='stMetricDelta'] *, [data-testid='stMetricLabel'] * {
   white-space: normal !important; overflow: visible !important; text-overflow: clip !important; height: auto; }
+/* The room came for the graphs: the rows above them as low as their type allows. */
+[data-testid='stMain'] [data-testid='stBaseButton-secondary'], [data-testid='stMain'] [data-testid='stBaseButton-primary'] {
+  min-height: 2.1rem; padding-top: 0.1rem; padding-bottom: 0.1rem; }
+[data-testid='stMain'] [data-baseweb='select'] > div, [data-testid='stMain'] [data-baseweb='input'] { min-height: 2.1rem; }
+[data-testid='stMain'] [data-baseweb='select'] > div > div { padding-top: 0.1rem; padding-bottom: 0.1rem; }
+[data-testid='stMain'] [data-baseweb='input'] input { padding-top: 0.25rem; padding-bottom: 0.25rem; }
+.st-key-lesson-panel { padding: 0.45rem 0.9rem !important; gap: 0.4rem !important; }
+.st-key-lesson-panel p { margin-bottom: 0.35rem; }
+[data-testid='stMain'] [data-testid='stTabs'] [role='tabpanel'] { padding-top: 0.5rem; }
 </style>"""
 HELP = ("For a projector: the sidebar folds away (open it with the arrow at the top left), type grows and the two "
         "graphs stay side by side. The link carries it (present=1).")
@@ -44,3 +58,10 @@ def apply() -> None:
 def toggle(where=st) -> bool:
     """The page's switch for the presenter view; True when it is on."""
     return where.toggle("Presenter view", key=state.PRESENT, help=HELP)
+
+
+def step_keys() -> None:
+    """The lesson's keys (→ PageDown Space, ← PageUp; a clicker's): a script in the page that presses the panel's
+    Previous / Next (``lesson_keys.js``; installed once per browser tab, hidden)."""
+    with st.container(key="lesson-keys"):
+        st.html(f"<script>{KEYS_JS}</script>", unsafe_allow_javascript=True)

@@ -55,7 +55,9 @@ class Choice:
 
     @property
     def label(self) -> str:
-        return self.preset.title if self.preset else (self.model.label() if self.model else "custom model")
+        if self.preset:
+            return self.preset.title_for(self.model.p if self.model else {})
+        return self.model.label() if self.model else "custom model"
 
 
 def device_label(device: str) -> str:

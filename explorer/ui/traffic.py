@@ -9,6 +9,17 @@ from ..errors import ExplorerError
 from ..present import traffic_charts
 
 CHART_CONFIG = {"displayModeBar": False}
+# For a class: the idea in plain words first, the technical name last (the model's terms in an expander).
+PLAIN = ("Grey: the time each variant took. Blue: the time moving its data and doing its arithmetic would take on "
+         "this machine, each op at the speed of the memory its data fits in; outlined: all of it from main memory. "
+         "Fusing saves the trips the middle ops made through memory, so it pays where those trips are most of the "
+         "time. Where grey stands above blue, something else costs time too (each op's own overhead, the cost of "
+         "tanh and friends).")
+ROOFLINE = ("Dashed lines: how long each variant would take if moving its data through memory and doing its "
+            "arithmetic were all it had to do on this machine. When a model mostly moves data (little arithmetic per "
+            "byte), fusing saves whole trips through memory, so it pays. When it mostly computes (a large matrix "
+            "multiply), the trips saved are a small part of the time, so fusing changes little: a speedup near 1×. "
+            "(This is a roofline estimate, op by op, at the bandwidth measured for each op's working set.)")
 
 
 def attach(engine, result: dict, on_progress=None) -> dict:
@@ -51,7 +62,9 @@ def panel(engine, result: dict) -> None:
                           config=CHART_CONFIG)
         right.plotly_chart(traffic_charts.bandwidth_figure(report["machine"], report), width="stretch",
                            key="traffic.bandwidth", config=CHART_CONFIG)
-        st.caption(_caption(report))
+        st.caption(PLAIN)
+        with st.expander("How the estimate is made, and what it says here"):
+            st.caption(_caption(report))
         if st.button("Measure this machine again", key="traffic.remeasure", icon=":material/speed:",
                      help="The profile is measured once per machine and kept; measure again on a quiet machine "
                           "(a few seconds, in the benchmark queue)"):
@@ -120,9 +133,6 @@ def sweep_section(rows: list[dict], param: str) -> None:
     st.plotly_chart(traffic_charts.sweep_estimate_figure(rows, param), width="stretch", key="traffic.sweep",
                     config=CHART_CONFIG)
     above = [r["value"] for r in rows if "above" in (r["fused_relation"], r["unfused_relation"])]
-    st.caption("Dashed: the time each variant's traffic and FLOPs need at the measured bandwidth of each op's working "
-               "set (a per-op roofline). Where the traffic dominates (little arithmetic per byte), removing "
-               "intermediates pays; where the matmul's FLOPs dominate, the same saved bytes are a small share of the "
-               "time and the predicted speedup stays near 1×."
+    st.caption(ROOFLINE
                + (f" At {param} = {', '.join(map(str, above))} an estimate lies above the measured time: there it is "
                   "not a bound (the intermediates stayed in cache)." if above else ""))

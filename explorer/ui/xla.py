@@ -34,7 +34,9 @@ def _hlo_dot(result_key: str, _result: dict) -> str:
 
 @st.fragment
 def panel(engine, choice: sidebar.Choice, grappler: dict) -> None:
-    st.markdown(INTRO)
+    presenting = state.presenting()
+    if not presenting:  # a projector's screen goes to the graphs first; the intro is for reading at a desk
+        st.markdown(INTRO)
     if grappler.get("xla_clusters"):
         st.markdown("**XLA auto-clustering is on** (TF_XLA_FLAGS): in the graph after Grappler these ops were "
                     "replaced by XLA clusters, which XLA compiles and runs:\n"
@@ -56,9 +58,14 @@ def panel(engine, choice: sidebar.Choice, grappler: dict) -> None:
         frame.show_error(exc, "XLA")
         st.caption("Grappler's view in the other tabs does not depend on XLA and is unaffected.")
         return
-    _summary(grappler, result)
-    _fusion_table(result)
-    _graphs(grappler, result)
+    if presenting:  # the graphs within the room's first screen, what they rest on below them
+        _graphs(grappler, result, heading=False)
+        _summary(grappler, result)
+        _fusion_table(result)
+    else:
+        _summary(grappler, result)
+        _fusion_table(result)
+        _graphs(grappler, result)
     _downloads(result)
     _passes(result)
     _three_way(engine, choice)
@@ -102,7 +109,7 @@ def _fusion_table(result: dict) -> None:
         st.dataframe(rows, hide_index=True, width="stretch")
 
 
-def _graphs(grappler: dict, result: dict) -> None:
+def _graphs(grappler: dict, result: dict, heading: bool = True) -> None:
     xla_dot = _hlo_dot(result["key"], result)
     optimized = (grappler.get("stages") or {}).get("optimized")
     if optimized is None or len(optimized["nodes"]) > LARGE:
@@ -117,7 +124,8 @@ def _graphs(grappler: dict, result: dict) -> None:
         else:
             st.graphviz_chart(xla_dot, width="stretch")
         return
-    st.markdown("**After Grappler (left) and XLA's optimised HLO (right), one box per XLA fusion**")
+    if heading:  # the presenter view's panes carry their own titles
+        st.markdown("**After Grappler (left) and XLA's optimised HLO (right), one box per XLA fusion**")
     drawn = cached.stage_pair(grappler["key"], "traced", "optimized", True, grappler)
     groups = hlo_dot.link_groups(result["fusions"], grappler.get("fusions") or [], drawn["names"]["after"], "a-")
     hint = "Hover over an XLA fusion or a Grappler node: the TF ops it computes light up on the other side."
