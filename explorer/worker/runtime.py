@@ -18,6 +18,9 @@ from .convert import graph_to_dict, merge_partitions
 from .protocol import NoGpu, Protocol, StderrCapture
 
 
+FLUSH_NODE = "explorer_run_metadata_flush"
+
+
 class Runtime:
     def __init__(self, protocol: Protocol):
         self.protocol = protocol
@@ -60,6 +63,11 @@ class Runtime:
             options["remapping"] = remapping
         self.tf.config.optimizer.set_experimental_options(options)
         return options
+
+    def recover(self) -> None:
+        """After a request that failed: TensorFlow's defaults again, and nothing of the failed call pending."""
+        self.reset_grappler()
+        self.flush_run_metadata()
 
     def reset_grappler(self) -> None:
         # set_experimental_options only ever adds keys: clear them so that every request starts
@@ -104,25 +112,59 @@ class Runtime:
 
     def capture(self, fn, args, switches, remapping=None):
         """Call fn once with collection on; return its three stage GraphDefs, the output and the count of
-        function graphs recorded."""
+        function graphs recorded.
+
+        A call that fails raises TensorFlow's error with ``failed_stages``: the failed call's stages where
+        TensorFlow had made them (Grappler ran before the kernel failed), or None; nothing is left behind."""
         ctx = self.context
         self.set_grappler(switches, remapping)
         ctx.enable_run_metadata()
-        ctx.export_run_metadata()  # drop graphs left by an earlier request that failed mid-call
+        ctx.export_run_metadata()  # drop graphs of an earlier call already handed to the context
         try:
             out = self.call(fn, args)
             metadata = ctx.export_run_metadata()
+        except Exception as exc:
+            ctx.disable_run_metadata()
+            left = self.flush_run_metadata()
+            exc.failed_stages = self.stages(left[-1]) if left else None  # what Grappler made of the failed call
+            raise
         finally:
             ctx.disable_run_metadata()
         entries = list(metadata.function_graphs)
         if not entries:
             raise RuntimeError("TensorFlow recorded no function graphs for this call")
-        entry = entries[-1]
+        stages = self.stages(entries[-1])
+        names = [n.name for n in stages["optimized"].node]
+        if len(names) != len(set(names)):  # two calls' graphs in one: never pass them on as this model's
+            raise RuntimeError("TensorFlow's run metadata mixed this call's graphs with an earlier call's")
+        return stages, out, len(entries)
+
+    def stages(self, entry) -> dict:
         return {
             "traced": entry.pre_optimization_graph,
             "optimized": entry.post_optimization_graph,
             "executed": merge_partitions(entry.partition_graphs, self.tf),
-        }, out, len(entries)
+        }
+
+    def flush_run_metadata(self) -> list:
+        """Collect what a failed call left pending, and return its function graphs.
+
+        TF 2.21 keeps the graphs of a function call that failed (Grappler's output included) out of the
+        context's run metadata and hands them over, merged into the first entry, with the next call that
+        collects it: the next model's graphs would hold the failed one's too. A one-op function called
+        with collection on takes them now; its own entry is dropped."""
+        tf, ctx = self.tf, self.context
+        flush = tf.function(lambda x: tf.identity(x, name=FLUSH_NODE))
+        ctx.enable_run_metadata()
+        try:
+            ctx.export_run_metadata()
+            with tf.device("/CPU:0"):
+                flush(tf.constant(0.0))
+            metadata = ctx.export_run_metadata()
+        finally:
+            ctx.disable_run_metadata()
+        return [e for e in metadata.function_graphs
+                if not any(n.name == FLUSH_NODE for n in e.pre_optimization_graph.node)]
 
     def sync(self) -> None:
         """Wait for the device: a GPU runs kernels asynchronously, a CPU call has finished on return."""

@@ -1,0 +1,101 @@
+"""A call that TensorFlow fails leaves nothing behind: the same warm worker's next answer holds only its own
+graphs, nothing of the failed call is cached, and an aborted worker is replaced."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections import Counter
+
+import pytest
+
+from explorer.engine import Engine
+from explorer.errors import WorkerError
+from explorer.model.flags import Config
+from explorer.model.graph import Graph
+
+pytestmark = pytest.mark.tf
+
+# TF 2.21 with oneDNN on fuses this chain into _FusedConv2D [FusedBatchNorm, Tanh], which no kernel runs.
+BROKEN = {"chain": {"contraction": "Conv2D", "bias": "none", "norm": "FusedBatchNorm", "activation": "Tanh"},
+          "params": {"batch": 2, "height": 8, "width": 8, "in_channels": 4, "out_channels": 8, "filter_size": 3}}
+ONEDNN_ON = Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "1"})
+REMAPPER_OFF = Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "1"}, grappler={"remapping": "off"})
+
+
+def fused_run_failed(result_or_error) -> bool:
+    """The broken chain's fused run failed: raised (before the agreement check) or reported by it."""
+    if isinstance(result_or_error, Exception):
+        return "Fusion is not implemented" in str(result_or_error)
+    return (result_or_error.get("agreement") or {}).get("status") == "fails"
+
+
+def inspect_or_error(engine, spec, config):
+    try:
+        return engine.inspect(spec, config, check_fixes=False)
+    except WorkerError as exc:
+        return exc
+
+
+def test_the_next_inspect_of_the_same_worker_holds_only_its_own_graphs(tmp_path):
+    engine = Engine(cache_dir=tmp_path)
+    try:
+        failed = inspect_or_error(engine, BROKEN, ONEDNN_ON)
+        assert fused_run_failed(failed), failed
+        [worker] = engine.pool.workers()
+        result = engine.inspect(BROKEN, REMAPPER_OFF, check_fixes=False)
+        assert result["worker"]["pid"] == worker.pid and not result["worker"]["new_process"]  # the same warm worker
+        for stage in ("traced", "optimized", "executed"):
+            graph = Graph.from_dict(result["stages"][stage])
+            names = Counter(n.name for n in graph.nodes)
+            assert max(names.values()) == 1, f"{stage}: nodes twice: {[n for n, c in names.items() if c > 1]}"
+            assert not [n for n in graph.nodes if n.fused_ops], f"{stage} holds the failed call's fused node"
+        assert Graph.from_dict(result["stages"]["optimized"]).compute_ops() == ["Conv2D", "FusedBatchNormV3", "Tanh"]
+        assert result["fusions"] == []
+        # What the cache holds is only what the remapper-off call computed.
+        cached = engine.inspect(BROKEN, REMAPPER_OFF, check_fixes=False)
+        assert cached["cached"] and cached["stages"]["optimized"] == result["stages"]["optimized"]
+    finally:
+        engine.close()
+
+
+def test_a_failed_call_is_never_cached(tmp_path):
+    engine = Engine(cache_dir=tmp_path)
+    try:
+        key = engine.result_key("inspect", BROKEN, ONEDNN_ON)
+        assert fused_run_failed(inspect_or_error(engine, BROKEN, ONEDNN_ON))
+        assert engine.cache.get(key) is None
+        again = inspect_or_error(engine, BROKEN, ONEDNN_ON)  # computed again, not answered from a cache
+        assert fused_run_failed(again)
+        assert isinstance(again, Exception) or not again["cached"]
+    finally:
+        engine.close()
+
+
+def test_an_aborted_worker_is_replaced_and_the_pool_keeps_serving():
+    engine = Engine(cache_dir=None)
+    small = {"preset": "matmul_bias_relu", "params": {"m": 64, "k": 32, "n": 16}}
+    try:
+        engine.inspect(small, check_fixes=False)
+        [first] = engine.pool.workers()
+
+        def abort_when_busy():
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                if first.lock.locked():
+                    time.sleep(0.5)
+                    os.kill(first.pid, signal.SIGABRT)  # what a fused kernel's failed assertion does
+                    return
+                time.sleep(0.05)
+
+        threading.Thread(target=abort_when_busy, daemon=True).start()
+        with pytest.raises(WorkerError) as info:
+            engine.bench({"preset": "matmul_bias_relu", "params": {"m": 2048, "k": 256, "n": 256}},
+                         reps=2000, warmup=0, max_seconds=60)
+        assert info.value.kind == "crash" and "SIGABRT" in str(info.value)
+        result = engine.inspect(small, use_cache=False, check_fixes=False)
+        assert result["fusions"] and result["worker"]["pid"] != first.pid and result["worker"]["new_process"]
+    finally:
+        engine.close()
