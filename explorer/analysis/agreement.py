@@ -188,9 +188,29 @@ def compare(fused: Sequence, reference: Sequence, ops: Iterable[str] = (), tf32:
         summary = f"output {bad[0]['index']}: {bad[0]['why']}" + (f" ({len(bad)} of {len(outputs)} outputs differ)"
                                                                    if len(bad) > 1 else "")
     elif outputs:
-        w = outputs[worst]
-        summary = (f"{len(outputs)} output{'s' if len(outputs) != 1 else ''} agree: max relative difference "
-                   f"{w['max_rel']:.2g} within {w['tolerance']['rtol']:g}")
+        w, many = outputs[worst], len(outputs) != 1
+        summary = (f"{len(outputs)} output{'s agree' if many else ' agrees'}: " +
+                   ("exactly" if w["tolerance"]["rtol"] == 0 else
+                    f"max relative difference {w['max_rel']:.2g} within {w['tolerance']['rtol']:g}"))
     else:
         summary = "no outputs to compare"
     return {"agree": bool(agree), "outputs": outputs, "count": counts, "worst": worst, "summary": summary}
+
+
+# The check of a whole inspect (worker.agreement): its status, and the verdict's words for the bad ones.
+# "agrees", "differs" (beyond tolerance), "fails" (the fused graph raised; unfused it runs), "aborts" (the
+# fused run killed the process; unfused it runs), "unchecked" (the unfused reference failed), "skipped"
+# (the remapper is off: nothing to compare).
+BROKEN = ("fails", "aborts")
+HEADLINES = {"fails": "The fusion breaks this model", "aborts": "The fusion breaks this model",
+             "differs": "The fusion changes this model's numbers beyond tolerance"}
+
+
+def headline(check: dict | None) -> str | None:
+    """The verdict above everything else ("The fusion breaks this model", ...), or None when it agrees."""
+    return HEADLINES.get((check or {}).get("status"))
+
+
+def disagrees(check: dict | None) -> bool:
+    """Whether the check found the fused graph broken or its numbers changed (what no speedup may hide)."""
+    return (check or {}).get("status") in HEADLINES

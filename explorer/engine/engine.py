@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..analysis.agreement import BROKEN
 from ..analysis.annotate import annotate, annotate_bench, annotate_replicated, annotate_sweep
 from ..analysis.replicated import QUICK_MODE
 from ..errors import SpecError, WorkerError
@@ -138,7 +139,8 @@ class Engine:
                                   pass_graphs=pass_graphs, check_fixes=False)
             if (result.get("report") or {}).get("fixes_checked") is None:
                 result = fix_check.check(self, spec, config, result)
-                self.cache.put(key, {k: v for k, v in result.items() if k not in ("cached", "shared")})
+                if not broken(result.get("agreement")):
+                    self.cache.put(key, {k: v for k, v in result.items() if k not in ("cached", "shared")})
             return result
         if not use_cache:
             return self._inspect(spec, config, key, on_progress, pass_graphs)
@@ -176,7 +178,8 @@ class Engine:
                                      self.pool.limits.inspect_s, on_progress)
         result = dict(result, config=config.to_dict(), worker=info, cached=False, key=key, spec=_public(spec))
         result = annotate(result)
-        self.cache.put(key, result)
+        if not broken(result.get("agreement")):  # a failed call is asked again, never answered from the cache
+            self.cache.put(key, result)
         return result
 
     def xla(self, spec, config=None, *, on_progress=None, use_cache: bool = True) -> dict:
@@ -374,3 +377,9 @@ def _check_import_device(spec, config: Config) -> None:
     """A source the simulated GPU cannot build (model.sources: ``simulated``) is refused on it."""
     if not source_of(spec).simulated:
         refuse_simulated(config.device, "import")
+
+
+def broken(check: dict | None) -> bool:
+    """Whether an inspect's fused run failed or aborted: such a result is never cached (asked again, it runs
+    again: the failure may be the run's, not the model's)."""
+    return (check or {}).get("status") in BROKEN
