@@ -174,8 +174,22 @@ class Engine:
 
     def _inspect(self, spec, config: Config, key: str, on_progress, pass_graphs: bool = False) -> dict:
         with self.queue(config.device).slot("graph", on_progress):
-            result, info = self._run(config, compilers.FIRST.inspect_op, inspect_payload(spec, config, pass_graphs),
-                                     self.pool.limits.inspect_s, on_progress)
+            payload = inspect_payload(spec, config, pass_graphs)
+            try:
+                result, info = self._run(config, compilers.FIRST.inspect_op, payload, self.pool.limits.inspect_s,
+                                         on_progress)
+            except WorkerError as exc:
+                how = next((f"killed by {s}" for s in KERNEL_SIGNALS if f"killed by {s}" in str(exc)), None)
+                if exc.kind != "crash" or how is None or config.device != "cpu":
+                    raise
+                # The run killed the worker from inside (a fused kernel's abort): a new worker shows Grappler's
+                # graphs made without running them, and whether the unfused graph runs. If that dies too, the
+                # first error stands.
+                try:
+                    result, info = self._run(config, compilers.FIRST.inspect_op, dict(payload, aborted=how),
+                                             self.pool.limits.inspect_s, on_progress)
+                except WorkerError:
+                    raise exc from None
         result = dict(result, config=config.to_dict(), worker=info, cached=False, key=key, spec=_public(spec))
         result = annotate(result)
         if not broken(result.get("agreement")):  # a failed call is asked again, never answered from the cache
@@ -377,6 +391,11 @@ def _check_import_device(spec, config: Config) -> None:
     """A source the simulated GPU cannot build (model.sources: ``simulated``) is refused on it."""
     if not source_of(spec).simulated:
         refuse_simulated(config.device, "import")
+
+
+# How a kernel kills its own process (an assertion, a bad address); SIGKILL comes from outside (the kernel's
+# OOM killer, an operator, a CPU-time limit) and is reported as it is.
+KERNEL_SIGNALS = ("SIGABRT", "SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE")
 
 
 def broken(check: dict | None) -> bool:

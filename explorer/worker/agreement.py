@@ -175,3 +175,21 @@ def check(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: d
                   status=status, summary=summary, seconds=round(time.perf_counter() - started, 4))
     result["headline"] = compare_outputs.headline(result)
     return result
+
+
+def after_abort(rt: Runtime, spec, fn, names: list[str], args: list, switches: dict, how: str) -> dict:
+    """The check of a model whose fused run killed the worker (``how``: the engine's words): the unfused run
+    alone, in a new worker. Raises TensorFlow's error when the unfused run fails too."""
+    started = time.perf_counter()
+    reference, reference_error = reference_run(rt, fn, args, switches)
+    if reference_error is not None:
+        raise RuntimeError(f"the model fails with the remapper off too: {reference_error['message']}")
+    fused_error = {"type": "abort", "message": how, "node": None, "op": None}
+    result = {"reference": REFERENCE, "inputs": describe_inputs(spec, names, args), "edges": [],
+              "reference_shapes": [[int(d) for d in r.shape] for r in reference], "comparison": None,
+              "fused_error": fused_error, "reference_error": None, "status": "aborts",
+              "summary": f"the fused graph's run killed the worker process ({how}); with the remapper off it runs "
+                         "(in a new worker); the graphs after Grappler are Grappler's output made without running them",
+              "seconds": round(time.perf_counter() - started, 4)}
+    result["headline"] = compare_outputs.headline(result)
+    return result

@@ -30,8 +30,11 @@ CONTRACTION_OPS = ("MatMul", "Conv2D", "DepthwiseConv2dNative", "Conv3D", "Batch
 
 
 def answer(rt: Runtime, request: dict) -> InspectResult:
-    """Grappler's inspect request: a real run, or on a simulated GPU Grappler run from Python."""
-    return simulate(rt, request) if is_simulated(rt.device) else inspect(rt, request)
+    """Grappler's inspect request: a real run, or on a simulated GPU Grappler run from Python; after a worker
+    died in the fused run (``aborted``: how), Grappler's graphs without running them, and the unfused run."""
+    if is_simulated(rt.device):
+        return simulate(rt, request)
+    return after_abort(rt, request) if request.get("aborted") else inspect(rt, request)
 
 
 def inspect(rt: Runtime, request: dict) -> InspectResult:
@@ -126,6 +129,32 @@ def simulate(rt: Runtime, request: dict) -> InspectResult:
     # The remapper log stays simulate's own: that of the run with the requested switches only.
     result["grappler"].update(notable=parsed["notable"], items=parsed["items"], pass_graphs={}, log=log)
     result["fingerprint"] = dict(rt.fingerprint, simulated_gpu=result.get("profile"))
+    return result
+
+
+def after_abort(rt: Runtime, request: dict) -> InspectResult:
+    """The model whose fused run killed the worker process: Grappler's output made without running it
+    (``tf_optimizer`` on this CPU, as the simulation's control does), then the unfused graph run on the same
+    inputs. Its own failure of the unfused run is the model's, reported as TensorFlow's error."""
+    from . import simulate as offline
+
+    spec = resolve(request["spec"])
+    switches = request.get("grappler") or {}
+    rt.reset_grappler()
+    result = offline.simulate(spec, switches, "", rt.tf, rt.graph_to_dict, place_on="CPU")
+    rt.reset_grappler()
+    parsed, log = request_log(rt)
+    result["grappler"].update(notable=parsed["notable"], items=parsed["items"], pass_graphs={}, log=log)
+    body, args, names = rt.build(spec, names=True)
+    fn = models.function(body, rt.tf, served=True)
+    with rt.without_dumps():
+        checked = agreement.after_abort(rt, spec, fn, names, args, switches, request["aborted"])
+    rt.log.read()
+    for key in ("profile", "gpu_kernels", "limits", "placement", "env_flags", "host_onednn", "ignored_switches"):
+        result.pop(key, None)
+    result.update(simulated=False, offline_grappler=True, agreement=checked, function_graphs=0,
+                  output_shapes=checked.get("reference_shapes") or [], fingerprint=rt.fingerprint,
+                  device="cpu", xla_clusters=[])
     return result
 
 

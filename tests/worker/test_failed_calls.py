@@ -99,3 +99,37 @@ def test_an_aborted_worker_is_replaced_and_the_pool_keeps_serving():
         assert result["fusions"] and result["worker"]["pid"] != first.pid and result["worker"]["new_process"]
     finally:
         engine.close()
+
+
+def test_an_inspect_whose_worker_aborts_still_shows_grapplers_graphs_and_the_unfused_run():
+    """A fused kernel that aborts kills the worker mid-inspect (here: SIGABRT sent while the worker runs a model
+    big enough to be caught busy). A new worker answers with Grappler's graphs made without running them and the
+    unfused run, under the verdict "The fusion breaks this model"; the answer is not cached."""
+    engine = Engine(cache_dir=None)
+    spec = {"preset": "matmul_bias_relu", "params": {"m": 4096, "k": 2048, "n": 2048}}
+    try:
+        engine.inspect({"preset": "matmul_bias_relu", "params": {"m": 64, "k": 32, "n": 16}}, ONEDNN_ON,
+                       check_fixes=False)
+        [first] = engine.pool.workers()
+
+        def abort_when_busy():
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                if first.lock.locked():
+                    time.sleep(0.1)
+                    os.kill(first.pid, signal.SIGABRT)
+                    return
+                time.sleep(0.02)
+
+        threading.Thread(target=abort_when_busy, daemon=True).start()
+        result = engine.inspect(spec, ONEDNN_ON, check_fixes=False)
+        check = result["agreement"]
+        assert check["status"] == "aborts" and check["headline"] == "The fusion breaks this model"
+        assert "SIGABRT" in check["summary"] and check["reference_shapes"] == [[4096, 2048]]
+        assert result["offline_grappler"] and result["worker"]["pid"] != first.pid
+        optimized = Graph.from_dict(result["stages"]["optimized"])
+        assert "_FusedMatMul" in optimized.compute_ops()  # Grappler's output, made without running it
+        assert "MatMul" in Graph.from_dict(result["stages"]["traced"]).compute_ops()
+        assert engine.cache.get(result["key"]) is None
+    finally:
+        engine.close()
