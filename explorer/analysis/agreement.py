@@ -211,6 +211,12 @@ def headline(check: dict | None) -> str | None:
     return HEADLINES.get((check or {}).get("status"))
 
 
+def broken(check: dict | None) -> bool:
+    """Whether the fused run failed or aborted: such a result is never cached (asked again, it runs again) and
+    the command line exits 1, as it did when TensorFlow's error was all it said."""
+    return (check or {}).get("status") in BROKEN
+
+
 def disagrees(check: dict | None) -> bool:
     """Whether the check found the fused graph broken or its numbers changed (what no speedup may hide)."""
     return (check or {}).get("status") in HEADLINES

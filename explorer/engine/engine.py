@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..analysis.agreement import BROKEN
+from ..analysis.agreement import broken
 from ..analysis.annotate import annotate, annotate_bench, annotate_replicated, annotate_sweep
 from ..analysis.replicated import QUICK_MODE
 from ..errors import SpecError, WorkerError
@@ -396,9 +396,3 @@ def _check_import_device(spec, config: Config) -> None:
 # How a kernel kills its own process (an assertion, a bad address); SIGKILL comes from outside (the kernel's
 # OOM killer, an operator, a CPU-time limit) and is reported as it is.
 KERNEL_SIGNALS = ("SIGABRT", "SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE")
-
-
-def broken(check: dict | None) -> bool:
-    """Whether an inspect's fused run failed or aborted: such a result is never cached (asked again, it runs
-    again: the failure may be the run's, not the model's)."""
-    return (check or {}).get("status") in BROKEN
