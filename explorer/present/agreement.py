@@ -61,6 +61,7 @@ def lines(check: dict | None) -> list[str]:
     return out
 
 
-def cell_words(check: dict | None) -> str | None:
-    """What a matrix cell says in place of its fusion verdict, when the fusion breaks the model or its numbers."""
-    return CELL_WORDS.get((check or {}).get("status"))
+def cell_words(status: str | None) -> str | None:
+    """What a matrix cell says before its fusion verdict (its row's ``agreement`` status), when the fusion breaks
+    the model or its numbers."""
+    return CELL_WORDS.get(status or "")

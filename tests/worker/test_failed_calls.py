@@ -133,3 +133,19 @@ def test_an_inspect_whose_worker_aborts_still_shows_grapplers_graphs_and_the_unf
         assert engine.cache.get(result["key"]) is None
     finally:
         engine.close()
+
+
+def test_a_matrix_cell_whose_fusion_breaks_the_model_says_so_first(engine):
+    from explorer.engine import matrix
+    from explorer.present import charts
+    from explorer.present import matrix as present
+
+    cells = matrix.plan([], [matrix.parse_vary("TF_ENABLE_ONEDNN_OPTS=0,1")], models={"broken chain": BROKEN})
+    rows = {r["label"]: r for r in matrix.run_local(engine, cells, use_cache=False)}
+    on, off = rows["TF_ENABLE_ONEDNN_OPTS=1"], rows["TF_ENABLE_ONEDNN_OPTS=0"]
+    assert on["status"] == "ok" and on["agreement"] == "fails"
+    assert present.cell_words(on).startswith("BREAKS: ") and "Fusion is not implemented" in present.cell_words(on)
+    assert off["agreement"] == "agrees" and not present.cell_words(off).startswith("BREAKS")
+    text = charts.matrix_heatmap(list(rows.values())).data[0].text
+    assert any("<b>BREAKS</b>" in cell for line in text for cell in line)
+    assert "agreement" in present.to_csv(list(rows.values())).splitlines()[0].split(",")
