@@ -141,14 +141,18 @@ def edge_inputs(spec, body, args: list, tf) -> list[tuple[str, str, list]]:
 
 
 def check(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: dict, fused, fused_exc,
-          stages: dict | None) -> dict | None:
+          stages: dict | None, wanted: bool = True) -> dict | None:
     """The agreement check of one inspect (see the module's docstring); None when the model fails with the
     remapper off too (then it is the model that fails, not the fusion: the caller reports TensorFlow's error)."""
     started = time.perf_counter()
     base = {"reference": REFERENCE, "inputs": describe_inputs(spec, names, args), "edges": []}
-    if switches.get("remapping") == "off":
+    if switches.get("remapping") == "off" or not wanted:
+        why = "the remapper is off: the graph run is the unfused reference itself" if wanted else \
+            "not asked for (benchmarks/agreement_cost.py times inspect without it)"
+        if fused_exc is not None:  # nothing to judge it against: TensorFlow's error, as before the check
+            raise fused_exc
         return dict(base, status="skipped", headline=None, comparison=None, fused_error=None, reference_error=None,
-                    summary="the remapper is off: the graph run is the unfused reference itself", seconds=0.0)
+                    reference_shapes=None, summary=why, seconds=0.0)
     graphs = [g for g in (stages or {}).values() if g is not None]
     ops = sorted({n.op for g in graphs for n in g.node})
     tf32 = rt.tf32_active()

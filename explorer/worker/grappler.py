@@ -72,7 +72,8 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
     passes = pass_graphs(rt, parsed)
     with rt.without_dumps():
         fused = None if fused_exc is not None else agreement.outputs(rt.tf, out)
-        checked = agreement.check(rt, spec, body, fn, names, args, switches, fused, fused_exc, stages)
+        checked = agreement.check(rt, spec, body, fn, names, args, switches, fused, fused_exc, stages,
+                                  wanted=request.get("agreement", "on") != "off")
     rt.log.read()  # the reference run's own Grappler lines are not this inspect's log
     if checked is None:  # it fails with the remapper off too: the model's failure, not the fusion's
         raise fused_exc
