@@ -57,7 +57,7 @@ def describe_inputs(spec, names: list[str], args: list) -> dict:
     for name, arg in zip(names, args):
         value = np.asarray(arg.numpy())
         row = {"name": name, "shape": [int(d) for d in value.shape], "dtype": arg.dtype.name}
-        if value.size and value.dtype.kind in "fiub" or value.dtype.name == "bfloat16":
+        if value.size and (value.dtype.kind in "fiub" or value.dtype.name == "bfloat16"):
             as_float = value.astype(np.float64)
             row.update(min=float(as_float.min()), max=float(as_float.max()), mean=round(float(as_float.mean()), 6))
         tensors.append(row)
