@@ -16,8 +16,8 @@ def test_real_networks_agree_with_their_unfused_graph(inspected, name, onednn):
     result = inspected(name, onednn)
     check = result["agreement"]
     assert check["status"] == "agrees", check["summary"]
-    if onednn == "1":  # (the Transformer fuses nothing without oneDNN: the check then compares two equal graphs)
-        assert result["fusions"], "the check compared a graph that fused something"
+    if name != "transformer":  # (served with its batch open it fuses nothing: the check compares two equal graphs)
+        assert result["fusions"] or onednn == "0", "the check compared a graph that fused something"
     assert check["comparison"]["agree"] and check["comparison"]["count"]["fused"] >= 1
     # the batch is open in the signature: the edge inputs were tried and agreed (or the model refuses them both ways)
     cases = {e["case"]: e["status"] for e in check["edges"]}
