@@ -15,7 +15,8 @@ def banner(result: dict) -> None:
     title = words.headline(check)
     if not title:
         return
-    st.error(f"**{title}.** {check['summary']}.", icon=":material/dangerous:")
+    summary = check["summary"]
+    st.error(f"**{title}.** {summary[:1].upper()}{summary[1:]}.", icon=":material/dangerous:")
     with st.expander("What this rests on: the run with the remapper off, the inputs, each output",
                      icon=":material/rule:"):
         st.markdown("\n".join(f"- {line.strip()}" for line in words.lines(check)[1:]))
