@@ -158,6 +158,7 @@ def check(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: d
     tf32 = rt.tf32_active()
     fused_error = error_record(fused_exc, stages) if fused_exc is not None else None
     reference, reference_error = reference_run(rt, fn, args, switches)
+    base["reference_seconds"] = round(time.perf_counter() - started, 4)  # its own Grappler run and kernels
     base["reference_shapes"] = [[int(d) for d in r.shape] for r in reference] if reference is not None else None
     main = judged(fused, fused_error, reference, reference_error, ops, tf32)
     if main["status"] == "model_fails":
@@ -165,11 +166,12 @@ def check(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: d
     edges = []
     if main["status"] == "agrees":
         for case, words, inputs in edge_inputs(spec, body, args, rt.tf):
+            edge_started = time.perf_counter()
             edge_fused, edge_fused_error = fused_run(rt, fn, inputs, switches)
             edge_ref, edge_ref_error = reference_run(rt, fn, inputs, switches)
             edge = judged(edge_fused, edge_fused_error, edge_ref, edge_ref_error, ops, tf32)
-            edges.append(dict(edge, case=case, inputs=words,
-                              shapes=[[int(d) for d in a.shape] for a in inputs]))
+            edges.append(dict(edge, case=case, inputs=words, shapes=[[int(d) for d in a.shape] for a in inputs],
+                              seconds=round(time.perf_counter() - edge_started, 4)))
     status, summary = main["status"], main["summary"]
     for wanted in ("fails", "differs"):
         bad = [e for e in edges if e["status"] == wanted]
