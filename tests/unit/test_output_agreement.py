@@ -126,3 +126,20 @@ def test_empty_and_scalar_outputs():
     out = compare([np.float32(3.0)], [np.float32(2.0)])["outputs"][0]
     assert not out["agree"] and out["max_abs_at"] == []
     assert compare([], [])["summary"] == "no outputs to compare"
+
+
+def test_a_speedup_between_variants_that_disagree_is_not_a_gain():
+    from explorer.analysis import stats
+
+    rng = np.random.default_rng(3)
+    fused = [int(v) for v in 1e6 * rng.lognormal(0, 0.05, 60)]
+    unfused = [int(v) for v in 2e6 * rng.lognormal(0, 0.05, 60)]
+    raw = {"samples_ns": {"fused": fused, "unfused": unfused}}
+    agree = {"max_abs": 1e-6, "max_rel": 1e-6, "tolerance": 1e-3, "within_tolerance": True, "tf32": False}
+    assert stats.bench_summary(dict(raw, agreement=agree))["speedup"]["verdict_code"] == "faster"
+    differ = dict(agree, max_abs=0.696, within_tolerance=False)
+    sp = stats.bench_summary(dict(raw, agreement=differ))["speedup"]
+    assert sp["verdict_code"] == "outputs_differ" and sp["verdict"].startswith("NOT A GAIN")
+    assert sp["timing_verdict_code"] == "faster" and sp["estimate"] > 1.5  # the timing kept, not counted as a gain
+    rows = stats.sweep_table([(64, dict(raw, agreement=differ)), (128, dict(raw, agreement=agree))])
+    assert stats.fusion_pays_from(rows) == 128  # a point whose outputs differ is not where fusion pays
