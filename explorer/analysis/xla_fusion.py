@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 
+from ..model import evidence
+
 FUSION_KINDS = {"kLoop": "loop", "kInput": "input", "kOutput": "output", "kCustom": "custom"}
 LIBRARY_OPCODES = ("dot", "convolution")
 # Instructions that move or reinterpret data: no TF op's computation on their own.
@@ -214,31 +216,40 @@ def annotate_xla(result: dict) -> dict:
     return result
 
 
-# What XLA's GPU compiler is documented (in its source) to do, which this machine cannot show: said only of the
-# ops the model has, so that a CNN is not told about GELU.
+# What XLA's GPU compiler does, which this machine cannot show: each sentence labelled with its evidence
+# (model.evidence), and said only of the ops the model has, so that a CNN is not told about GELU.
 GPU_NOT_MEASURED = ("Not measured here (no GPU): XLA's GPU compiler runs its own fusion passes, so its fusions are "
                     "not the CPU ones shown.")
 GPU_ONLY_THERE = "With --device gpu on a machine with a GPU, this same view shows XLA's GPU module."
 GELU_OPS = frozenset({"Erf", "Erfc", "Gelu"})
 CONV_OPS = frozenset({"Conv2D", "Conv3D", "DepthwiseConv2dNative", "Conv2DBackpropInput"})
 MATMUL_OPS = frozenset({"MatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum"})
+SOURCE_VERSION = "XLA's source; which version was read is not recorded"
+# shared/reference/measured-gpu.md, in words: what XLA did with dense + bias + GELU on an H200.
+GELU_MEASURED = (f"{evidence.MEASURED_H200}: for dense + bias + GELU (4096×256×1024 and 4096×1024×4096, float32, "
+                 "bfloat16, float16) XLA always put the bias into the matmul (cuBLASLt's BIAS epilogue, or a Triton "
+                 "GEMM) and made the GELU's element-wise ops one loop fusion. Its gemm rewriter's GELU epilogue "
+                 "(cuBLASLt BIAS_GELU, nothing else left) fired only for one exact form of the tanh GELU, "
+                 "jax.nn.gelu(approximate=True), and only with Triton GEMMs switched off "
+                 "(--xla_gpu_enable_triton_gemm=false). TensorFlow's own GELU form, "
+                 "0.5·x·(1 + tanh(c·(x + 0.044715·x³))), was never matched (with pow or x·x·x), nor the exact (erf) "
+                 "GELU.")
 
 
 def gpu_note(ops) -> str:
-    """What XLA's GPU compiler would do with a model of these TF op types, as far as its source says."""
+    """What XLA's GPU compiler does with a model of these TF op types, each statement with its evidence."""
     ops = set(ops)
     said = [GPU_NOT_MEASURED]
     gelu = bool(ops & GELU_OPS) or {"Tanh", "Pow"} <= ops
     if ops & MATMUL_OPS and gelu:
-        said.append("Its gemm rewriter matches the tanh form of GELU (approximate=True) on a cuBLASLt matmul and "
-                    "turns it into a GELU / BIAS_GELU epilogue of the matmul; no erf form (exact GELU) was found in "
-                    "its source.")
+        said.append(GELU_MEASURED)
     elif ops & MATMUL_OPS:
-        said.append("Its gemm rewriter folds a bias add, and a ReLU after it, into the cuBLASLt matmul as its "
-                    "epilogue.")
+        said.append(f"Read from {SOURCE_VERSION} (gemm_rewriter.cc), not measured: its gemm rewriter folds a bias "
+                    "add, and a ReLU after it, into the cuBLASLt matmul as its epilogue.")
     if ops & CONV_OPS:
-        said.append("Its cudnn_fused_conv_rewriter folds a convolution's bias, a side input and an activation such "
-                    "as ReLU into one cuDNN call, where cuDNN supports the combination.")
+        said.append(f"Read from {SOURCE_VERSION} (cudnn_fused_conv_rewriter.cc), not measured: it folds a "
+                    "convolution's bias, a side input and an activation such as ReLU into one cuDNN call, where "
+                    "cuDNN supports the combination.")
     said.append(GPU_ONLY_THERE)
     return " ".join(said)
 

@@ -34,7 +34,8 @@ def make_parser() -> argparse.ArgumentParser:
             for option in source.cli_options:
                 p.add_argument(*option.flags, **option.kwargs)
         p.add_argument("--device", default="cpu", metavar="cpu|gpu|gpu-sim[:PROFILE]",
-                       help="where to run; gpu-sim simulates Grappler's GPU decisions (profiles: volta, ampere, hopper)")
+                       help="where to run; gpu-sim simulates Grappler's GPU decisions and bench predicts its time "
+                            "(profiles: v100, t4, a100, l4, h100, h200; volta, ampere, hopper as aliases)")
         p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="an environment flag")
         p.add_argument("--grappler", action="append", default=[], metavar="SWITCH=on|off", help="a Grappler switch")
         p.add_argument("--no-cache", action="store_true", help="run even if this configuration was run before")

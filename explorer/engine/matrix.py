@@ -16,6 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from ..analysis import gpu_roofline
 from ..analysis.annotate import annotate_bench, annotate_replicated
 from ..analysis.replicated import QUICK_MODE
 from ..errors import ExplorerError, SpecError
@@ -200,6 +201,7 @@ def fill(cell: Cell, inspect_result: dict | None, bench_result: dict | None = No
         "agreement": ((inspect_result or {}).get("agreement") or {}).get("status"),
         "agreement_summary": ((inspect_result or {}).get("agreement") or {}).get("summary"),
     }
+    row.update(prediction_fields(inspect_result))
     nothing = nothing_to_compare(row, bench_result)
     if bench_result is not None and nothing:
         # A cell that did not fuse shows no fusion speedup: its two timings compare one graph with itself, or
@@ -214,6 +216,17 @@ def fill(cell: Cell, inspect_result: dict | None, bench_result: dict | None = No
     elif bench_error:
         row.update(speedup=None, bench_error=bench_error)
     cell.row = row
+
+
+def prediction_fields(inspect_result: dict | None) -> dict:
+    """A simulated GPU cell's predicted time (analysis.gpu_roofline): nothing ran, so it is never a measurement."""
+    if not (inspect_result or {}).get("simulated"):
+        return {}
+    p = gpu_roofline.predict(inspect_result)
+    if p is None:
+        return {}
+    return {"predicted_speedup": p["speedup"], "predicted_fused_us": p["fused_us"],
+            "predicted_unfused_us": p["unfused_us"], "prediction": f"{p['label']}, on {p['profile']['label']}"}
 
 
 def nothing_to_compare(row: dict, bench_result: dict | None) -> str:

@@ -10,6 +10,7 @@ import glob
 import os
 
 from ..errors import SpecError
+from .gpu_profiles import every_name
 
 DEVICES = {
     "cpu": "The machine's CPU (x86-64 here; oneDNN decides many fusions).",
@@ -56,54 +57,11 @@ def refuse_simulated(device: str, what: str) -> None:
         raise SpecError("device", SIMULATED_REFUSALS.get(what, f"a simulated GPU cannot show {what}"))
 
 
-# Plain data. ``compute_capability`` is what TensorFlow puts in DeviceProperties.environment
-# ["architecture"] for a real GPU; num_cores is the number of SMs, as TensorFlow reports it.
-GPU_PROFILES: dict[str, dict] = {
-    "volta": {
-        "label": "Volta: Tesla V100-SXM2-16GB (sm_70)",
-        "model": "Tesla V100-SXM2-16GB",
-        "compute_capability": "7.0",
-        "num_sms": 80,
-        "clock_mhz": 1530,
-        "memory_bytes": 16 * 2**30,
-        "memory_bandwidth_kbps": 900 * 10**6,
-        "l2_cache_bytes": 6 * 2**20,
-        "shared_memory_per_sm_bytes": 96 * 2**10,
-        "registers_per_sm": 65536,
-        "notes": "Tensor cores for float16 only. Below compute capability 8.0, so cuDNN runtime fusion "
-                 "(Relu6/Elu/LeakyRelu after Conv2D, Tanh/Sigmoid/exact GELU after MatMul) is never "
-                 "used, and the layout optimizer turns float32 NHWC convolutions into NCHW.",
-    },
-    "ampere": {
-        "label": "Ampere: A100-SXM4-40GB (sm_80)",
-        "model": "NVIDIA A100-SXM4-40GB",
-        "compute_capability": "8.0",
-        "num_sms": 108,
-        "clock_mhz": 1410,
-        "memory_bytes": 40 * 2**30,
-        "memory_bandwidth_kbps": 1555 * 10**6,
-        "l2_cache_bytes": 40 * 2**20,
-        "shared_memory_per_sm_bytes": 164 * 2**10,
-        "registers_per_sm": 65536,
-        "notes": "First generation where cuDNN runtime fusion may be used (with "
-                 "TF_CUDNN_USE_RUNTIME_FUSION=1); TF32 lets float32 convolutions stay NHWC.",
-    },
-    "hopper": {
-        "label": "Hopper: H100-SXM5-80GB (sm_90)",
-        "model": "NVIDIA H100 80GB HBM3",
-        "compute_capability": "9.0",
-        "num_sms": 132,
-        "clock_mhz": 1980,
-        "memory_bytes": 80 * 2**30,
-        "memory_bandwidth_kbps": 3350 * 10**6,
-        "l2_cache_bytes": 50 * 2**20,
-        "shared_memory_per_sm_bytes": 228 * 2**10,
-        "registers_per_sm": 65536,
-        "notes": "The TF 2.21 wheel carries compute_90 PTX (no sm_90 SASS): a real H100 JIT-compiles "
-                 "TensorFlow's own kernels at first use. Grappler's decisions are those of Ampere.",
-    },
-}
-DEFAULT_PROFILE = "ampere"
+# The profiles (model.gpu_profiles), by the GPUs' names and by the three former names kept as aliases.
+# ``compute_capability`` is what TensorFlow puts in DeviceProperties.environment["architecture"] for a
+# real GPU; num_sms is the number of SMs, as TensorFlow reports it.
+GPU_PROFILES: dict[str, dict] = every_name()
+DEFAULT_PROFILE = "ampere"  # the A100 (a100), by the name links and lessons were written with
 
 
 # Where the NVIDIA kernel driver shows its GPUs; read without CUDA, so without starting TensorFlow.

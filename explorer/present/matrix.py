@@ -11,7 +11,8 @@ from .machine import describe
 
 COLUMNS = ("preset", "label", "status", "verdict", "fused_op", "because", "speedup", "ci_low", "ci_high", "processes",
            "pairs", "between_share", "device", "env", "grappler", "params", "cached", "reason", "machine", "node",
-           "retried", "model", "agreement")  # new columns go last: scripts read these by position too
+           "retried", "model", "predicted_speedup",
+           "agreement")  # new columns go last: scripts read these by position too
 
 
 def cell_words(row: dict) -> str:
@@ -41,6 +42,8 @@ def retry_words(row: dict) -> str:
 
 
 def speedup_words(row: dict) -> str:
+    if row.get("speedup") is None and row.get("predicted_speedup") is not None:  # a simulated GPU: nothing ran
+        return f"predicted {row['predicted_speedup']:.2f}× (a roofline on the data sheet, not measured)"
     if row.get("speedup") is None:
         if (row.get("bench_error") or "").startswith("nothing to compare"):
             return "none: nothing fused to compare"  # the cell's result says why in full

@@ -77,8 +77,9 @@ def measure(engine, model, config, key: str, label: str, *, reps: int, warmup: i
 
 
 def simulated_note() -> None:
-    st.info("A simulated GPU runs nothing, so there is nothing to time: benchmark on the CPU, or on a real GPU. "
-            "Pin this result and switch the device to CPU to compare the graphs side by side.")
+    st.info("Simulated GPU: it runs nothing, so there is nothing to time. What this tab shows is predicted from the "
+            "simulated graphs, not measured: to measure, benchmark on the CPU or on a real GPU. Pin this result and "
+            "switch the device to CPU to compare the graphs side by side.")
 
 
 def panel(engine, choice: Choice) -> None:

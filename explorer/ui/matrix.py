@@ -168,7 +168,8 @@ def show(rows: list[dict]) -> None:
                   for r in rows],
                  hide_index=True, width="stretch",
                  column_config={"speedup": st.column_config.TextColumn(
-                     help="Fused against unfused in this cell (95% interval); empty where nothing fused, so there "
+                     help="Fused against unfused in this cell (95% interval); on a simulated GPU the predicted "
+                          "speedup (a roofline on the data sheet, not measured); empty where nothing fused, so there "
                           "is nothing to compare"),
                      "result": st.column_config.TextColumn(width="large")})
     d1, d2 = st.columns(2)

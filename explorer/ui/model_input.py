@@ -29,7 +29,8 @@ def preset_input() -> tuple[dict, list[str]]:
     """A ready model for one fusion pattern, its explanation, and its sizes and knobs."""
     preset = PRESETS[st.selectbox("Preset", list(PRESETS), key=state.PRESET, format_func=lambda p: PRESETS[p].title)]
     st.caption(preset.explanation)
-    st.caption(f"**Fuses to** `{preset.fused_op}`  \n**Where:** {preset.where}")
+    st.caption(f"**Fuses to** `{preset.fused_op}`  \n**Where** (read from the remapper's source, checked on this "
+               f"CPU and on the simulated GPU)**:** {preset.where}")
     return {"preset": preset.id, "params": _params(preset.chain, preset.id)}, []
 
 

@@ -172,7 +172,7 @@ def _summary_line(engine, choice: sidebar.Choice, result: dict) -> None:
         with st.expander(f"Simulated on a virtual {profile.get('model', 'GPU')}: what this cannot check"):
             st.markdown("\n".join(f"- {line}" for line in result.get("limits") or []))
             if result.get("method"):
-                st.caption(result["method"])
+                st.caption(f"How it was simulated: {result['method']}")
 
 
 def export(choice: sidebar.Choice, result: dict) -> None:

@@ -22,7 +22,8 @@ from ..present.machine import gpu_words
 from . import state
 
 DEVICE_LABELS = {"cpu": "CPU", "gpu": "GPU", "gpu-sim": "GPU, simulated"}
-FLAG_DEVICE = {"cpu": "matters on CPU", "gpu": "matters on GPU", "any": "matters on any device"}
+FLAG_DEVICE = {"cpu": "matters on CPU", "gpu": "matters on GPU (read from TensorFlow 2.21's source)",
+               "any": "matters on any device (read from TensorFlow 2.21's source)"}
 
 
 class Waiting(str):
@@ -121,8 +122,9 @@ def _configuration(fingerprint: dict | None) -> tuple[Config | None, list[str]]:
             st.session_state[state.GPU_PROFILE] = _default_profile(profiles)
         profile = st.selectbox("GPU profile", list(profiles), key=state.GPU_PROFILE,
                                format_func=lambda p: profiles[p].get("label", p))
-        st.caption(f"Grappler's real GPU decisions on a virtual {profiles[profile].get('model', profile)}: "
-                   f"graphs and fusions only, nothing runs and nothing is timed. {profiles[profile].get('notes', '')}")
+        st.caption(f"Simulated: Grappler's real GPU decisions on a virtual {profiles[profile].get('model', profile)}. "
+                   "Nothing runs, so times are predicted from the data sheet (a roofline), never measured. "
+                   f"{profiles[profile].get('notes', '')}")
         device = f"gpu-sim:{profile}"
     elif device == "gpu" and fingerprint and fingerprint.get("gpus"):
         st.caption(f"GPU:0 {gpu_words(fingerprint['gpus'][0])} · CUDA {fingerprint.get('cuda_version') or '?'}, "

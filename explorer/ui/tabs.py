@@ -17,7 +17,7 @@ from streamlit.errors import FragmentHandledException
 from ..errors import shown
 from ..model import compilers
 from ..model.hooks import hook
-from . import agreement, bench, grappler_log, lessons, matrix, passes, report, stages, state, why
+from . import agreement, bench, gpu_prediction, grappler_log, lessons, matrix, passes, report, stages, state, why
 from .sidebar import Choice
 
 
@@ -43,9 +43,9 @@ def _compiler_panel(compiler: compilers.Compiler) -> Callable[[View], None]:
     return lambda v: hook(compiler.page)(v.engine, v.choice, v.result)
 
 
-def _runs(panel: Callable[[View], None]) -> Callable[[View], None]:
-    """A panel that times the model: a simulated GPU runs nothing, which the tab says instead."""
-    return lambda v: bench.simulated_note() if v.result.get("simulated") else panel(v)
+def _runs(panel: Callable[[View], None], predicted: Callable[[View], None]) -> Callable[[View], None]:
+    """A panel that times the model: a simulated GPU runs nothing, so there the tab predicts instead (a roofline)."""
+    return lambda v: predicted(v) if v.result.get("simulated") else panel(v)
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,10 @@ TABS: tuple[Tab, ...] = (
     Tab("why", "Why it fused (or not)", _why),
     Tab("report", "Fusion report", lambda v: report.panel(v.result, engine=v.engine, choice=v.choice)),
     Tab("passes", "Pass pipeline", lambda v: passes.panel(v.engine, v.result, v.choice)),
-    Tab("bench", "Fused vs unfused", _runs(lambda v: bench.panel(v.engine, v.choice))),
-    Tab("sweep", "Size sweep", _runs(lambda v: bench.sweep_panel(v.engine, v.choice))),
+    Tab("bench", "Fused vs unfused", _runs(lambda v: bench.panel(v.engine, v.choice),
+                                           lambda v: gpu_prediction.panel(v.engine, v.choice, v.result))),
+    Tab("sweep", "Size sweep", _runs(lambda v: bench.sweep_panel(v.engine, v.choice),
+                                     lambda v: gpu_prediction.sweep_panel(v.engine, v.choice))),
     Tab("log", "Grappler's log", lambda v: grappler_log.panel(v.result)),
     # Each compiler's own tab (model.compilers: its ``page``), beside Grappler's tabs above.
     *(Tab(c.id, c.tab, _compiler_panel(c), offered_by="compilers") for c in compilers.COMPILERS if c.page),

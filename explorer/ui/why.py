@@ -171,7 +171,7 @@ def checklist_html(checks: list[dict]) -> str:
             f"title='{word}'>"
             f"{mark}</td><td><b>{html.escape(ch['name'])}</b></td><td>{html.escape(ch['detail'])}</td>"
             f"<td>{fix}</td></tr>")
-    head = ("<tr><th></th><th>condition</th><th>on this model and configuration</th>"
+    head = ("<tr><th></th><th>condition (read from the remapper's source)</th><th>on this model and configuration</th>"
             "<th>to make it pass</th></tr>")
     return ("<table style='width:100%;font-size:0.9rem;border-collapse:collapse'>" + head + "".join(rows)
             + "</table>")

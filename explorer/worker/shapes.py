@@ -9,7 +9,7 @@ counts use TensorFlow's dtype sizes, here, so that nothing downstream needs a ta
 
 from __future__ import annotations
 
-from ..model.graph import BOILERPLATE_OPS
+from ..model.graph import BOILERPLATE_OPS, short_device
 
 
 def executed_tensors(tf, graph_def) -> list[dict]:
@@ -47,3 +47,10 @@ def _tensor(t) -> list:
     except Exception:  # noqa: BLE001
         size = 0
     return [dtype.name, dims, count * size if size else None]
+
+
+def placed_tensors(tf, graph_def) -> list[dict]:
+    """executed_tensors of a simulated graph, each op with the device it was placed on ("GPU" or "CPU")."""
+    devices = {node.name: short_device(node.device) for node in graph_def.node}
+    return [dict(op, device="CPU" if "CPU" in (devices.get(op["name"]) or "").upper() else "GPU")
+            for op in executed_tensors(tf, graph_def)]

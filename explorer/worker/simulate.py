@@ -41,6 +41,7 @@ from ..model.spec import resolve
 from . import models
 from .host import env_flags, onednn_enabled
 from .protocol import fd2_lines
+from .shapes import placed_tensors
 
 GPU_DEVICE = "/job:localhost/replica:0/task:0/device:GPU:0"
 CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
@@ -365,6 +366,8 @@ def simulate_body(body, specs, switches: dict, profile: str, tf, graph_to_dict, 
 
     parsed = grappler_log.parse_log(log)
     return {
+        # what each GPU kernel of either graph reads and writes (analysis.gpu_roofline predicts its time)
+        "tensors": {"fused": placed_tensors(tf, optimized), "unfused": placed_tensors(tf, unfused)},
         "simulated": True,
         "device": f"gpu-sim:{prof['name']}" if place_on == "GPU" else "cpu (simulation control)",
         "profile": prof,
