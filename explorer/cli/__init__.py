@@ -28,6 +28,7 @@ import os
 import sys
 
 from ..analysis import gpu_roofline
+from ..analysis.agreement import broken
 from ..errors import ExplorerError, SpecError, WorkerError
 from ..model import compilers
 from ..model.devices import is_simulated
@@ -252,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
             _show(result, args.json, text.inspect_text, page_link)
             if args.export:
                 _export(result, args.export)
+            if broken(result.get("agreement")):  # the fused run failed, as TensorFlow's error did before
+                return 1
         elif is_simulated(config.device) and args.compiler == compilers.FIRST.id:
             _show(_predicted(engine, spec, config, args), args.json, gpu_roofline.answer_words, page_link)
         else:

@@ -18,7 +18,18 @@ from .convert import graph_to_dict, merge_partitions
 from .protocol import NoGpu, Protocol, StderrCapture
 
 
-FLUSH_NODE = "explorer_run_metadata_flush"
+FLUSH_ARG = "explorer_flush_arg"  # the flush function's argument: where its nodes start in a merged graph
+
+
+def _before_flush(graph_def):
+    """The nodes of ``graph_def`` before the flush function's own (all of them if it holds none)."""
+    names = [n.name for n in graph_def.node]
+    if FLUSH_ARG not in names:
+        return graph_def
+    cut = type(graph_def)()
+    cut.CopyFrom(graph_def)
+    del cut.node[names.index(FLUSH_ARG):]
+    return cut
 
 
 class Runtime:
@@ -96,12 +107,14 @@ class Runtime:
             if saved is not None:
                 os.environ["TF_DUMP_GRAPH_PREFIX"] = saved
 
-    def build(self, spec):
-        """The model's Python body and its seeded arguments, made on the run's device."""
+    def build(self, spec, names: bool = False):
+        """The model's Python body and its seeded arguments, made on the run's device (and, with ``names``,
+        the arguments' names)."""
         with self.device_scope():
             inputs = models.make_inputs(spec, self.tf)
-            body, names = models.build(spec, self.tf)
-        return body, [inputs[n] for n in names]
+            body, arg_names = models.build(spec, self.tf)
+        args = [inputs[n] for n in arg_names]
+        return (body, args, list(arg_names)) if names else (body, args)
 
     def call(self, fn, args):
         with self.device_scope():
@@ -152,9 +165,9 @@ class Runtime:
         TF 2.21 keeps the graphs of a function call that failed (Grappler's output included) out of the
         context's run metadata and hands them over, merged into the first entry, with the next call that
         collects it: the next model's graphs would hold the failed one's too. A one-op function called
-        with collection on takes them now; its own entry is dropped."""
+        with collection on takes them now; its own nodes, appended after the failed call's, are cut off."""
         tf, ctx = self.tf, self.context
-        flush = tf.function(lambda x: tf.identity(x, name=FLUSH_NODE))
+        flush = tf.function(lambda explorer_flush_arg: tf.identity(explorer_flush_arg))
         ctx.enable_run_metadata()
         try:
             ctx.export_run_metadata()
@@ -163,8 +176,18 @@ class Runtime:
             metadata = ctx.export_run_metadata()
         finally:
             ctx.disable_run_metadata()
-        return [e for e in metadata.function_graphs
-                if not any(n.name == FLUSH_NODE for n in e.pre_optimization_graph.node)]
+        left = []
+        for entry in metadata.function_graphs:
+            kept = type(entry)()
+            kept.pre_optimization_graph.CopyFrom(_before_flush(entry.pre_optimization_graph))
+            kept.post_optimization_graph.CopyFrom(_before_flush(entry.post_optimization_graph))
+            for graph in entry.partition_graphs:
+                graph = _before_flush(graph)
+                if len(graph.node):
+                    kept.partition_graphs.add().CopyFrom(graph)
+            if len(kept.pre_optimization_graph.node):
+                left.append(kept)
+        return left
 
     def sync(self) -> None:
         """Wait for the device: a GPU runs kernels asynchronously, a CPU call has finished on return."""
