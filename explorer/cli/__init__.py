@@ -190,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import fix
 
         return fix.run(args)
+    if args.command == "diagnose":
+        from . import diagnose
+
+        return diagnose.run(args)
     if args.command == "lessons":
         from . import lessons
 

@@ -1,0 +1,116 @@
+"""Reading a diagnosis: whether the fusion breaks the model, and which fused node does it.
+
+``verdict(answer)`` reads the worker's "diagnose" answer (``worker.diagnose``): the fused call failed,
+aborted its process, or gave other numbers than the remapper-off graph beyond the dtype's
+tolerance; or it agrees. ``pin(verdict, nodes)`` names the fused node whose ops, run alone in a
+fresh process, show a fault (the same one as the model, where one does); ``pattern(node)`` the
+remapper's matcher that made it (remapper.cc, /work/shared/reference/remapper-patterns.md).
+"""
+
+from __future__ import annotations
+
+FAULT_WORDS = {
+    "fails": "fails at run time (TensorFlow raises an error) where the unfused graph runs",
+    "aborts": "aborts the process inside a kernel where the unfused graph runs",
+    "disagrees": "gives other numbers than the unfused graph, beyond the dtype's tolerance",
+}
+# The same fault, as a cut-out node's script shows it.
+SAME_FAULT = {"fails": {"fails"}, "aborts": {"aborts"}, "disagrees": {"disagrees"}}
+
+# (fused op family, fused_ops without the bias) -> the remapper's matcher (remapper.cc).
+PATTERNS = (
+    (("_FusedConv2D", "_FusedConv3D", "_FusedDepthwiseConv2dNative"), ("FusedBatchNorm", "*"),
+     "FindConv2DWithBatchNormAndActivation → AddFusedConv2DNode"),
+    (("_FusedConv2D",), ("FusedBatchNorm",), "FindConv2DWithBatchNorm → AddFusedConv2DNode"),
+    (("_FusedConv2D", "_FusedConv3D", "_FusedMatMul"), ("Add", "*"),
+     "FindContractionWithBiasAndAddActivation → AddFusedContractionNode"),
+    (("_FusedConv2D", "_FusedConv3D", "_FusedMatMul"), ("Add",),
+     "FindContractionWithBiasAddAndAdd → AddFusedContractionNode"),
+    (("_FusedConv2D", "_FusedDepthwiseConv2dNative"), ("_FusedHardSwish",),
+     "FindContractionWithBiasAddAndHardSwish → FuseContractionWithBiasAddAndHardSwish"),
+    (("_FusedMatMul",), ("GeluExact",), "FindMatMulBiasAddAndGelu → AddFusedMatMulBiasAddAndGelu"),
+    (("_FusedMatMul",), ("GeluApproximate",), "FindMatMulBiasAddAndGelu → AddFusedMatMulBiasAddAndGelu"),
+    (("_FusedConv2D", "_FusedConv3D", "_FusedMatMul", "_FusedDepthwiseConv2dNative"), ("*",),
+     "FindContractionWithBiasAddAndActivation → AddFusedContractionNode"),
+    (("_FusedConv2D", "_FusedConv3D", "_FusedMatMul", "_FusedDepthwiseConv2dNative"), (),
+     "FindContractionWithBias → AddFusedContractionNode"),
+    (("_FusedBatchNormEx",), (), "FindFusedBatchNormEx → AddFusedBatchNormExNode"),
+    (("_MklFusedBatchMatMulV2",), (), "FindFusedBatchMatMul → AddFusedBatchMatMul"),
+    (("_MklFusedMish",), (), "FindSoftplusAndTanhAndMul → ReplaceSoftplusTanhAndMulWithMish"),
+    (("_MklSwish",), (), "FindSigmoidAndMul → ReplaceSigmoidMulWithSwish"),
+    (("_MklLayerNorm",), (), "FindMklLayerNorm → AddMklLayerNorm"),
+    (("_MklFusedInstanceNorm",), (), "FindInstanceNorm → AddMklFusedInstanceNorm"),
+)
+
+
+def verdict(answer: dict) -> dict:
+    """{"fault": None|"fails"|"aborts"|"disagrees", "runs", "words", ...} of a diagnose answer."""
+    if answer.get("unfused_error"):
+        err = answer["unfused_error"]
+        return {"fault": None, "runs": False, "unfused_fails": True,
+                "words": f"The model fails even with the remapper off ({err['type']}: {err['line']}): "
+                         "the fusion is not the cause."}
+    if answer.get("fused_aborted"):
+        return {"fault": "aborts", "runs": False, "error": answer["fused_aborted"].get("line"),
+                "words": f"The fusion breaks this model: the fused graph {FAULT_WORDS['aborts']}."}
+    if answer.get("fused_error"):
+        err = answer["fused_error"]
+        return {"fault": "fails", "runs": False, "error": f"{err['type']}: {err['line']}",
+                "words": f"The fusion breaks this model: the fused graph {FAULT_WORDS['fails']} "
+                         f"({err['type']}: {err['line']})."}
+    agreement = answer.get("agreement") or {}
+    if agreement and not agreement.get("within_tolerance", True):
+        return {"fault": "disagrees", "runs": True, "agreement": agreement,
+                "words": "The fusion changes this model's numbers beyond tolerance: max abs diff "
+                         f"{agreement['max_abs']:.4g} (tolerance {agreement['tolerance']:g})."}
+    return {"fault": None, "runs": True, "agreement": agreement or None,
+            "words": "The fused graph runs and agrees with the unfused one."}
+
+
+def pattern(node: dict) -> str:
+    """The remapper matcher that makes a fused node of this op and these fused ops."""
+    op = node.get("op", "")
+    fused = [f for f in node.get("fused_ops") or () if f not in ("BiasAdd",)]
+    for ops, wanted, name in PATTERNS:
+        if op not in ops:
+            continue
+        if not wanted and not fused:
+            return name
+        if wanted and fused and len(wanted) == len(fused) and all(w in ("*", f) for w, f in zip(wanted, fused)):
+            return name
+        if not wanted and op.startswith("_Mkl"):
+            return name
+    return f"the remapper's {op} fusion"
+
+
+def pin(model_verdict: dict, nodes: list[dict]) -> dict | None:
+    """The fused node responsible: the first whose ops alone show the model's fault (else any fault)."""
+    fault = model_verdict.get("fault")
+    if fault is None:
+        return None
+    same = [i for i, n in enumerate(nodes) if (n.get("alone") or {}).get("fault") in SAME_FAULT.get(fault, ())]
+    other = [i for i, n in enumerate(nodes) if (n.get("alone") or {}).get("fault") in ("fails", "aborts", "disagrees")]
+    chosen = (same or other or [None])[0]
+    if chosen is None:
+        return None
+    node = nodes[chosen]
+    alone = node["alone"]
+    return {"index": chosen, "node": node["node"], "target": _target(node), "describe": node.get("describe"),
+            "pattern": pattern(node), "kernel": node.get("kernel"), "executed_op": node.get("executed_op"),
+            "kernel_file": node.get("kernel_file"),
+            "fault_alone": alone.get("fault"), "reproduces": chosen in same,
+            "others_checked": sum(1 for n in nodes if n.get("alone")) - 1}
+
+
+def _target(node: dict) -> str:
+    fused = node.get("fused_ops") or []
+    return f"{node['op']} [{', '.join(fused)}]" if fused else node["op"]
+
+
+def tally(results: list[dict], expected: dict[str, str]) -> dict:
+    """The corpus tally: found, pinned to the right node, a way around verified, repro reproduces."""
+    found = sum(1 for r in results if r["verdict"]["fault"] is not None)
+    pinned = sum(1 for r in results if r.get("pinned") and r["pinned"]["node"] == expected.get(r["name"]))
+    ways = sum(1 for r in results if any(w.get("runs") and w.get("agrees") for w in r.get("ways") or ()))
+    repro = sum(1 for r in results if (r.get("pinned") or {}).get("reproduces"))
+    return {"models": len(results), "found": found, "pinned": pinned, "way_verified": ways, "repro_reproduces": repro}
