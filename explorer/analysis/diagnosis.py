@@ -19,6 +19,9 @@ SAME_FAULT = {"fails": {"fails"}, "aborts": {"aborts"}, "disagrees": {"disagrees
 
 # (fused op family, fused_ops without the bias) -> the remapper's matcher (remapper.cc).
 PATTERNS = (
+    # the second pass: a _FusedConv* already made, then its Mish or LeakyRelu consumer taken in
+    (("_FusedConv2D", "_FusedConv3D"), ("*", "Mish"),
+     "FindFusedConvWithFusedActivation → AddFusedContractionNode (second pass, _FusedConv* + _MklFusedMish)"),
     (("_FusedConv2D", "_FusedConv3D", "_FusedDepthwiseConv2dNative"), ("FusedBatchNorm", "*"),
      "FindConv2DWithBatchNormAndActivation → AddFusedConv2DNode"),
     (("_FusedConv2D",), ("FusedBatchNorm",), "FindConv2DWithBatchNorm → AddFusedConv2DNode"),
@@ -55,7 +58,7 @@ def verdict(answer: dict) -> dict:
                 "words": f"The fusion breaks this model: the fused graph {FAULT_WORDS['aborts']}."}
     if answer.get("fused_error"):
         err = answer["fused_error"]
-        return {"fault": "fails", "runs": False, "error": f"{err['type']}: {err['line']}",
+        return {"fault": "fails", "runs": False, "error": f"{err['type']}: {err['line']}", "failed_node": err.get("node"),
                 "words": f"The fusion breaks this model: the fused graph {FAULT_WORDS['fails']} "
                          f"({err['type']}: {err['line']})."}
     agreement = answer.get("agreement") or {}
@@ -89,6 +92,8 @@ def pin(model_verdict: dict, nodes: list[dict]) -> dict | None:
     if fault is None:
         return None
     same = [i for i, n in enumerate(nodes) if (n.get("alone") or {}).get("fault") in SAME_FAULT.get(fault, ())]
+    named = (model_verdict.get("failed_node") or "")  # the node TensorFlow's error names, first if it shows the fault
+    same.sort(key=lambda i: nodes[i]["node"] != named)
     other = [i for i, n in enumerate(nodes) if (n.get("alone") or {}).get("fault") in ("fails", "aborts", "disagrees")]
     chosen = (same or other or [None])[0]
     if chosen is None:
