@@ -59,6 +59,7 @@ def verdict(answer: dict) -> dict:
     if answer.get("fused_error"):
         err = answer["fused_error"]
         return {"fault": "fails", "runs": False, "error": f"{err['type']}: {err['line']}", "failed_node": err.get("node"),
+                "kernel": err.get("kernel"), "kernel_file": err.get("kernel_file"),
                 "words": f"The fusion breaks this model: the fused graph {FAULT_WORDS['fails']} "
                          f"({err['type']}: {err['line']})."}
     agreement = answer.get("agreement") or {}
@@ -98,8 +99,10 @@ def pin(model_verdict: dict, nodes: list[dict]) -> dict | None:
     chosen = (same or other or [None])[0]
     if chosen is None:
         return None
-    node = nodes[chosen]
+    node = dict(nodes[chosen])
     alone = node["alone"]
+    if node.get("kernel") is None and chosen in same and model_verdict.get("kernel"):  # the failing kernel TF's log named
+        node.update(kernel=model_verdict["kernel"], kernel_file=model_verdict.get("kernel_file"))
     return {"index": chosen, "node": node["node"], "target": _target(node), "describe": node.get("describe"),
             "pattern": pattern(node), "kernel": node.get("kernel"), "executed_op": node.get("executed_op"),
             "kernel_file": node.get("kernel_file"),

@@ -104,7 +104,8 @@ def _call(rt: Runtime, fn, args, switches: dict, remapping):
 
         message = getattr(exc, "message", None) or str(exc)
         node = re.search(r"\{\{node ([^}\s]+)\}\}|Detected at node '?([^'\s]+)", message)
-        answer["error"] = {"type": type(exc).__name__, "line": error_line(message)[:400],
+        line = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", error_line(message))
+        answer["error"] = {"type": type(exc).__name__, "line": line[:400],
                            "node": (node.group(1) or node.group(2)) if node else None}
     try:
         metadata = ctx.export_run_metadata()
