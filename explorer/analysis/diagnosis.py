@@ -9,6 +9,7 @@ remapper's matcher that made it (remapper.cc, /work/shared/reference/remapper-pa
 
 from __future__ import annotations
 
+JSON_MARK = "# repro-json: "  # the repro script's last line: what it found, as JSON
 FAULT_WORDS = {
     "fails": "fails at run time (TensorFlow raises an error) where the unfused graph runs",
     "aborts": "aborts the process inside a kernel where the unfused graph runs",
@@ -122,3 +123,16 @@ def tally(results: list[dict], expected: dict[str, str]) -> dict:
     ways = sum(1 for r in results if any(w.get("runs") and w.get("agrees") for w in r.get("ways") or ()))
     repro = sum(1 for r in results if (r.get("pinned") or {}).get("reproduces"))
     return {"models": len(results), "found": found, "pinned": pinned, "way_verified": ways, "repro_reproduces": repro}
+
+
+def read_findings(stdout: str) -> dict | None:
+    """A repro script's findings: its last ``JSON_MARK`` line, if it got that far."""
+    import json
+
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(JSON_MARK):
+            try:
+                return json.loads(line[len(JSON_MARK):])
+            except ValueError:
+                return None
+    return None

@@ -5,8 +5,8 @@ The steps, each in a process of its own (a fused kernel may abort the process th
 1. the worker's "diagnose" request in a fresh worker: the model called with the remapper off, then as
    configured, outputs compared (``worker.diagnose``); a worker killed by a signal meanwhile means the
    fused call aborted, and the request is made again with the remapper off to read the graphs;
-2. for each fused node, its ops cut out and written as a standalone script (``present.fault_repro``),
-   run in a fresh Python process with the configuration's flags: the node whose script fails,
+2. for each fused node, its ops cut out and written as a standalone script by the worker
+   (``present.fault_repro``), run here in a fresh Python process with the configuration's flags: the node whose script fails,
    disagrees or aborts as the model did is the one responsible (``analysis.diagnosis.pin``);
 3. the ways around it, each run: the remapper off for the model, oneDNN off (a worker of its own);
 4. the responsible node's script kept at ``repro`` (what the user files upstream).
@@ -25,7 +25,6 @@ from ..errors import WorkerError
 from ..model.devices import refuse_simulated
 from ..model.flags import Config
 from ..model.spec import resolve
-from ..present import fault_repro
 
 SCRIPT_TIMEOUT_S = 120.0
 # Scripts run at most this many fused nodes (the model's first ones, in graph order): a real network's
@@ -46,13 +45,10 @@ def run(engine, spec, config=None, *, repro: str | None = None, ways: bool = Tru
     if result["verdict"]["fault"] is None:
         result["nodes"], result["pinned"], result["ways"] = model.get("nodes", []), None, []
         return result
-    context = dict(_context(model, config), fault_words=diagnosis.FAULT_WORDS[result["verdict"]["fault"]],
-                   model=_model_words(spec))
     nodes = model.get("nodes") or []
     for i, node in enumerate(nodes[:MAX_NODES]):
         say({"fraction": 0.2 + 0.5 * i / max(len(nodes), 1), "message": f"running {node['node']}'s ops alone"})
-        if "isolated" in node:
-            node["script"] = fault_repro.script(node["isolated"], context)
+        if "script" in node:  # written by the worker (present.fault_repro)
             node["alone"] = run_script(node["script"], config)
     result["nodes"] = nodes
     result["pinned"] = diagnosis.pin(result["verdict"], nodes)
@@ -102,7 +98,7 @@ def run_script(text: str, config: Config) -> dict:
                                   timeout=SCRIPT_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             return {"rc": None, "timed_out": True, "fault": "hangs", "wall_s": SCRIPT_TIMEOUT_S}
-    found = fault_repro.read_findings(done.stdout) or {}
+    found = diagnosis.read_findings(done.stdout) or {}
     fault = found.get("fault")
     if done.returncode < 0:
         fault = "aborts"
@@ -137,19 +133,3 @@ def ways_around(engine, spec, config: Config, reps: int = 20) -> list[dict]:
 
 def _public(model: dict) -> dict:
     return {k: v for k, v in model.items() if k not in ("nodes", "spec", "fingerprint")}
-
-
-def _context(model: dict, config: Config) -> dict:
-    fp = model.get("fingerprint") or {}
-    env = dict(config.env_dict)
-    env.setdefault("TF_ENABLE_ONEDNN_OPTS", "1" if fp.get("onednn") else "0")
-    return {"tf_version": fp.get("tensorflow"), "cpu": fp.get("cpu_model"), "onednn": fp.get("onednn"),
-            "env": {k: v for k, v in env.items() if k.startswith("TF_")}, "dtype": (model.get("spec") or {}).get(
-                "params", {}).get("dtype")}
-
-
-def _model_words(spec) -> str:
-    try:
-        return " ".join(spec.cli_args()) if hasattr(spec, "cli_args") else spec.source_id
-    except Exception:  # noqa: BLE001 - words only
-        return "the model"

@@ -6,14 +6,15 @@ TensorFlow is imported, seeded inputs of the recorded shapes and dtypes, the ops
 calls with their attributes, run once with Grappler's remapper off and once with it on. It exits 1
 and prints ``FAULT: ...`` when the fused graph fails or its numbers differ beyond the dtype's
 tolerance, 0 and ``OK: ...`` otherwise (an abort inside a kernel ends it with the signal). Its
-last line is ``# repro-json: {...}`` with what it found, for tools (``engine.diagnose`` reads it).
+last line is ``# repro-json: {...}`` with what it found, for tools (``analysis.diagnosis.read_findings``).
+The worker writes it (it knows the TensorFlow, flags and CPU the header names); the engine runs it.
 
 Pure text generation: nothing here imports TensorFlow.
 """
 
 from __future__ import annotations
 
-JSON_MARK = "# repro-json: "
+from ..analysis.diagnosis import JSON_MARK
 # Largest difference still counted as agreement, by dtype (the bench's table).
 TOLERANCE = {"float64": 1e-9, "float32": 1e-3, "float16": 5e-2, "bfloat16": 1e-1}
 FLAG_NAMES = ("TF_ENABLE_ONEDNN_OPTS",)
@@ -104,16 +105,3 @@ def script(isolated: dict, context: dict) -> str:
         "sys.exit(0 if agree else 1)",
     ]
     return "\n".join(lines) + "\n"
-
-
-def read_findings(stdout: str) -> dict | None:
-    """The script's last JSON line, if it got that far."""
-    import json
-
-    for line in reversed(stdout.splitlines()):
-        if line.startswith(JSON_MARK):
-            try:
-                return json.loads(line[len(JSON_MARK):])
-            except ValueError:
-                return None
-    return None

@@ -17,14 +17,17 @@ import os
 import re
 import time
 
+from ..analysis import diagnosis
 from ..analysis.fusion import find_fusions
 from ..model.graph import Graph
 from ..model.spec import resolve
+from ..present import fault_repro
 from . import models
 from .bench import agreement
 from .grappler import _concrete
 from .isolate import NotIsolated, isolate
 from .models.graph_function import static_dims
+from .protocol import error_line
 from .runtime import Runtime, as_list
 
 
@@ -62,6 +65,12 @@ def run(rt: Runtime, request: dict) -> dict:
         result["nodes"] = []
         return result
     result["nodes"] = fused_nodes(rt, stages, fn_shapes(rt, body, args), result.get("fused_error"))
+    fault = diagnosis.verdict(result)["fault"]
+    if fault is not None:  # each node's script, to run alone in a fresh process (engine.diagnose)
+        context = dict(repro_context(rt, spec, request), fault_words=diagnosis.FAULT_WORDS[fault])
+        for node in result["nodes"]:
+            if "isolated" in node:
+                node["script"] = fault_repro.script(node["isolated"], context)
     return result
 
 
@@ -100,8 +109,6 @@ def _call(rt: Runtime, fn, args, switches: dict, remapping):
         out = rt.call(fn, args)
         answer["outputs"] = [_numpy(rt.tf, t) for t in as_list(out)]
     except Exception as exc:  # noqa: BLE001 - the fused call's failure is the finding
-        from .main import error_line
-
         message = getattr(exc, "message", None) or str(exc)
         node = re.search(r"\{\{node ([^}\s]+)\}\}|Detected at node '?([^'\s]+)", message)
         line = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", error_line(message))
@@ -204,8 +211,15 @@ def fused_nodes(rt: Runtime, stages: dict, shapes: dict, error: dict | None = No
     return found
 
 
-def context(rt: Runtime) -> dict:
-    """What the repro script's header says of where it ran."""
+def repro_context(rt: Runtime, spec, request: dict) -> dict:
+    """What the repro script's header says of where it ran: TensorFlow, oneDNN and the flags, the CPU, the model."""
     fp = rt.fingerprint
+    env = dict(fp.get("flags") or {})
+    env["TF_ENABLE_ONEDNN_OPTS"] = "1" if fp.get("onednn") else "0"
+    try:
+        model = " ".join(spec.cli_args())
+    except Exception:  # noqa: BLE001 - words only
+        model = getattr(spec, "source_id", "a model")
     return {"tf_version": fp.get("tensorflow"), "cpu": fp.get("cpu_model"), "onednn": fp.get("onednn"),
-            "env": {"TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS")}}
+            "env": {k: v for k, v in env.items() if k.startswith("TF_") and v is not None}, "model": model,
+            "dtype": dict(getattr(spec, "params", ()) or ()).get("dtype") if hasattr(spec, "params") else None}

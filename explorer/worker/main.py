@@ -19,7 +19,7 @@ from ..model import compilers
 from ..model.devices import no_gpu_words, nvidia_gpus_present, refuse_simulated
 from ..model.hooks import hook
 from . import diagnose, fix, fix_bench, op_time, probe, xla
-from .protocol import BadRequest, NoGpu, Protocol
+from .protocol import BadRequest, NoGpu, Protocol, error_line
 from .runtime import Runtime
 
 
@@ -55,15 +55,6 @@ def handle(rt: Runtime, request: dict) -> dict:
     if not compiler.simulated:
         refuse_simulated(rt.device, compiler.id)
     return hook(compiler.worker_inspect)(rt, request)
-
-
-def error_line(message: str) -> str:
-    """The line of a TF error that says what went wrong, not where ('Graph execution error:')."""
-    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
-    skip = ("Graph execution error", "Detected at node", "[[", "in user code", "File ", "Traceback")
-    useful = [ln for ln in lines if not ln.startswith(skip) and not ln.endswith(":")]
-    text = useful[-1] if useful else (lines[-1] if lines else "")
-    return text.split(" [Op:")[0].split("\t [[")[0].strip()
 
 
 @contextmanager

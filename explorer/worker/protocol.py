@@ -110,3 +110,12 @@ def fd2_lines(lines: list):
             if data:
                 os.write(2, data)
             lines.extend(data.decode("utf-8", "replace").splitlines())
+
+
+def error_line(message: str) -> str:
+    """The line of a TF error that says what went wrong, not where ('Graph execution error:')."""
+    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
+    skip = ("Graph execution error", "Detected at node", "[[", "in user code", "File ", "Traceback")
+    useful = [ln for ln in lines if not ln.startswith(skip) and not ln.endswith(":")]
+    text = useful[-1] if useful else (lines[-1] if lines else "")
+    return text.split(" [Op:")[0].split("\t [[")[0].strip()
