@@ -14,7 +14,7 @@ from .fusion import find_fusions, find_renames
 from .grappler_passes import expand_pass_graphs
 from .model_report import report
 from .near_miss import Where
-from .stats import bench_summary, fusion_pays_from, sweep_table
+from .stats import bench_summary, fusion_pays_from, judged_by_outputs, sweep_table
 from .replicated import QUICK_MODE, pooled_interval, replicated_speedup
 from .verdict import explain
 
@@ -179,7 +179,7 @@ def annotate_replicated(runs: list[dict]) -> dict:
     replicated = replicated_speedup(per_process)
     summary = result["summary"]
     summary["pooled_ci"] = list(pooled_interval(per_process))  # what one big process would have claimed
-    summary["speedup"] = replicated
+    summary["speedup"] = judged_by_outputs(replicated, worst)
     summary["reps"] = replicated["n_pairs_total"]
     result["mode"] = replicated["mode"]
     result["processes"] = len(runs)

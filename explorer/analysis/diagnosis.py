@@ -63,11 +63,10 @@ def verdict(answer: dict) -> dict:
                 "kernel": err.get("kernel"), "kernel_file": err.get("kernel_file"),
                 "words": f"The fusion breaks this model: the fused graph {FAULT_WORDS['fails']} "
                          f"({err['type']}: {err['line']})."}
-    agreement = answer.get("agreement") or {}
-    if agreement and not agreement.get("within_tolerance", True):
+    agreement = answer.get("agreement") or {}  # analysis.agreement.compare's result
+    if agreement and not agreement.get("agree", True):
         return {"fault": "disagrees", "runs": True, "agreement": agreement,
-                "words": "The fusion changes this model's numbers beyond tolerance: max abs diff "
-                         f"{agreement['max_abs']:.4g} (tolerance {agreement['tolerance']:g})."}
+                "words": f"The fusion changes this model's numbers beyond tolerance: {agreement.get('summary', '')}"}
     return {"fault": None, "runs": True, "agreement": agreement or None,
             "words": "The fused graph runs and agrees with the unfused one."}
 

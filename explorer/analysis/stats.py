@@ -26,7 +26,18 @@ VERDICTS = {
     "same": "no measurable difference",
     "slower": "fused is slower",
     "unknown": "too few samples to tell",
+    # Set over the timing's own verdict when the two variants' outputs disagree: no speedup is a gain then.
+    "outputs_differ": "NOT A GAIN: the fused variant's outputs differ from the unfused one's beyond tolerance",
 }
+
+
+def judged_by_outputs(sp: dict, agreement: dict | None) -> dict:
+    """The speedup with its verdict replaced when the variants' outputs disagree (``timing_verdict`` keeps
+    what the timing alone said): a faster kernel that computes something else is not a gain."""
+    if (agreement or {}).get("within_tolerance") is False:
+        return dict(sp, verdict=VERDICTS["outputs_differ"], verdict_code="outputs_differ",
+                    timing_verdict=sp.get("verdict"), timing_verdict_code=sp.get("verdict_code"))
+    return sp
 
 
 class SampleError(ExplorerError, ValueError):
@@ -195,7 +206,8 @@ def bench_summary(raw: dict, *, confidence: float = 0.95, seed: int = 0, resampl
     """The worker's bench result reduced to per-variant summaries, the speedup and a noise flag."""
     fused, unfused = split_samples(raw)
     summaries = {"fused": summarize(fused), "unfused": summarize(unfused)}
-    sp = speedup(fused, unfused, confidence=confidence, seed=seed, resamples=resamples)
+    sp = judged_by_outputs(speedup(fused, unfused, confidence=confidence, seed=seed, resamples=resamples),
+                           raw.get("agreement"))
     noisy_variants = [v for v in VARIANTS if summaries[v]["cv"] > NOISY_CV]
     reps = int(raw.get("reps_done", sp["n_pairs"]))
     requested = raw.get("reps_requested")

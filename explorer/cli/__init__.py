@@ -26,6 +26,7 @@ import json
 import os
 import sys
 
+from ..analysis.agreement import broken
 from ..errors import ExplorerError, SpecError, WorkerError
 from ..model import compilers
 from ..model.hooks import hook
@@ -224,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
             _show(result, args.json, text.inspect_text, page_link)
             if args.export:
                 _export(result, args.export)
+            if broken(result.get("agreement")):  # the fused run failed, as TensorFlow's error did before
+                return 1
         else:
             result = engine.bench(spec, config, reps=args.reps, warmup=args.warmup, max_seconds=args.max_seconds,
                                   compiler=args.compiler, processes=args.processes)

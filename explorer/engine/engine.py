@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..analysis.agreement import broken
 from ..analysis.annotate import annotate, annotate_bench, annotate_replicated, annotate_sweep
 from ..analysis.replicated import QUICK_MODE
 from ..errors import SpecError, WorkerError
@@ -138,7 +139,8 @@ class Engine:
                                   pass_graphs=pass_graphs, check_fixes=False)
             if (result.get("report") or {}).get("fixes_checked") is None:
                 result = fix_check.check(self, spec, config, result)
-                self.cache.put(key, {k: v for k, v in result.items() if k not in ("cached", "shared")})
+                if not broken(result.get("agreement")):
+                    self.cache.put(key, {k: v for k, v in result.items() if k not in ("cached", "shared")})
             return result
         if not use_cache:
             return self._inspect(spec, config, key, on_progress, pass_graphs)
@@ -172,11 +174,26 @@ class Engine:
 
     def _inspect(self, spec, config: Config, key: str, on_progress, pass_graphs: bool = False) -> dict:
         with self.queue(config.device).slot("graph", on_progress):
-            result, info = self._run(config, compilers.FIRST.inspect_op, inspect_payload(spec, config, pass_graphs),
-                                     self.pool.limits.inspect_s, on_progress)
+            payload = inspect_payload(spec, config, pass_graphs)
+            try:
+                result, info = self._run(config, compilers.FIRST.inspect_op, payload, self.pool.limits.inspect_s,
+                                         on_progress)
+            except WorkerError as exc:
+                how = next((f"killed by {s}" for s in KERNEL_SIGNALS if f"killed by {s}" in str(exc)), None)
+                if exc.kind != "crash" or how is None or config.device != "cpu":
+                    raise
+                # The run killed the worker from inside (a fused kernel's abort): a new worker shows Grappler's
+                # graphs made without running them, and whether the unfused graph runs. If that dies too, the
+                # first error stands.
+                try:
+                    result, info = self._run(config, compilers.FIRST.inspect_op, dict(payload, aborted=how),
+                                             self.pool.limits.inspect_s, on_progress)
+                except WorkerError:
+                    raise exc from None
         result = dict(result, config=config.to_dict(), worker=info, cached=False, key=key, spec=_public(spec))
         result = annotate(result)
-        self.cache.put(key, result)
+        if not broken(result.get("agreement")):  # a failed call is asked again, never answered from the cache
+            self.cache.put(key, result)
         return result
 
     def xla(self, spec, config=None, *, on_progress=None, use_cache: bool = True) -> dict:
@@ -374,3 +391,8 @@ def _check_import_device(spec, config: Config) -> None:
     """A source the simulated GPU cannot build (model.sources: ``simulated``) is refused on it."""
     if not source_of(spec).simulated:
         refuse_simulated(config.device, "import")
+
+
+# How a kernel kills its own process (an assertion, a bad address); SIGKILL comes from outside (the kernel's
+# OOM killer, an operator, a CPU-time limit) and is reported as it is.
+KERNEL_SIGNALS = ("SIGABRT", "SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE")

@@ -196,6 +196,9 @@ def fill(cell: Cell, inspect_result: dict | None, bench_result: dict | None = No
         "why": explanation.get("why"), "because": (explanation.get("reasons") or [""])[0], "simulated": bool((inspect_result or {}).get("simulated")),
         "cached": bool((inspect_result or {}).get("cached")), "key": (inspect_result or {}).get("key"),
         "fingerprint": fp, "node": node or {}, "pid": ((inspect_result or {}).get("worker") or {}).get("pid"),
+        # the fused graph against the unfused one (analysis.agreement's statuses), and in one sentence
+        "agreement": ((inspect_result or {}).get("agreement") or {}).get("status"),
+        "agreement_summary": ((inspect_result or {}).get("agreement") or {}).get("summary"),
     }
     nothing = nothing_to_compare(row, bench_result)
     if bench_result is not None and nothing:

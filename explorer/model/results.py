@@ -131,6 +131,22 @@ class WorkerInfo(TypedDict):
     wall_s: float
 
 
+class AgreementCheck(TypedDict):
+    """Whether the fused graph computes what the unfused one does (worker.agreement; analysis.agreement)."""
+
+    status: str  # "agrees", "differs", "fails", "aborts", "unchecked", "skipped"
+    headline: str | None  # the verdict above everything else ("The fusion breaks this model"), None if it agrees
+    summary: str  # one sentence: what was found
+    reference: str  # what the fused run was compared with
+    inputs: dict  # {"seed", "how", "tensors": [{"name", "shape", "dtype", "min", "max", "mean"}]}
+    comparison: dict | None  # analysis.agreement.compare of the outputs, None when a run failed
+    fused_error: dict | None  # {"type", "message", "node", "op"}: the failing node when TF's error names it
+    reference_error: dict | None
+    reference_shapes: list[list[int]] | None
+    edges: list[dict]  # edge inputs tried: {"case", "inputs", "shapes", "status", "summary", "comparison", ...}
+    seconds: float
+
+
 class InspectResult(TypedDict, total=False):
     """An inspect request's result: the worker's part, then what the engine and the analysis add."""
 
@@ -140,6 +156,7 @@ class InspectResult(TypedDict, total=False):
     pbtxt: dict[str, str]  # large constants' contents elided (worker.elide)
     elided_bytes: dict[str, int]  # per stage, the constant bytes left out of its pbtxt
     output_shapes: list[list[int]]
+    agreement: AgreementCheck  # the fused graph against the unfused one, same inputs
     model_info: dict  # an imported model's inputs, signatures and outputs (worker.models.describe)
     function_graphs: int
     grappler: GrapplerAccount

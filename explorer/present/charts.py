@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..analysis import stats
+from .agreement import cell_words as agreement_cell
 
 # Okabe-Ito blue/orange: distinguishable with the common colour-vision deficiencies.
 FUSED_COLOR = "#0072B2"
@@ -302,7 +303,9 @@ def matrix_heatmap(rows: list[dict], *, by: str = "verdict", title: str | None =
             timed = f" · {row['speedup']:.2f}×" if row.get("speedup") is not None else ""
             # The fused op split at its bracket: a cell is a few words wide.
             op = (row.get("fused_op") or "").replace("[", "<br>[").replace("+", "+<br>") if row.get("fused_op") else ""
-            text[y][x] = (row.get("verdict") or "") + timed + (f"<br>{op}" if op else "")
+            broke = agreement_cell(row.get("agreement"))  # the fusion breaks the model or its numbers: first
+            text[y][x] = (f"<b>{broke}</b><br>" if broke else "") + (row.get("verdict") or "") + timed + \
+                (f"<br>{op}" if op else "")
     if by == "speedup":
         colors = dict(colorscale="RdBu", zmid=1.0, colorbar=dict(title="speedup ×"))
     else:

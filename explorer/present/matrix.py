@@ -6,11 +6,12 @@ import csv
 import io
 import json
 
+from .agreement import cell_words as agreement_cell
 from .machine import describe
 
 COLUMNS = ("preset", "label", "status", "verdict", "fused_op", "because", "speedup", "ci_low", "ci_high", "processes",
            "pairs", "between_share", "device", "env", "grappler", "params", "cached", "reason", "machine", "node",
-           "retried", "model")  # new columns go last: scripts read these by position too
+           "retried", "model", "agreement")  # new columns go last: scripts read these by position too
 
 
 def cell_words(row: dict) -> str:
@@ -22,7 +23,8 @@ def cell_words(row: dict) -> str:
         words += f" {row['fused_op']}"
     if words.split()[0] in ("not", "partly") and row.get("because"):
         words += f" ({row['because']})"  # the first failing condition, as the explanation words it
-    return words
+    broke = agreement_cell(row.get("agreement"))
+    return f"{broke}: {words} ({row.get('agreement_summary')})" if broke else words
 
 
 def retry_words(row: dict) -> str:

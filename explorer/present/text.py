@@ -18,7 +18,7 @@ from ..model.graph import STAGES
 from ..model.layers import field_help
 from ..model.results import BenchResult, InspectResult
 from ..model.sources import source_for_data
-from . import machine
+from . import agreement, machine
 
 
 def lines(out: list[str]) -> str:
@@ -58,6 +58,7 @@ def inspect_text(result: InspectResult) -> str:
     out: list[str] = []
     fp = result["fingerprint"]
     out.append(f"{machine.describe(fp)} | flags {fp['flags'] or 'defaults'}")
+    out.extend(agreement.lines(result.get("agreement")))
     if result.get("simulated"):
         out.append(f"SIMULATED on a virtual {result['profile']['label']}: nothing ran. What the simulation cannot check:")
         for limit in result.get("limits", []):

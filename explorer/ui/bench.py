@@ -136,8 +136,9 @@ def show(engine, result: dict, choice: Choice) -> None:
     else:
         c3.metric("Speedup of fusion" if not result.get("comparison") else "Speedup of the remapper on",
                   f"{sp['estimate']:.2f}×", delta=f"{sp['verdict']} · {ci}",
-                  delta_color={"faster": "normal", "slower": "inverse"}.get(sp["verdict_code"], "off"),
-                  delta_arrow="off" if sp["verdict_code"] in ("same", "unknown") else "auto",
+                  delta_color={"faster": "normal", "slower": "inverse", "outputs_differ": "inverse"}.get(
+                      sp["verdict_code"], "off"),
+                  delta_arrow="off" if sp["verdict_code"] in ("same", "unknown", "outputs_differ") else "auto",
                   help=f"median(unfused) ÷ median(fused); {sp['method']}")
     if result.get("comparison") or result.get("nothing_to_compare"):
         st.info(result.get("nothing_to_compare") or f"Compared: {result['comparison']}.")

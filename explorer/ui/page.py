@@ -6,7 +6,7 @@ import streamlit as st
 
 from ..errors import ExplorerError
 from ..present.machine import gpu_words
-from . import bench, cached, frame, lessons, link, presenter, share, sidebar, state, tabs, upload, whatif, why
+from . import agreement, bench, cached, frame, lessons, link, presenter, share, sidebar, state, tabs, upload, whatif, why
 
 
 def render(engine) -> None:
@@ -61,6 +61,7 @@ def _main(engine, choice: sidebar.Choice, fingerprint: dict | None, lesson=None,
         return
     if upload.remember(result):
         st.rerun()  # the sidebar offers the model's signatures and shows its inputs, known from this result
+    agreement.banner(result)  # the fusion breaks the model or its numbers: above everything else
     _summary_line(engine, choice, result)
     if lesson:
         lessons.check(step_note, lesson, result)
@@ -159,7 +160,8 @@ def _summary_line(engine, choice: sidebar.Choice, result: dict) -> None:
                   else f"{sidebar.device_label(choice.config.device)} · oneDNN {'on' if fp.get('onednn') else 'off'}")
         st.markdown(f"{badge + ' ' if badge else ''}{found} · {choice.label} on {ran_on}")
         if not state.presenting():
-            st.caption(f"TensorFlow {fp.get('tensorflow', '?')} · graphs {result['provenance']}.")
+            st.caption(f"TensorFlow {fp.get('tensorflow', '?')} · graphs {result['provenance']}. "
+                       f"{agreement.caption(result)}")
     with right:
         if "pin" in choice.source.offers:
             whatif.pin_button(engine, choice, result)

@@ -17,7 +17,7 @@ from streamlit.errors import FragmentHandledException
 from ..errors import shown
 from ..model import compilers
 from ..model.hooks import hook
-from . import bench, grappler_log, lessons, matrix, passes, report, stages, state, why
+from . import agreement, bench, grappler_log, lessons, matrix, passes, report, stages, state, why
 from .sidebar import Choice
 
 
@@ -57,7 +57,8 @@ class Tab:
 
 
 TABS: tuple[Tab, ...] = (
-    Tab("graphs", "Graphs before → after", lambda v: stages.panel(v.result, lessons.focus())),
+    Tab("graphs", "Graphs before → after",
+        lambda v: stages.panel(v.result, agreement.focus(v.result, lessons.focus()))),
     Tab("why", "Why it fused (or not)", _why),
     Tab("report", "Fusion report", lambda v: report.panel(v.result, engine=v.engine, choice=v.choice)),
     Tab("passes", "Pass pipeline", lambda v: passes.panel(v.engine, v.result, v.choice)),

@@ -17,13 +17,12 @@ import os
 import re
 import time
 
-from ..analysis import diagnosis
+from ..analysis import agreement, diagnosis
 from ..analysis.fusion import find_fusions
 from ..model.graph import Graph
 from ..model.spec import resolve
 from ..present import fault_repro
 from . import models
-from .bench import agreement
 from .grappler import _concrete
 from .isolate import NotIsolated, isolate
 from .models.graph_function import static_dims
@@ -50,8 +49,8 @@ def run(rt: Runtime, request: dict) -> dict:
     if "error" in fused:
         result["fused_error"] = fused["error"]
     else:
-        dtype = str(spec.p.get("dtype", "float32")) if hasattr(spec, "p") else "float32"
-        result["agreement"] = agreement(fused["outputs"], reference["outputs"], dtype)
+        ops = {n.op for n in stages["traced"].node} if stages else ()
+        result["agreement"] = agreement.compare(fused["outputs"], reference["outputs"], ops, tf32=rt.tf32_active())
         reps = int(request.get("reps") or 0)
         if reps:
             result["timing"] = time_both(rt, body, args, switches, min(reps, MAX_REPS))
@@ -59,7 +58,7 @@ def run(rt: Runtime, request: dict) -> dict:
     log = rt.log.read()
     if "error" in fused:
         result["fused_error"].update(failed_kernel(log))
-    if stages is None:  # a failed call records no graphs: Grappler's own dumps have them
+    if stages is None:  # a failed call whose graphs TensorFlow did not keep: Grappler's own dumps have them
         stages = dumped_stages(rt, log)
     if stages is None:
         result["nodes"] = []
@@ -99,34 +98,19 @@ def time_both(rt: Runtime, body, args, switches: dict, reps: int) -> dict:
 
 
 def _call(rt: Runtime, fn, args, switches: dict, remapping):
-    """One call with run metadata on: ({"outputs"} or {"error"}, its stage GraphDefs or None)."""
-    ctx = rt.context
-    rt.set_grappler(switches, remapping)
-    ctx.enable_run_metadata()
-    ctx.export_run_metadata()  # what an earlier call left behind
-    answer = {}
+    """One call with run metadata on (``Runtime.capture``): ({"outputs"} or {"error"}, its stage GraphDefs or None)."""
     try:
-        out = rt.call(fn, args)
-        answer["outputs"] = [_numpy(rt.tf, t) for t in as_list(out)]
+        stages, out, _ = rt.capture(fn, args, switches, remapping)
+        return {"outputs": [_numpy(t) for t in as_list(out)]}, stages
     except Exception as exc:  # noqa: BLE001 - the fused call's failure is the finding
         message = getattr(exc, "message", None) or str(exc)
         node = re.search(r"\{\{node ([^}\s]+)\}\}|Detected at node '?([^'\s]+)", message)
         line = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", error_line(message))
-        answer["error"] = {"type": type(exc).__name__, "line": line[:400],
-                           "node": (node.group(1) or node.group(2)) if node else None}
-    try:
-        metadata = ctx.export_run_metadata()
+        error = {"type": type(exc).__name__, "line": line[:400],
+                 "node": (node.group(1) or node.group(2)) if node else None}
+        return {"error": error}, getattr(exc, "failed_stages", None)
     finally:
-        ctx.disable_run_metadata()
         rt.reset_grappler()
-    entries = list(metadata.function_graphs) if metadata is not None else []
-    if not entries:
-        return answer, None
-    entry = entries[-1]
-    from .convert import merge_partitions
-
-    return answer, {"traced": entry.pre_optimization_graph, "optimized": entry.post_optimization_graph,
-                    "executed": merge_partitions(entry.partition_graphs, rt.tf)}
 
 
 def dumped_stages(rt: Runtime, log: list[str]) -> dict | None:
@@ -152,11 +136,8 @@ def dumped_stages(rt: Runtime, log: list[str]) -> dict | None:
     return stages
 
 
-def _numpy(tf, tensor):
-    import numpy as np
-
-    value = tensor.numpy()
-    return value.astype(np.float64) if tensor.dtype.is_floating else value
+def _numpy(tensor):
+    return tensor.numpy()
 
 
 def fn_shapes(rt: Runtime, body, args) -> dict[str, list[int]]:

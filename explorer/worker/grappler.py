@@ -20,7 +20,7 @@ from ..model.results import InspectResult
 from ..model.spec import resolve
 from .elide import (MAX_DUMPED_CONSTANT_BYTES, constant_bytes, elide_constants, graph_def_constant_bytes, graph_text,
                     parse_dump, size_text)
-from . import models
+from . import agreement, models
 from .models.graph_function import static_dims
 from .runtime import Runtime, as_list
 from .xla import clusters as xla_clusters
@@ -30,8 +30,11 @@ CONTRACTION_OPS = ("MatMul", "Conv2D", "DepthwiseConv2dNative", "Conv3D", "Batch
 
 
 def answer(rt: Runtime, request: dict) -> InspectResult:
-    """Grappler's inspect request: a real run, or on a simulated GPU Grappler run from Python."""
-    return simulate(rt, request) if is_simulated(rt.device) else inspect(rt, request)
+    """Grappler's inspect request: a real run, or on a simulated GPU Grappler run from Python; after a worker
+    died in the fused run (``aborted``: how), Grappler's graphs without running them, and the unfused run."""
+    if is_simulated(rt.device):
+        return simulate(rt, request)
+    return after_abort(rt, request) if request.get("aborted") else inspect(rt, request)
 
 
 def inspect(rt: Runtime, request: dict) -> InspectResult:
@@ -40,7 +43,7 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
     rt.clear_dumps()
     rt.reset_grappler()
     t0 = time.perf_counter()
-    body, args = rt.build(spec)
+    body, args, names = rt.build(spec, names=True)
     fn = models.function(body, rt.tf, served=True)
     if isinstance(fn, models.GraphFunction):  # an imported graph: nothing to trace
         heavy, nodes = graph_def_constant_bytes(fn.graph_def), len(fn.graph_def.node)
@@ -55,12 +58,25 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
                    "from Grappler's log. Import the SavedModel or .keras file (weights as variables) to see them.")
     elif request.get("pass_graphs", "auto") == "auto" and nodes > PASS_GRAPHS_AUTO_NODES:
         deferred = True  # asked for again with "all" when someone opens them
+    fused_exc = None
     with rt.without_dumps() if skipped or deferred else nullcontext():
-        stages, out, entries = rt.capture(fn, args, switches)
+        try:
+            stages, out, entries = rt.capture(fn, args, switches)
+        except rt.tf.errors.OpError as exc:  # the graph as set failed: judged against the unfused one below
+            if getattr(exc, "failed_stages", None) is None:
+                raise
+            stages, out, entries, fused_exc = exc.failed_stages, None, 1, exc
     t2 = time.perf_counter()
     rt.reset_grappler()
     parsed, log = request_log(rt)
     passes = pass_graphs(rt, parsed)
+    with rt.without_dumps():
+        fused = None if fused_exc is not None else agreement.outputs(rt.tf, out)
+        checked = agreement.check(rt, spec, body, fn, names, args, switches, fused, fused_exc, stages,
+                                  wanted=request.get("agreement", "on") != "off")
+    rt.log.read()  # the reference run's own Grappler lines are not this inspect's log
+    if checked is None:  # it fails with the remapper off too: the model's failure, not the fusion's
+        raise fused_exc
     shapes = traced_shapes(fn, args, body, rt.tf)
     graphs = {name: with_shapes(rt.graph_to_dict(g, name), shapes) for name, g in stages.items()}
     elided = {name: elide_constants(g) for name, g in stages.items()}  # after graph_to_dict: it reads shapes only
@@ -69,7 +85,9 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
         "stages": graphs,
         "pbtxt": {name: graph_text(g) for name, g in stages.items()},
         "elided_bytes": elided,
-        "output_shapes": [list(t.shape) for t in as_list(out)],
+        "output_shapes": [list(t.shape) for t in as_list(out)] if out is not None else
+                         checked.get("reference_shapes") or [],
+        "agreement": checked,
         "function_graphs": entries,
         # auto-clustering's clusters, if it is on, and the model's own functions that XLA must compile
         "xla_clusters": xla_clusters(rt, stages["optimized"]) + must_compile(rt, stages["optimized"], fn),
@@ -92,7 +110,9 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
         result["as_served"] = as_served(rt, spec, switches)
     # capture_s: the call that runs Grappler (and, before, the trace: kept as one figure for older readers).
     result["timings"] = {"build_s": round(t1 - t0, 4), "capture_s": round(t2 - t0, 4), "run_s": round(t2 - t1, 4),
-                         "convert_s": round(time.perf_counter() - t2, 4), "import_s": round(rt.import_s, 3)}
+                         "agreement_s": checked["seconds"],
+                         "convert_s": round(time.perf_counter() - t2 - checked["seconds"], 4),
+                         "import_s": round(rt.import_s, 3)}
     return result
 
 
@@ -110,6 +130,32 @@ def simulate(rt: Runtime, request: dict) -> InspectResult:
     # The remapper log stays simulate's own: that of the run with the requested switches only.
     result["grappler"].update(notable=parsed["notable"], items=parsed["items"], pass_graphs={}, log=log)
     result["fingerprint"] = dict(rt.fingerprint, simulated_gpu=result.get("profile"))
+    return result
+
+
+def after_abort(rt: Runtime, request: dict) -> InspectResult:
+    """The model whose fused run killed the worker process: Grappler's output made without running it
+    (``tf_optimizer`` on this CPU, as the simulation's control does), then the unfused graph run on the same
+    inputs. Its own failure of the unfused run is the model's, reported as TensorFlow's error."""
+    from . import simulate as offline
+
+    spec = resolve(request["spec"])
+    switches = request.get("grappler") or {}
+    rt.reset_grappler()
+    result = offline.simulate(spec, switches, "", rt.tf, rt.graph_to_dict, place_on="CPU")
+    rt.reset_grappler()
+    parsed, log = request_log(rt)
+    result["grappler"].update(notable=parsed["notable"], items=parsed["items"], pass_graphs={}, log=log)
+    body, args, names = rt.build(spec, names=True)
+    fn = models.function(body, rt.tf, served=True)
+    with rt.without_dumps():
+        checked = agreement.after_abort(rt, spec, fn, names, args, switches, request["aborted"])
+    rt.log.read()
+    for key in ("profile", "gpu_kernels", "limits", "placement", "env_flags", "host_onednn", "ignored_switches"):
+        result.pop(key, None)
+    result.update(simulated=False, offline_grappler=True, agreement=checked, function_graphs=0,
+                  output_shapes=checked.get("reference_shapes") or [], fingerprint=rt.fingerprint,
+                  device="cpu", xla_clusters=[])
     return result
 
 

@@ -116,7 +116,7 @@ def main() -> None:
             rt.reset_grappler()
             protocol.send({"id": req_id, "ok": False, "error": _error("tensorflow", exc.message, exc.detail)})
         except Exception as exc:  # TensorFlow refused or failed: report its words, keep serving
-            rt.reset_grappler()
+            rt.recover()
             first = error_line(getattr(exc, "message", None) or str(exc)) or type(exc).__name__
             log = rt.log.read()
             protocol.send({"id": req_id, "ok": False, "error": _error(

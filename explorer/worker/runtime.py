@@ -18,6 +18,20 @@ from .convert import graph_to_dict, merge_partitions
 from .protocol import NoGpu, Protocol, StderrCapture
 
 
+FLUSH_ARG = "explorer_flush_arg"  # the flush function's argument: where its nodes start in a merged graph
+
+
+def _before_flush(graph_def):
+    """The nodes of ``graph_def`` before the flush function's own (all of them if it holds none)."""
+    names = [n.name for n in graph_def.node]
+    if FLUSH_ARG not in names:
+        return graph_def
+    cut = type(graph_def)()
+    cut.CopyFrom(graph_def)
+    del cut.node[names.index(FLUSH_ARG):]
+    return cut
+
+
 class Runtime:
     def __init__(self, protocol: Protocol):
         self.protocol = protocol
@@ -61,6 +75,11 @@ class Runtime:
         self.tf.config.optimizer.set_experimental_options(options)
         return options
 
+    def recover(self) -> None:
+        """After a request that failed: TensorFlow's defaults again, and nothing of the failed call pending."""
+        self.reset_grappler()
+        self.flush_run_metadata()
+
     def reset_grappler(self) -> None:
         # set_experimental_options only ever adds keys: clear them so that every request starts
         # from TensorFlow's defaults, then let TF rebuild its per-call options.
@@ -88,12 +107,14 @@ class Runtime:
             if saved is not None:
                 os.environ["TF_DUMP_GRAPH_PREFIX"] = saved
 
-    def build(self, spec):
-        """The model's Python body and its seeded arguments, made on the run's device."""
+    def build(self, spec, names: bool = False):
+        """The model's Python body and its seeded arguments, made on the run's device (and, with ``names``,
+        the arguments' names)."""
         with self.device_scope():
             inputs = models.make_inputs(spec, self.tf)
-            body, names = models.build(spec, self.tf)
-        return body, [inputs[n] for n in names]
+            body, arg_names = models.build(spec, self.tf)
+        args = [inputs[n] for n in arg_names]
+        return (body, args, list(arg_names)) if names else (body, args)
 
     def call(self, fn, args):
         with self.device_scope():
@@ -104,25 +125,69 @@ class Runtime:
 
     def capture(self, fn, args, switches, remapping=None):
         """Call fn once with collection on; return its three stage GraphDefs, the output and the count of
-        function graphs recorded."""
+        function graphs recorded.
+
+        A call that fails raises TensorFlow's error with ``failed_stages``: the failed call's stages where
+        TensorFlow had made them (Grappler ran before the kernel failed), or None; nothing is left behind."""
         ctx = self.context
         self.set_grappler(switches, remapping)
         ctx.enable_run_metadata()
-        ctx.export_run_metadata()  # drop graphs left by an earlier request that failed mid-call
+        ctx.export_run_metadata()  # drop graphs of an earlier call already handed to the context
         try:
             out = self.call(fn, args)
             metadata = ctx.export_run_metadata()
+        except Exception as exc:
+            ctx.disable_run_metadata()
+            left = self.flush_run_metadata()
+            exc.failed_stages = self.stages(left[-1]) if left else None  # what Grappler made of the failed call
+            raise
         finally:
             ctx.disable_run_metadata()
         entries = list(metadata.function_graphs)
         if not entries:
             raise RuntimeError("TensorFlow recorded no function graphs for this call")
-        entry = entries[-1]
+        stages = self.stages(entries[-1])
+        names = [n.name for n in stages["optimized"].node]
+        if len(names) != len(set(names)):  # two calls' graphs in one: never pass them on as this model's
+            raise RuntimeError("TensorFlow's run metadata mixed this call's graphs with an earlier call's")
+        return stages, out, len(entries)
+
+    def stages(self, entry) -> dict:
         return {
             "traced": entry.pre_optimization_graph,
             "optimized": entry.post_optimization_graph,
             "executed": merge_partitions(entry.partition_graphs, self.tf),
-        }, out, len(entries)
+        }
+
+    def flush_run_metadata(self) -> list:
+        """Collect what a failed call left pending, and return its function graphs.
+
+        TF 2.21 keeps the graphs of a function call that failed (Grappler's output included) out of the
+        context's run metadata and hands them over, merged into the first entry, with the next call that
+        collects it: the next model's graphs would hold the failed one's too. A one-op function called
+        with collection on takes them now; its own nodes, appended after the failed call's, are cut off."""
+        tf, ctx = self.tf, self.context
+        flush = tf.function(lambda explorer_flush_arg: tf.identity(explorer_flush_arg))
+        ctx.enable_run_metadata()
+        try:
+            ctx.export_run_metadata()
+            with tf.device("/CPU:0"):
+                flush(tf.constant(0.0))
+            metadata = ctx.export_run_metadata()
+        finally:
+            ctx.disable_run_metadata()
+        left = []
+        for entry in metadata.function_graphs:
+            kept = type(entry)()
+            kept.pre_optimization_graph.CopyFrom(_before_flush(entry.pre_optimization_graph))
+            kept.post_optimization_graph.CopyFrom(_before_flush(entry.post_optimization_graph))
+            for graph in entry.partition_graphs:
+                graph = _before_flush(graph)
+                if len(graph.node):
+                    kept.partition_graphs.add().CopyFrom(graph)
+            if len(kept.pre_optimization_graph.node):
+                left.append(kept)
+        return left
 
     def sync(self) -> None:
         """Wait for the device: a GPU runs kernels asynchronously, a CPU call has finished on return."""

@@ -11,9 +11,9 @@ def test_verdicts():
     assert failed["fault"] == "fails" and not failed["runs"] and failed["failed_node"] == "Tanh"
     aborted = diagnosis.verdict({"fused_aborted": {"line": "killed by SIGABRT"}})
     assert aborted["fault"] == "aborts"
-    off = diagnosis.verdict({"agreement": {"within_tolerance": False, "max_abs": 0.7, "tolerance": 1e-3}})
+    off = diagnosis.verdict({"agreement": {"agree": False, "summary": "output 0: max abs diff 0.7"}})
     assert off["fault"] == "disagrees" and off["runs"] and "0.7" in off["words"]
-    fine = diagnosis.verdict({"agreement": {"within_tolerance": True, "max_abs": 0.0, "tolerance": 1e-3}})
+    fine = diagnosis.verdict({"agreement": {"agree": True, "summary": "agree"}})
     assert fine["fault"] is None
     broken_anyway = diagnosis.verdict({"unfused_error": {"type": "InvalidArgumentError", "line": "bad"}})
     assert broken_anyway["fault"] is None and "not the cause" in broken_anyway["words"]

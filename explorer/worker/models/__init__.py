@@ -54,6 +54,12 @@ def input_dtype(spec, name: str, tf):
     return builder(spec).input_dtype(spec, name, tf)
 
 
+def inputs_made(spec) -> dict:
+    """{"seed", "how"}: how the source's builder makes its seeded inputs, in words."""
+    made = getattr(builder(spec), "inputs_made", None)
+    return made(spec) if made is not None else {"seed": None, "how": "the source's own seeded inputs"}
+
+
 def make_inputs(spec, tf) -> dict:
     return builder(spec).make_inputs(spec, tf)
 
@@ -71,4 +77,5 @@ def describe(spec, tf) -> dict | None:
     return describe_it(spec, tf) if describe_it is not None else None
 
 
-__all__ = ["GraphFunction", "build", "describe", "function", "input_dtype", "make_inputs", "unknown_dims"]
+__all__ = ["DECLARED", "GraphFunction", "build", "describe", "function", "input_dtype", "inputs_made", "make_inputs",
+           "unknown_dims"]

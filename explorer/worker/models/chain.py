@@ -52,6 +52,14 @@ def input_dtype(spec, name: str, tf):
     return tf.as_dtype(spec.p.get("dtype", "int64"))
 
 
+def inputs_made(spec) -> dict:
+    """How ``make_inputs`` makes the inputs, in words (what the agreement check says it ran on)."""
+    if spec.chain.kind == "hash_bucket":
+        return {"seed": SEED, "how": f"numpy default_rng({SEED}): integers uniform in [0, 2^40)"}
+    return {"seed": SEED, "how": f"numpy default_rng({SEED}): standard normal; weights divided by sqrt(fan-in), "
+                                 "scale and variance uniform in [0.5, 1.5]; cast to the model's dtype"}
+
+
 def make_inputs(spec, tf) -> dict:
     """Seeded inputs for every tensor the spec names, in the spec's dtype."""
     rng = np.random.default_rng(SEED)

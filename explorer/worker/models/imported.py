@@ -71,6 +71,12 @@ def load(spec, tf) -> Loaded:
     return loaded
 
 
+def inputs_made(spec) -> dict:
+    """How ``make_inputs`` makes the inputs, in words (what the agreement check says it ran on)."""
+    return {"seed": SEED, "how": f"numpy default_rng({SEED}): floats standard normal, integers uniform in 0..9, "
+                                 f"booleans 0/1; unknown dimensions set to {spec.unknown_dim}"}
+
+
 def make_inputs(spec, tf) -> dict:
     """Seeded inputs from the model's input specs, unknown dimensions set to ``spec.unknown_dim``."""
     loaded = load(spec, tf)

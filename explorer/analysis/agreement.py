@@ -1,0 +1,222 @@
+"""Whether a fused graph still computes what the model says: its outputs against the unfused graph's.
+
+Pure numpy (no TensorFlow): the worker hands over the outputs of one call with the configuration as set
+(``fused``) and one with Grappler's remapper off (``reference``), same seeded inputs, and this module
+says whether they agree. Two functions make the API:
+
+``tolerance(dtype, ops=(), tf32=False) -> {"rtol": float, "basis": [str]}``
+    The largest relative difference still counted as agreement for outputs of ``dtype`` (numpy's or
+    TensorFlow's name) from a graph holding ``ops`` (op type names). Integer, bool and string outputs
+    must match exactly (0). Floats: the dtype's rounding, widened where the graph sums (contractions,
+    normalisations, reductions: the fused and unfused kernels add in other orders, oneDNN's blocked
+    sums especially), where it evaluates transcendental activations (oneDNN's own approximations) and
+    where float32 contractions run as TF32. ``basis`` says why, in words.
+
+``compare(fused, reference, ops=(), tf32=False) -> dict``
+    Every output compared; JSON-able, keys stable::
+
+        {"agree": bool,                      # every output agrees and the counts match
+         "outputs": [per output, below],
+         "count": {"fused": n, "reference": n},
+         "worst": index of the first disagreeing output (else of the largest max_rel) or None,
+         "summary": one sentence}
+
+    Per output::
+
+        {"index": i, "agree": bool, "why": None or a sentence,
+         "shape": {"fused": [...], "reference": [...]}, "dtype": {"fused": str, "reference": str},
+         "elements": n, "outside": elements beyond the tolerance,
+         "nan": {"fused": n, "reference": n}, "inf": {"fused": n, "reference": n},
+         "nonfinite_where_reference_finite": n,   # a disagreement (NaN or Inf the model does not make)
+         "finite_where_reference_nonfinite": n,   # reported only: the fused graph did no worse
+         "max_abs": float, "max_abs_at": [index] or None,
+         "max_rel": float, "max_rel_at": [index] or None,
+         "tolerance": {"rtol": float, "basis": [str]}}
+
+Relative difference: ``|fused - reference| / max(|reference|, rms(reference))``, over the elements finite
+on both sides. Relative to each element, but never to less than the output's typical magnitude: a
+reordered sum's error scales with the magnitude of what it adds, so an element that cancels to near
+zero would otherwise turn rounding into a huge ratio. An output agrees when its shape and dtype match,
+it has no non-finite value where the reference is finite (same-signed infinities and NaN on both sides
+match) and ``max_rel <= rtol``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Sequence
+
+import numpy as np
+
+# The dtype's own rounding (half an ulp, rounded up), and what summing in another order may cost.
+ROUNDING = {"float64": 1e-12, "float32": 1e-5, "float16": 5e-3, "bfloat16": 3e-2}
+SUMS = {"float64": 1e-9, "float32": 1e-3, "float16": 3e-2, "bfloat16": 1e-1}
+TRANSCENDENTAL = {"float64": 1e-9, "float32": 1e-4, "float16": 1e-2, "bfloat16": 5e-2}
+TF32 = 1e-2  # float32 contractions on a TF32 GPU keep 10 mantissa bits
+EXACT = ("int", "uint", "bool", "str", "bytes", "object", "qint", "quint")
+
+# Ops whose result is a sum of many terms (kernels may add them in another order), and ops evaluated with
+# approximations that oneDNN's fused post-ops compute their own way. Matched on the op's name without
+# TensorFlow's "_Fused"/"_Mkl" prefixes and version suffixes ("_FusedConv2D" and "Conv3D" are contractions).
+CONTRACTIONS = {"MatMul", "BatchMatMul", "Conv", "DepthwiseConv", "Einsum", "Conv2DBackpropInput",
+                "Conv3DBackpropInput", "DepthwiseConv2dNativeBackpropInput"}
+SUMMING = CONTRACTIONS | {"FusedBatchNorm", "BatchNorm", "Sum", "Mean", "Softmax", "LogSoftmax", "LayerNorm",
+                          "InstanceNorm", "Prod", "L2Loss", "AvgPool", "Cumsum", "SegmentSum"}
+TRANSCENDENTALS = {"Tanh", "Sigmoid", "Gelu", "Erf", "Elu", "Selu", "Softplus", "Swish", "Mish", "Exp", "Log",
+                   "Pow", "Sqrt", "Rsqrt", "Sin", "Cos", "Softsign", "Log1p", "Expm1", "Erfc"}
+
+
+def _family(op: str) -> str:
+    """"_FusedConv2D" -> "Conv", "BatchMatMulV2" -> "BatchMatMul", "FusedBatchNormV3" -> "FusedBatchNorm"."""
+    op = re.sub(r"^_(Mkl|Onednn)?(Native)?(Fused)?", "", op)
+    op = re.sub(r"(V\d+|\d+D|2dNative|Native)+$", "", op)
+    return "FusedBatchNorm" if op in ("BatchNormEx", "FusedBatchNormEx") else op
+
+
+def _dtype_name(dtype) -> str:
+    name = getattr(dtype, "name", None) or str(dtype)
+    return name.replace("tf.", "").replace("np.", "").lower()
+
+
+def _exact(name: str) -> bool:
+    return name.startswith(EXACT) or name in ("string",)
+
+
+def _has(ops: Iterable[str], family: set[str]) -> bool:
+    return any(_family(op) in family for op in ops)
+
+
+def tolerance(dtype, ops: Iterable[str] = (), tf32: bool = False) -> dict:
+    """The relative tolerance for outputs of ``dtype`` from a graph of ``ops``, with its reasons."""
+    name, ops = _dtype_name(dtype), [str(o) for o in ops]
+    if name.startswith("complex"):
+        name = "float64" if name == "complex128" else "float32"
+    if _exact(name) or name not in ROUNDING:
+        return {"rtol": 0.0, "basis": [f"{name} outputs must match exactly"]}
+    rtol, basis = ROUNDING[name], [f"{name} rounding"]
+    if _has(ops, TRANSCENDENTALS):
+        rtol = max(rtol, TRANSCENDENTAL[name])
+        basis.append("transcendental activations (oneDNN computes its fused post-ops its own way)")
+    if _has(ops, SUMMING):
+        rtol = max(rtol, SUMS[name])
+        basis.append("sums added in another order (contractions, normalisations, reductions)")
+    if tf32 and name == "float32" and _has(ops, CONTRACTIONS):
+        rtol = max(rtol, TF32)
+        basis.append("float32 contractions run as TF32 (10 mantissa bits)")
+    return {"rtol": rtol, "basis": basis}
+
+
+def _index(flat: int, shape) -> list[int]:
+    return [int(i) for i in np.unravel_index(int(flat), shape)] if shape else []
+
+
+def compare_one(index: int, fused, reference, ops: Iterable[str] = (), tf32: bool = False) -> dict:
+    """One output of each run compared (see the module's docstring for the keys)."""
+    a, b = np.asarray(fused), np.asarray(reference)
+    da, db = _dtype_name(a.dtype), _dtype_name(b.dtype)
+    tol = tolerance(db, ops, tf32)
+    out = {"index": index, "agree": True, "why": None,
+           "shape": {"fused": [int(d) for d in a.shape], "reference": [int(d) for d in b.shape]},
+           "dtype": {"fused": da, "reference": db}, "elements": int(b.size), "outside": 0,
+           "nan": {"fused": 0, "reference": 0}, "inf": {"fused": 0, "reference": 0},
+           "nonfinite_where_reference_finite": 0, "finite_where_reference_nonfinite": 0,
+           "max_abs": 0.0, "max_abs_at": None, "max_rel": 0.0, "max_rel_at": None, "tolerance": tol}
+    if a.shape != b.shape:
+        return dict(out, agree=False, why=f"shape {list(a.shape)} against the reference's {list(b.shape)}")
+    if da != db:
+        return dict(out, agree=False, why=f"dtype {da} against the reference's {db}")
+    if _exact(db) or db not in ROUNDING and not db.startswith("complex"):
+        equal = a == b
+        outside = int(equal.size - np.count_nonzero(equal))
+        out["outside"] = outside
+        if outside:
+            first = int(np.flatnonzero(~equal.ravel())[0])
+            out.update(agree=False, max_abs_at=_index(first, b.shape), max_rel_at=_index(first, b.shape),
+                       why=f"{outside} of {b.size} elements differ (exact match required), first at "
+                           f"{_index(first, b.shape)}")
+            if a.dtype.kind in "iub":
+                diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+                out["max_abs"] = float(diff.max())
+                out["max_abs_at"] = _index(int(diff.argmax()), b.shape)
+        return out
+    x = a.astype(np.complex128 if db.startswith("complex") else np.float64)
+    y = b.astype(x.dtype)
+    fin_x, fin_y = np.isfinite(x), np.isfinite(y)
+    out["nan"] = {"fused": int(np.isnan(x).sum()), "reference": int(np.isnan(y).sum())}
+    out["inf"] = {"fused": int(np.isinf(x).sum()), "reference": int(np.isinf(y).sum())}
+    # Non-finite on both sides matches when it is the same value (NaN with NaN, +Inf with +Inf).
+    both_nonfinite = ~fin_x & ~fin_y
+    same_special = both_nonfinite & ((np.isnan(x) & np.isnan(y)) | (x == y))
+    bad_special = int(np.count_nonzero(~fin_x & fin_y)) + int(np.count_nonzero(both_nonfinite & ~same_special))
+    out["nonfinite_where_reference_finite"] = int(np.count_nonzero(~fin_x & fin_y))
+    out["finite_where_reference_nonfinite"] = int(np.count_nonzero(fin_x & ~fin_y))
+    both = fin_x & fin_y
+    if np.any(both):
+        with np.errstate(invalid="ignore", over="ignore"):
+            diff = np.where(both, np.abs(x - y), 0.0)
+        yf = np.abs(y[both])
+        top = float(yf.max())
+        rms = top * float(np.sqrt(np.mean((yf / top) ** 2))) if top > 0 else 0.0  # scaled: no overflow
+        floor = max(rms, np.finfo(np.float64).tiny)
+        rel = np.where(both, diff / np.maximum(np.abs(np.where(both, y, 0.0)), floor), 0.0)
+        out["max_abs"], out["max_abs_at"] = float(diff.max()), _index(int(diff.argmax()), b.shape)
+        out["max_rel"], out["max_rel_at"] = float(rel.max()), _index(int(rel.argmax()), b.shape)
+        out["outside"] = int(np.count_nonzero(rel > tol["rtol"]))
+    out["outside"] += bad_special
+    if bad_special:
+        first = int(np.flatnonzero((~fin_x & fin_y) | (both_nonfinite & ~same_special))[0])
+        out.update(agree=False, why=f"{bad_special} non-finite values (NaN or Inf) where the reference has others or "
+                                    f"finite values, first at {_index(first, b.shape)}")
+    elif out["max_rel"] > tol["rtol"]:
+        out.update(agree=False, why=f"{out['outside']} of {b.size} elements beyond tolerance {tol['rtol']:g}: max "
+                                    f"relative difference {out['max_rel']:.3g} at {out['max_rel_at']} (max absolute "
+                                    f"{out['max_abs']:.3g} at {out['max_abs_at']})")
+    return out
+
+
+def compare(fused: Sequence, reference: Sequence, ops: Iterable[str] = (), tf32: bool = False) -> dict:
+    """Every output of the fused run against the reference run's (see the module's docstring)."""
+    ops = list(ops)
+    outputs = [compare_one(i, a, b, ops, tf32) for i, (a, b) in enumerate(zip(fused, reference))]
+    counts = {"fused": len(fused), "reference": len(reference)}
+    agree = counts["fused"] == counts["reference"] and all(o["agree"] for o in outputs)
+    bad = [o for o in outputs if not o["agree"]]
+    worst = bad[0]["index"] if bad else (max(outputs, key=lambda o: o["max_rel"])["index"] if outputs else None)
+    if counts["fused"] != counts["reference"]:
+        summary = f"{counts['fused']} outputs against the reference's {counts['reference']}"
+    elif bad:
+        summary = f"output {bad[0]['index']}: {bad[0]['why']}" + (f" ({len(bad)} of {len(outputs)} outputs differ)"
+                                                                   if len(bad) > 1 else "")
+    elif outputs:
+        w, many = outputs[worst], len(outputs) != 1
+        summary = (f"{len(outputs)} output{'s agree' if many else ' agrees'}: " +
+                   ("exactly" if w["tolerance"]["rtol"] == 0 else
+                    f"max relative difference {w['max_rel']:.2g} within {w['tolerance']['rtol']:g}"))
+    else:
+        summary = "no outputs to compare"
+    return {"agree": bool(agree), "outputs": outputs, "count": counts, "worst": worst, "summary": summary}
+
+
+# The check of a whole inspect (worker.agreement): its status, and the verdict's words for the bad ones.
+# "agrees", "differs" (beyond tolerance), "fails" (the fused graph raised; unfused it runs), "aborts" (the
+# fused run killed the process; unfused it runs), "unchecked" (the unfused reference failed), "skipped"
+# (the remapper is off: nothing to compare).
+BROKEN = ("fails", "aborts")
+HEADLINES = {"fails": "The fusion breaks this model", "aborts": "The fusion breaks this model",
+             "differs": "The fusion changes this model's numbers beyond tolerance"}
+
+
+def headline(check: dict | None) -> str | None:
+    """The verdict above everything else ("The fusion breaks this model", ...), or None when it agrees."""
+    return HEADLINES.get((check or {}).get("status"))
+
+
+def broken(check: dict | None) -> bool:
+    """Whether the fused run failed or aborted: such a result is never cached (asked again, it runs again) and
+    the command line exits 1, as it did when TensorFlow's error was all it said."""
+    return (check or {}).get("status") in BROKEN
+
+
+def disagrees(check: dict | None) -> bool:
+    """Whether the check found the fused graph broken or its numbers changed (what no speedup may hide)."""
+    return (check or {}).get("status") in HEADLINES

@@ -1,0 +1,199 @@
+"""Does the fused graph still compute what the model says? Inspect's check, run inside the worker.
+
+After inspect's call with the configuration as set (the "fused" run), the same function is called with
+Grappler's remapper off (the "reference": the other switches as set, same process, same seeded inputs;
+TensorFlow instantiates the function again for the other options, with no new trace) and every output is
+compared (``analysis.agreement``). Where the model's signature leaves a dimension open, or its inputs are
+integers or booleans, edge inputs a user's data can reach are tried too (a dimension of 1, an empty one,
+zeros, large magnitudes). Grappler's options are global: they are put back to TensorFlow's defaults after.
+
+The result is ``InspectResult["agreement"]`` (``model.results.AgreementCheck``): a status, the verdict's
+headline, how the inputs were made, the comparison, each run's error and the failing node it names.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+
+from ..analysis import agreement as compare_outputs
+from . import models
+from .protocol import error_line
+from .runtime import Runtime
+
+REFERENCE = "this model with Grappler's remapper off (the other switches as set), same process, same inputs"
+LARGE = 1e4  # how much the "large magnitudes" edge scales float inputs by
+
+
+def outputs(tf, out) -> list:
+    """A call's outputs as numpy arrays, in the function's own order and dtypes."""
+    return [np.asarray(t.numpy()) if hasattr(t, "numpy") else np.asarray(t) for t in tf.nest.flatten(out)]
+
+
+def error_record(exc, stages: dict | None = None) -> dict:
+    """TensorFlow's error: its type, its first useful line and the node it names (with its op, if the graphs
+    after Grappler or as executed hold it)."""
+    message = getattr(exc, "message", None) or str(exc)
+    named = re.findall(r"\{\{node ([^}]+)\}\}", message) or re.findall(r"node '?([\w/.\-]+)'? ", message)
+    node = named[0] if named else None
+    op = None
+    for stage in ("executed", "optimized"):
+        graph = (stages or {}).get(stage)
+        for n in getattr(graph, "node", ()):
+            if node and n.name == node:
+                op = n.op
+        if op:
+            break
+    return {"type": type(exc).__name__, "message": (error_line(message) or type(exc).__name__)[:400],
+            "node": node, "op": op}
+
+
+def describe_inputs(spec, names: list[str], args: list) -> dict:
+    """How the inputs were made: the builder's words and seed, and each tensor's shape, dtype and range."""
+    made = models.inputs_made(spec)
+    tensors = []
+    for name, arg in zip(names, args):
+        value = np.asarray(arg.numpy())
+        row = {"name": name, "shape": [int(d) for d in value.shape], "dtype": arg.dtype.name}
+        if value.size and (value.dtype.kind in "fiub" or value.dtype.name == "bfloat16"):
+            as_float = value.astype(np.float64)
+            row.update(min=float(as_float.min()), max=float(as_float.max()), mean=round(float(as_float.mean()), 6))
+        tensors.append(row)
+    return dict(made, tensors=tensors)
+
+
+def reference_run(rt: Runtime, fn, args, switches: dict):
+    """(outputs, error): fn called once with the remapper off, the other switches as set."""
+    tf = rt.tf
+    try:
+        rt.set_grappler(switches, False)
+        return outputs(tf, rt.call(fn, args)), None
+    except tf.errors.OpError as exc:
+        rt.flush_run_metadata()
+        return None, error_record(exc)
+    finally:
+        rt.reset_grappler()
+
+
+def fused_run(rt: Runtime, fn, args, switches: dict):
+    tf = rt.tf
+    try:
+        rt.set_grappler(switches)
+        return outputs(tf, rt.call(fn, args)), None
+    except tf.errors.OpError as exc:
+        rt.flush_run_metadata()
+        return None, error_record(exc)
+    finally:
+        rt.reset_grappler()
+
+
+def judged(fused, fused_error, reference, reference_error, ops, tf32) -> dict:
+    """One pair of runs on one set of inputs, judged: a status and what it rests on."""
+    if fused_error and reference_error:
+        return {"status": "model_fails", "comparison": None, "fused_error": fused_error,
+                "reference_error": reference_error,
+                "summary": f"fails with the remapper on and off alike: {reference_error['message']}"}
+    if fused_error:
+        where = f" at node {fused_error['node']}" + (f" ({fused_error['op']})" if fused_error["op"] else "") \
+            if fused_error["node"] else ""
+        return {"status": "fails", "comparison": None, "fused_error": fused_error, "reference_error": None,
+                "summary": f"the fused graph fails{where}: {fused_error['type']}: {fused_error['message']}; "
+                           "with the remapper off it runs"}
+    if reference_error:
+        return {"status": "unchecked", "comparison": None, "fused_error": None, "reference_error": reference_error,
+                "summary": f"the unfused reference failed, so nothing was compared: {reference_error['message']}"}
+    comparison = compare_outputs.compare(fused, reference, ops=ops, tf32=tf32)
+    return {"status": "agrees" if comparison["agree"] else "differs", "comparison": comparison,
+            "fused_error": None, "reference_error": None, "summary": comparison["summary"]}
+
+
+def edge_inputs(spec, body, args: list, tf) -> list[tuple[str, str, list]]:
+    """[(case, words, inputs)]: the edges a user's data can reach, for a model whose signature leaves a
+    dimension open (imports traced as served) or that takes integers or booleans; [] otherwise."""
+    declared = getattr(body, models.DECLARED, None)
+    open_dims = [[i for i, d in enumerate(shape or ()) if d is None] for shape, _ in declared] if declared else []
+    discrete = any(a.dtype.is_integer or a.dtype == tf.bool for a in args)
+    if not any(open_dims) and not discrete:
+        return []
+    cases = [("zeros", "every input zero (False)", [tf.zeros_like(a) for a in args])]
+
+    def large(a):
+        if a.dtype == tf.bool:
+            return tf.ones_like(a)
+        if a.dtype.is_integer:
+            return tf.cast(tf.fill(tf.shape(a), min(a.dtype.max, 1 << 30)), a.dtype)
+        return a * tf.cast(LARGE, a.dtype)
+    cases.append(("large", f"every input scaled by {LARGE:g} (integers at 2^30 or their maximum, booleans True)",
+                  [large(a) for a in args]))
+    rng = np.random.default_rng(models.inputs_made(spec).get("seed") or 0)
+    for size, case in ((1, "dimension 1"), (0, "empty dimension")):
+        if not any(open_dims) or all(a.shape[i] == size for a, dims in zip(args, open_dims) for i in dims):
+            continue
+        resized = []
+        for a, dims in zip(args, open_dims):
+            shape = [size if i in dims else int(d) for i, d in enumerate(a.shape)]
+            data = rng.standard_normal(shape) if a.dtype.is_floating else rng.integers(0, 2, shape)
+            resized.append(tf.constant(data.astype(a.dtype.as_numpy_dtype)))
+        cases.append((case, f"the open dimensions set to {size}", resized))
+    return cases
+
+
+def check(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: dict, fused, fused_exc,
+          stages: dict | None, wanted: bool = True) -> dict | None:
+    """The agreement check of one inspect (see the module's docstring); None when the model fails with the
+    remapper off too (then it is the model that fails, not the fusion: the caller reports TensorFlow's error)."""
+    started = time.perf_counter()
+    base = {"reference": REFERENCE, "inputs": describe_inputs(spec, names, args), "edges": []}
+    if switches.get("remapping") == "off" or not wanted:
+        why = "the remapper is off: the graph run is the unfused reference itself" if wanted else \
+            "not asked for (benchmarks/agreement_cost.py times inspect without it)"
+        if fused_exc is not None:  # nothing to judge it against: TensorFlow's error, as before the check
+            raise fused_exc
+        return dict(base, status="skipped", headline=None, comparison=None, fused_error=None, reference_error=None,
+                    reference_shapes=None, summary=why, seconds=0.0)
+    graphs = [g for g in (stages or {}).values() if g is not None]
+    ops = sorted({n.op for g in graphs for n in g.node})
+    tf32 = rt.tf32_active()
+    fused_error = error_record(fused_exc, stages) if fused_exc is not None else None
+    reference, reference_error = reference_run(rt, fn, args, switches)
+    base["reference_shapes"] = [[int(d) for d in r.shape] for r in reference] if reference is not None else None
+    main = judged(fused, fused_error, reference, reference_error, ops, tf32)
+    if main["status"] == "model_fails":
+        return None
+    edges = []
+    if main["status"] == "agrees":
+        for case, words, inputs in edge_inputs(spec, body, args, rt.tf):
+            edge_fused, edge_fused_error = fused_run(rt, fn, inputs, switches)
+            edge_ref, edge_ref_error = reference_run(rt, fn, inputs, switches)
+            edge = judged(edge_fused, edge_fused_error, edge_ref, edge_ref_error, ops, tf32)
+            edges.append(dict(edge, case=case, inputs=words,
+                              shapes=[[int(d) for d in a.shape] for a in inputs]))
+    status, summary = main["status"], main["summary"]
+    for wanted in ("fails", "differs"):
+        bad = [e for e in edges if e["status"] == wanted]
+        if status == "agrees" and bad:
+            status, summary = wanted, f"on edge inputs ({bad[0]['case']}: {bad[0]['inputs']}): {bad[0]['summary']}"
+    result = dict(base, **{k: main[k] for k in ("comparison", "fused_error", "reference_error")}, edges=edges,
+                  status=status, summary=summary, seconds=round(time.perf_counter() - started, 4))
+    result["headline"] = compare_outputs.headline(result)
+    return result
+
+
+def after_abort(rt: Runtime, spec, fn, names: list[str], args: list, switches: dict, how: str) -> dict:
+    """The check of a model whose fused run killed the worker (``how``: the engine's words): the unfused run
+    alone, in a new worker. Raises TensorFlow's error when the unfused run fails too."""
+    started = time.perf_counter()
+    reference, reference_error = reference_run(rt, fn, args, switches)
+    if reference_error is not None:
+        raise RuntimeError(f"the model fails with the remapper off too: {reference_error['message']}")
+    fused_error = {"type": "abort", "message": how, "node": None, "op": None}
+    result = {"reference": REFERENCE, "inputs": describe_inputs(spec, names, args), "edges": [],
+              "reference_shapes": [[int(d) for d in r.shape] for r in reference], "comparison": None,
+              "fused_error": fused_error, "reference_error": None, "status": "aborts",
+              "summary": f"the fused graph's run killed the worker process ({how}); with the remapper off it runs "
+                         "(in a new worker); the graphs after Grappler are Grappler's output made without running them",
+              "seconds": round(time.perf_counter() - started, 4)}
+    result["headline"] = compare_outputs.headline(result)
+    return result

@@ -1,0 +1,128 @@
+"""analysis.agreement: the fused run's outputs against the unfused reference's (pure numpy)."""
+
+from __future__ import annotations
+
+import json
+
+import ml_dtypes
+import numpy as np
+
+from explorer.analysis.agreement import compare, tolerance
+
+CONV = ["Placeholder", "Conv2D", "BiasAdd", "Relu", "Identity"]
+
+
+def reference(shape=(8, 16), seed=0):
+    return np.random.default_rng(seed).normal(size=shape).astype(np.float32)
+
+
+def test_identical_outputs_agree_and_the_result_is_plain_json():
+    y = reference()
+    result = compare([y.copy()], [y], ops=CONV)
+    assert result["agree"] and result["worst"] == 0 and result["count"] == {"fused": 1, "reference": 1}
+    out = result["outputs"][0]
+    assert out["max_abs"] == 0 and out["outside"] == 0 and out["why"] is None
+    assert out["shape"] == {"fused": [8, 16], "reference": [8, 16]} and out["dtype"]["reference"] == "float32"
+    assert json.loads(json.dumps(result, allow_nan=False)) == result
+
+
+def test_float32_reordered_sums_agree_and_a_wrong_kernel_does_not():
+    y = reference()
+    noise = y * (1 + 1e-5 * np.random.default_rng(1).choice([-1, 1], size=y.shape))
+    assert compare([noise.astype(np.float32)], [y], ops=CONV)["agree"]
+    wrong = y.copy()
+    wrong[3, 5] += 0.5
+    result = compare([wrong], [y], ops=CONV)
+    out = result["outputs"][0]
+    assert not result["agree"] and out["outside"] == 1
+    assert out["max_abs_at"] == [3, 5] and out["max_rel_at"] == [3, 5]
+    assert abs(out["max_abs"] - 0.5) < 1e-6 and "beyond tolerance" in out["why"] and "[3, 5]" in result["summary"]
+
+
+def test_tolerance_follows_dtype_and_ops():
+    elementwise = tolerance("float32", ["BiasAdd", "Relu"])["rtol"]
+    summing = tolerance("float32", CONV)
+    assert elementwise < tolerance("float32", ["Tanh"])["rtol"] < summing["rtol"]
+    assert any("another order" in b for b in summing["basis"])
+    assert tolerance("float32", CONV, tf32=True)["rtol"] > summing["rtol"]  # TF32 contractions
+    assert tolerance("float32", ["Relu"], tf32=True)["rtol"] == elementwise  # no contraction: TF32 irrelevant
+    assert tolerance("float32", ["_FusedConv2D"])["rtol"] == summing["rtol"]
+    assert tolerance("float32", ["FusedBatchNormV3"])["rtol"] == summing["rtol"]
+    assert tolerance("float32", ["ExpandDims"])["rtol"] == elementwise  # "Exp" is a family, not a substring
+    assert tolerance("bfloat16", CONV)["rtol"] > tolerance("float16", CONV)["rtol"] > summing["rtol"]
+    assert tolerance("float64", CONV)["rtol"] < summing["rtol"]
+    for exact in ("int32", "int64", "bool", "uint8", "string"):
+        assert tolerance(exact, CONV)["rtol"] == 0.0
+
+
+def test_integer_and_bool_outputs_must_match_exactly():
+    same = np.arange(12).reshape(3, 4)
+    assert compare([same.copy()], [same])["agree"]
+    off = same.copy()
+    off[2, 1] += 1
+    out = compare([off], [same])["outputs"][0]
+    assert not out["agree"] and out["outside"] == 1 and out["max_abs_at"] == [2, 1] and out["max_abs"] == 1
+    flags = np.array([True, False, True])
+    assert not compare([~flags], [flags])["agree"]
+
+
+def test_nan_where_the_reference_is_finite_is_a_disagreement():
+    y = reference()
+    x = y.copy()
+    x[0, 0] = np.nan
+    x[1, 1] = np.inf
+    out = compare([x], [y], ops=CONV)["outputs"][0]
+    assert not out["agree"] and out["nan"] == {"fused": 1, "reference": 0} and out["inf"]["fused"] == 1
+    assert out["nonfinite_where_reference_finite"] == 2 and "non-finite" in out["why"]
+    assert np.isfinite(out["max_abs"])  # differences are over elements finite on both sides
+
+
+def test_matching_specials_agree_and_fused_finite_where_reference_is_not_is_only_reported():
+    y = reference()
+    y[0, 0], y[0, 1] = np.nan, -np.inf
+    x = y.copy()
+    assert compare([x], [y])["agree"]
+    x[0, 1] = np.inf  # sign of an infinity changed
+    assert not compare([x], [y])["agree"]
+    x = y.copy()
+    x[0, 0] = 1.0  # the fused graph did no worse
+    out = compare([x], [y])["outputs"][0]
+    assert out["agree"] and out["finite_where_reference_nonfinite"] == 1
+
+
+def test_shape_dtype_and_count_mismatches_disagree():
+    y = reference()
+    assert "shape" in compare([y[:4]], [y])["outputs"][0]["why"]
+    assert "dtype" in compare([y.astype(np.float64)], [y])["outputs"][0]["why"]
+    result = compare([y], [y, y])
+    assert not result["agree"] and result["count"] == {"fused": 1, "reference": 2}
+
+
+def test_relative_difference_is_floored_at_the_outputs_typical_magnitude():
+    # A sum that cancels to ~0 carries the rounding of its large terms: not a disagreement.
+    y = reference((64, 64))
+    y[5, 5] = 1e-9
+    x = y.copy()
+    x[5, 5] = 2e-5
+    out = compare([x], [y], ops=CONV)["outputs"][0]
+    assert out["agree"] and out["max_rel"] < 1e-4
+
+
+def test_half_precision_outputs_compare_in_their_own_tolerance():
+    y = reference()
+    for dtype in (ml_dtypes.bfloat16, np.float16):
+        half = y.astype(dtype)
+        rounded = (y * (1 + 2e-3)).astype(dtype)
+        result = compare([rounded], [half], ops=CONV)
+        assert result["agree"], result["summary"]
+        assert result["outputs"][0]["dtype"]["reference"] in ("bfloat16", "float16")
+        assert not compare([(y + 1.0).astype(dtype)], [half], ops=CONV)["agree"]
+
+
+def test_empty_and_scalar_outputs():
+    empty = np.zeros((0, 4), np.float32)
+    assert compare([empty], [empty.copy()])["agree"]
+    assert compare([np.float32(2.0)], [np.float32(2.0)])["agree"]
+    out = compare([np.float32(3.0)], [np.float32(2.0)])["outputs"][0]
+    assert not out["agree"] and out["max_abs_at"] == []
+    assert compare([], [])["summary"] == "no outputs to compare"
