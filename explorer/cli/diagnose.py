@@ -36,7 +36,6 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from ..engine import diagnose
     from ..engine.engine import Engine
     from ..present.diagnose_text import diagnose_text
 
@@ -49,8 +48,8 @@ def run(args) -> int:
         spec, config = spec_from_args(args), config_from_args(args)
         engine = Engine(cache_dir=None)  # a diagnosis is never served from the cache: it must be run
         progress = None if args.json else (lambda p: print(f"  … {p['message']}", file=sys.stderr, flush=True))
-        result = diagnose.run(engine, spec, config, repro=args.repro, ways=not args.no_ways, reps=args.reps,
-                              on_progress=progress)
+        result = engine.diagnose(spec, config, repro=args.repro, ways=not args.no_ways, reps=args.reps,
+                                 on_progress=progress)
         print(json.dumps(public(result), indent=1) if args.json else diagnose_text(result), end="\n" if args.json
               else "")
         return 1 if result["verdict"]["fault"] else 0

@@ -25,7 +25,7 @@ from ..model.limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_SWEEP
 from ..model.results import BenchResult, InspectResult, SweepResult
 from ..model.sources import source_of
 from ..model.spec import resolve
-from . import fix_check, fixes, machine_profile
+from . import diagnose, fix_check, fixes, machine_profile
 from .admission import HOST, AdmissionQueue
 from .cache import DEFAULT_CACHE_DIR, ResultCache, inspect_key
 from .runner import Limits, Pool, WorkerProcess
@@ -238,10 +238,12 @@ class Engine:
     def fix(self, spec, config=None, *, apply: list[str] | None = None, out: str | None = None, processes: int = 3,
             reps: int = 30, warmup: int = 3, max_seconds: float = 30.0, measure: bool = True,
             on_progress=None) -> dict:
-        """An imported model's near-misses rewritten into the form the remapper fuses (``engine.fixes``): the
-        copy checked against the original and timed against it, all fixes together and each alone."""
+        """An imported model's near-misses rewritten into fusable form, checked and timed (``engine.fixes``)."""
         return fixes.run(self, spec, config, apply=apply, out=out, processes=processes, reps=reps, warmup=warmup,
                          max_seconds=max_seconds, measure=measure, on_progress=on_progress)
+
+    def diagnose(self, spec, config=None, *, repro=None, ways=True, reps=20, on_progress=None) -> dict:
+        return diagnose.run(self, spec, config, repro=repro, ways=ways, reps=reps, on_progress=on_progress)
 
     def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
               processes: int = 1, on_progress=None, compiler: str = compilers.FIRST.id) -> BenchResult:
