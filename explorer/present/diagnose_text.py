@@ -36,7 +36,10 @@ def diagnose_text(result: dict) -> str:
     if ways:
         lines += ["", "Ways around it (each run here):"]
         for way in ways:
-            state = "runs and agrees" if way.get("agrees") else ("runs but disagrees" if way.get("runs") else "fails")
+            if (way.get("verdict") or {}).get("unfused_fails"):
+                state = "the model fails there even with the remapper off"
+            else:
+                state = "runs and agrees" if way.get("agrees") else ("runs but disagrees" if way.get("runs") else "fails")
             timing = way.get("timing") or {}
             cost = (f"; {timing['configured_ms']:.3f} ms a call (unfused graph {timing['unfused_ms']:.3f} ms, "
                     f"median of {timing['reps']})") if timing else ""
