@@ -71,6 +71,26 @@ def verdict(answer: dict) -> dict:
             "words": "The fused graph runs and agrees with the unfused one."}
 
 
+def xla_verdict(answer: dict) -> dict | None:
+    """The XLA-compiled function against the remapper-off graph: {"fault", "words"}; None when not checked."""
+    check = answer.get("xla")
+    if not check:
+        return None
+    if check.get("error"):
+        err = check["error"]
+        if check.get("refused"):
+            return {"fault": None, "refused": True, "words": f"XLA does not compile this model ({err['type']}: "
+                                                            f"{err['line']}): nothing to compare."}
+        return {"fault": "fails", "words": f"XLA breaks this model: the compiled function fails where TensorFlow's "
+                                           f"graph runs ({err['type']}: {err['line']})."}
+    agreement = check["agreement"]
+    if not agreement.get("agree", True):
+        return {"fault": "disagrees", "agreement": agreement,
+                "words": f"XLA changes this model's numbers beyond tolerance: {agreement.get('summary', '')}"}
+    return {"fault": None, "agreement": agreement,
+            "words": "XLA's compiled function agrees with TensorFlow's unfused graph."}
+
+
 def pattern(node: dict) -> str:
     """The remapper matcher that makes a fused node of this op and these fused ops."""
     op = node.get("op", "")

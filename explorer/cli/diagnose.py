@@ -16,7 +16,7 @@ from ..model.sources import sources
 from . import failure
 from .model_args import config_from_args, spec_from_args
 
-JSON_KEYS = ("verdict", "pinned", "nodes", "ways", "repro", "config", "measured_at")
+JSON_KEYS = ("verdict", "xla", "pinned", "nodes", "ways", "repro", "config", "measured_at")
 NODE_KEYS = ("node", "op", "fused_ops", "describe", "executed_op", "kernel", "alone", "not_isolated")
 
 
@@ -52,7 +52,7 @@ def run(args) -> int:
                                  on_progress=progress)
         print(json.dumps(public(result), indent=1) if args.json else diagnose_text(result), end="\n" if args.json
               else "")
-        return 1 if result["verdict"]["fault"] else 0
+        return 1 if result["verdict"]["fault"] or (result.get("xla") or {}).get("fault") else 0
     except ExplorerError as exc:
         return failure.report(exc)
     finally:

@@ -8,6 +8,7 @@ The steps, each in a process of its own (a fused kernel may abort the process th
 2. for each fused node, its ops cut out and written as a standalone script by the worker
    (``present.fault_repro``), run here in a fresh Python process with the configuration's flags: the node whose script fails,
    disagrees or aborts as the model did is the one responsible (``analysis.diagnosis.pin``);
+   and, on a CPU, the XLA-compiled function's outputs against the same reference (``diagnosis.xla_verdict``);
 3. the ways around it, each run: the remapper off for the model, oneDNN off (a worker of its own);
 4. the responsible node's script kept at ``repro`` (what the user files upstream).
 """
@@ -38,9 +39,9 @@ def run(engine, spec, config=None, *, repro: str | None = None, ways: bool = Tru
     refuse_simulated(config.device, "diagnose")
     say = on_progress or (lambda _p: None)
     say({"fraction": 0.05, "message": "running the model fused and unfused in a fresh worker"})
-    model = check(engine, spec, config, on_progress)
+    model = check(engine, spec, config, on_progress, xla=config.device == "cpu")
     result = {"spec": model.get("spec") or spec.to_dict(), "config": config.to_dict(),
-              "verdict": diagnosis.verdict(model), "model": _public(model),
+              "verdict": diagnosis.verdict(model), "xla": diagnosis.xla_verdict(model), "model": _public(model),
               "fingerprint": model.get("fingerprint"), "measured_at": time.strftime("%Y-%m-%d %H:%M:%S")}
     if result["verdict"]["fault"] is None:
         result["nodes"], result["pinned"], result["ways"] = model.get("nodes", []), None, []
@@ -63,10 +64,10 @@ def run(engine, spec, config=None, *, repro: str | None = None, ways: bool = Tru
     return result
 
 
-def check(engine, spec, config: Config, on_progress=None, reps: int = 0) -> dict:
+def check(engine, spec, config: Config, on_progress=None, reps: int = 0, xla: bool = False) -> dict:
     """The worker's diagnose answer (``reps``: also time the call against the unfused one); with
     ``fused_aborted`` when the fused call killed its process."""
-    payload = {"spec": spec.to_dict(), "grappler": config.grappler_dict, "reps": reps}
+    payload = {"spec": spec.to_dict(), "grappler": config.grappler_dict, "reps": reps, "xla": xla}
     timeout = engine.pool.limits.inspect_s
     with engine.queue(config.device).slot("graph", on_progress):
         try:

@@ -9,6 +9,9 @@ ALONE_WORDS = {None: "agrees alone", "fails": "FAILS alone", "aborts": "ABORTS a
 def diagnose_text(result: dict) -> str:
     verdict = result["verdict"]
     lines = [("FUSION BREAKS THE MODEL: " if verdict["fault"] else "") + verdict["words"]]
+    xla = result.get("xla")
+    if xla:
+        lines.append(("XLA BREAKS THE MODEL: " if xla["fault"] else "") + xla["words"])
     nodes = result.get("nodes") or []
     if verdict["fault"] is None:
         lines.append(f"{len(nodes)} fused node(s) checked against the remapper-off graph on the same seeded inputs.")

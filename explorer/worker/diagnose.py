@@ -43,6 +43,8 @@ def run(rt: Runtime, request: dict) -> dict:
     if "error" in reference:
         return {"spec": spec.to_dict(), "unfused_error": reference["error"], "fingerprint": rt.fingerprint}
     result = {"spec": spec.to_dict(), "fingerprint": rt.fingerprint}
+    if request.get("xla") and rt.device == "cpu":
+        result["xla"] = xla_check(rt, body, args, reference["outputs"])
     started = time.perf_counter()
     fused, stages = _call(rt, models.function(body, tf, served=True), args, switches, remapping=None)
     result["fused_s"] = round(time.perf_counter() - started, 3)
@@ -111,6 +113,24 @@ def _call(rt: Runtime, fn, args, switches: dict, remapping):
         return {"error": error}, getattr(exc, "failed_stages", None)
     finally:
         rt.reset_grappler()
+
+
+def xla_check(rt: Runtime, body, args, reference: list) -> dict:
+    """The XLA-compiled function's outputs against the remapper-off graph's, same inputs (a tolerance that
+    follows the ops, as for Grappler's fusions: XLA reorders sums and computes activations its own way)."""
+    fn = models.function(body, rt.tf, jit_compile=True)
+    try:
+        with rt.without_dumps():
+            out = [_numpy(t) for t in as_list(rt.call(fn, args))]
+    except Exception as exc:  # noqa: BLE001 - what XLA refuses or fails on is a finding too
+        message = getattr(exc, "message", None) or str(exc)
+        refused = "unsupported op" in message.lower() or "no registered" in message.lower()
+        return {"error": {"type": type(exc).__name__, "line": error_line(message)[:400]}, "refused": refused}
+    finally:
+        rt.reset_grappler()
+    traced = _concrete(models.function(body, rt.tf, trace=True), args).graph
+    ops = {op.type for op in traced.get_operations()}
+    return {"agreement": agreement.compare(out, reference, ops, tf32=rt.tf32_active())}
 
 
 def dumped_stages(rt: Runtime, log: list[str]) -> dict | None:

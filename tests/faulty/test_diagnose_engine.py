@@ -18,6 +18,7 @@ def test_corpus_model_is_diagnosed(engine, faulty_models, entry):
     result = diagnose.run(engine, spec(entry, faulty_models), ONEDNN_ON, ways=entry["name"] in WAYS_FOR, reps=3)
     verdict = result["verdict"]
     assert verdict["fault"] == "fails" and verdict["runs"] is False, verdict
+    assert result["xla"]["fault"] is None, result["xla"]  # XLA compiles these ops itself, and agrees
     assert "breaks this model" in verdict["words"]
     pinned = result["pinned"]
     assert pinned is not None, [(n["node"], n.get("alone")) for n in result["nodes"]]
@@ -44,3 +45,4 @@ def test_a_fusion_that_works_is_no_fault(engine):
     assert result["verdict"]["agreement"]["agree"]
     assert [n["op"] for n in result["nodes"]] == ["_FusedConv2D"]
     assert result["pinned"] is None and result["ways"] == []
+    assert result["xla"]["fault"] is None and result["xla"]["agreement"]["agree"]  # XLA too, against the same reference

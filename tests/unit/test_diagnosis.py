@@ -50,3 +50,15 @@ def test_tally():
                {"name": "n", "verdict": {"fault": None}, "pinned": None, "ways": []}]
     assert diagnosis.tally(results, {"m": "x", "n": "y"}) == {"models": 2, "found": 1, "pinned": 1, "way_verified": 1,
                                                               "repro_reproduces": 1}
+
+
+def test_xla_verdicts():
+    assert diagnosis.xla_verdict({}) is None
+    refused = diagnosis.xla_verdict({"xla": {"error": {"type": "InvalidArgumentError", "line": "unsupported op"},
+                                             "refused": True}})
+    assert refused["fault"] is None and "does not compile" in refused["words"]
+    failed = diagnosis.xla_verdict({"xla": {"error": {"type": "InternalError", "line": "boom"}, "refused": False}})
+    assert failed["fault"] == "fails"
+    off = diagnosis.xla_verdict({"xla": {"agreement": {"agree": False, "summary": "output 0 differs"}}})
+    assert off["fault"] == "disagrees" and "output 0 differs" in off["words"]
+    assert diagnosis.xla_verdict({"xla": {"agreement": {"agree": True}}})["fault"] is None
