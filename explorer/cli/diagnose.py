@@ -30,6 +30,8 @@ def add_parser(sub) -> None:
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="an environment flag")
     p.add_argument("--grappler", action="append", default=[], metavar="SWITCH=on|off", help="a Grappler switch")
     p.add_argument("--repro", metavar="FILE", help="write the responsible fused node's standalone script here")
+    p.add_argument("--out", metavar="PATH", help="an imported model: where to write the copy rewritten so that "
+                   "only the responsible fusion is prevented (a GraphDef as PATH.pb, a SavedModel as a directory)")
     p.add_argument("--no-ways", action="store_true", help="skip verifying the ways around it")
     p.add_argument("--reps", type=int, default=20, help="timed calls of each way around (default 20)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -49,7 +51,7 @@ def run(args) -> int:
         engine = Engine(cache_dir=None)  # a diagnosis is never served from the cache: it must be run
         progress = None if args.json else (lambda p: print(f"  … {p['message']}", file=sys.stderr, flush=True))
         result = engine.diagnose(spec, config, repro=args.repro, ways=not args.no_ways, reps=args.reps,
-                                 on_progress=progress)
+                                 out=args.out, on_progress=progress)
         print(json.dumps(public(result), indent=1) if args.json else diagnose_text(result), end="\n" if args.json
               else "")
         return 1 if result["verdict"]["fault"] or (result.get("xla") or {}).get("fault") else 0

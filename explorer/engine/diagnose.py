@@ -16,13 +16,14 @@ The steps, each in a process of its own (a fused kernel may abort the process th
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
 from ..analysis import diagnosis
-from ..errors import WorkerError
+from ..errors import ExplorerError, WorkerError
 from ..model.devices import refuse_simulated
 from ..model.flags import Config
 from ..model.spec import resolve
@@ -34,7 +35,7 @@ MAX_NODES = 12
 
 
 def run(engine, spec, config=None, *, repro: str | None = None, ways: bool = True, reps: int = 20,
-        on_progress=None) -> dict:
+        out: str | None = None, on_progress=None) -> dict:
     spec, config = resolve(spec), Config.coerce(config)
     refuse_simulated(config.device, "diagnose")
     say = on_progress or (lambda _p: None)
@@ -56,6 +57,9 @@ def run(engine, spec, config=None, *, repro: str | None = None, ways: bool = Tru
     if ways:
         say({"fraction": 0.75, "message": "verifying the ways around it"})
         result["ways"] = ways_around(engine, spec, config, reps)
+        if result["pinned"] is not None:
+            rewritten = fold_batchnorm_way(engine, spec, config, result["pinned"], reps, out)
+            result["ways"] += [rewritten] if rewritten else []
     pinned = result["pinned"]
     if repro and pinned is not None:
         with open(repro, "w") as handle:
@@ -130,6 +134,39 @@ def ways_around(engine, spec, config: Config, reps: int = 20) -> list[dict]:
                       "agrees": verdict["fault"] is None and verdict["runs"], "verdict": verdict,
                       "timing": answer.get("timing")})
     return found
+
+
+def fold_batchnorm_way(engine, spec, config: Config, pinned: dict, reps: int, out: str | None) -> dict | None:
+    """Only that fusion prevented, the maths kept: for an imported model whose responsible fusion holds a
+    batch norm, the batch norm folded into the convolution's weights and bias (the fix ``fold-batchnorm``,
+    ``worker.rewrite``): the remapper then makes Conv2D + BiasAdd + activation instead. The copy is run like the
+    model (does it run, does it agree with its own unfused graph, its time) and kept at ``out`` if given."""
+    from ..model.sources import source_of
+    from . import scratch
+    from .fixes import _fixed_spec, _keep
+
+    if "fix" not in source_of(spec).offers or "FusedBatchNorm" not in pinned["target"]:
+        return None
+    work = scratch.folder("diagnose")
+    words = "the batch norm folded into the convolution (fold-batchnorm: a rewrite of the model, same maths)"
+    try:
+        with engine.queue(config.device).slot("graph"):
+            written, _ = engine._run_fresh(config, "fix", {"spec": spec.to_dict(), "out_dir": work, "variants": [
+                {"name": "fold-batchnorm", "fixes": ["fold-batchnorm"]}]}, engine.pool.limits.inspect_s, None)
+        variant = written["variants"][0]
+        if not any(record["sites"] for record in variant["records"]):
+            return None  # the batch norm is not in a form the rewrite folds (a FusedBatchNorm op, say)
+        answer = check(engine, resolve(_fixed_spec(variant, spec)), config, reps=reps)
+        verdict = diagnosis.verdict(answer)
+        kept = _keep(variant, out) if out else None
+    except (WorkerError, ExplorerError) as exc:
+        return {"way": "fold-batchnorm", "words": words, "runs": False, "agrees": False, "error": exc.message}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    fused = sorted({f"{n['op']} [{', '.join(n['fused_ops'])}]" for n in answer.get("nodes") or ()})
+    return {"way": "fold-batchnorm", "words": words, "config": config.to_dict(), "runs": verdict["runs"],
+            "agrees": verdict["fault"] is None and verdict["runs"], "verdict": verdict, "timing": answer.get("timing"),
+            "fused": fused, "model_out": kept}
 
 
 def _public(model: dict) -> dict:

@@ -242,8 +242,8 @@ class Engine:
         return fixes.run(self, spec, config, apply=apply, out=out, processes=processes, reps=reps, warmup=warmup,
                          max_seconds=max_seconds, measure=measure, on_progress=on_progress)
 
-    def diagnose(self, spec, config=None, *, repro=None, ways=True, reps=20, on_progress=None) -> dict:
-        return diagnose.run(self, spec, config, repro=repro, ways=ways, reps=reps, on_progress=on_progress)
+    def diagnose(self, spec, config=None, *, repro=None, ways=True, reps=20, out=None, on_progress=None) -> dict:
+        return diagnose.run(self, spec, config, repro=repro, ways=ways, reps=reps, out=out, on_progress=on_progress)
 
     def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
               processes: int = 1, on_progress=None, compiler: str = compilers.FIRST.id) -> BenchResult:

@@ -49,10 +49,11 @@ class EngineInterface(Protocol):
         model written at ``out``."""
 
     def diagnose(self, spec, config=None, *, repro: str | None = None, ways: bool = True, reps: int = 20,
-                 on_progress=None) -> dict:
+                 out: str | None = None, on_progress=None) -> dict:
         """Whether the fusion breaks the model (fails, aborts, other numbers than the remapper-off graph), the
         fused node responsible (each fused node's ops run alone in a fresh process), the ways around it (each
-        run: remapper off, oneDNN flipped) and that node's standalone repro script (written at ``repro``)."""
+        run: remapper off, oneDNN flipped, for an imported model the fusion prevented by a rewrite kept at
+        ``out``) and that node's standalone repro script (written at ``repro``)."""
 
     def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
               processes: int = 1, on_progress=None, compiler: str = compilers.FIRST.id) -> BenchResult:
