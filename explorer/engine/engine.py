@@ -236,8 +236,7 @@ class Engine:
         return result
 
     def fix(self, spec, config=None, *, apply: list[str] | None = None, out: str | None = None, processes: int = 3,
-            reps: int = 30, warmup: int = 3, max_seconds: float = 30.0, measure: bool = True,
-            on_progress=None) -> dict:
+            reps: int = 30, warmup: int = 3, max_seconds: float = 30.0, measure: bool = True, on_progress=None) -> dict:
         """An imported model's near-misses rewritten into fusable form, checked and timed (``engine.fixes``)."""
         return fixes.run(self, spec, config, apply=apply, out=out, processes=processes, reps=reps, warmup=warmup,
                          max_seconds=max_seconds, measure=measure, on_progress=on_progress)
