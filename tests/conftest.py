@@ -7,6 +7,7 @@
     app/        the page (AppTest) on the real engine                  -> tf
     gpu/        a real GPU (skipped without one)                       -> tf (and gpu, in the file)
     realmodels/ real networks (keras.applications) through the engine  -> tf
+    faulty/     models whose fusion breaks them (the diagnose corpus)  -> tf
     security/   hostile inputs: each file marks its TensorFlow tests tf itself
     e2e/        the app in headless Chromium                           -> e2e
 
@@ -21,7 +22,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 DIRECTORY_MARKS = {"worker": ("tf",), "imported": ("tf",), "app": ("tf",), "gpu": ("tf",), "realmodels": ("tf",),
-                   "e2e": ("e2e",)}
+                   "faulty": ("tf",), "e2e": ("e2e",)}
 
 
 def pytest_collection_modifyitems(config, items):

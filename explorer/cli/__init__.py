@@ -223,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import compare
 
         return compare.run(args)
+    if args.command == "diagnose":
+        from . import diagnose
+
+        return diagnose.run(args)
     if args.command == "lessons":
         from . import lessons
 

@@ -11,7 +11,7 @@ import argparse
 from ..model import compilers
 from ..model.limits import PASS_GRAPHS_AUTO_NODES
 from ..model.sources import sources
-from . import compare, fix, lessons
+from . import compare, diagnose, fix, lessons
 
 
 class Parser(argparse.ArgumentParser):
@@ -65,6 +65,7 @@ def make_parser() -> argparse.ArgumentParser:
                                 "whose interval includes process-to-process variation (default 1: the quick run)")
     fix.add_parser(sub)
     compare.add_parser(sub)
+    diagnose.add_parser(sub)
     lessons.add_parser(sub)
     p = sub.add_parser("matrix", help="what-if matrix: presets × every combination of varied settings")
     p.add_argument("--presets", required=True, metavar="P1,P2,...", help="preset ids, comma-separated")

@@ -25,7 +25,7 @@ from ..model.limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_SWEEP
 from ..model.results import BenchResult, InspectResult, SweepResult
 from ..model.sources import source_of
 from ..model.spec import resolve
-from . import compare, fix_check, fixes, machine_profile
+from . import compare, diagnose, fix_check, fixes, machine_profile
 from .admission import HOST, AdmissionQueue
 from .cache import DEFAULT_CACHE_DIR, ResultCache, inspect_key
 from .runner import Limits, Pool, WorkerProcess
@@ -236,10 +236,8 @@ class Engine:
         return result
 
     def fix(self, spec, config=None, *, apply: list[str] | None = None, out: str | None = None, processes: int = 3,
-            reps: int = 30, warmup: int = 3, max_seconds: float = 30.0, measure: bool = True,
-            on_progress=None) -> dict:
-        """An imported model's near-misses rewritten into the form the remapper fuses (``engine.fixes``): the
-        copy checked against the original and timed against it, all fixes together and each alone."""
+            reps: int = 30, warmup: int = 3, max_seconds: float = 30.0, measure: bool = True, on_progress=None) -> dict:
+        """An imported model's near-misses rewritten into fusable form, checked and timed (``engine.fixes``)."""
         return fixes.run(self, spec, config, apply=apply, out=out, processes=processes, reps=reps, warmup=warmup,
                          max_seconds=max_seconds, measure=measure, on_progress=on_progress)
 
@@ -249,6 +247,9 @@ class Engine:
         side and round, the speedup of B over A replicated over rounds with its interval."""
         return compare.run(self, a_spec, a_config, b_spec, b_config, processes=processes, reps=reps, warmup=warmup,
                            max_seconds=max_seconds, on_progress=on_progress)
+
+    def diagnose(self, spec, config=None, *, repro=None, ways=True, reps=20, out=None, on_progress=None) -> dict:
+        return diagnose.run(self, spec, config, repro=repro, ways=ways, reps=reps, out=out, on_progress=on_progress)
 
     def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
               processes: int = 1, on_progress=None, compiler: str = compilers.FIRST.id) -> BenchResult:

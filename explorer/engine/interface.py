@@ -53,6 +53,13 @@ class EngineInterface(Protocol):
         """A against B: each model as served under its own configuration, timed in fresh worker processes, round
         after round; the speedup of B over A with an interval over rounds, and what each side executed."""
 
+    def diagnose(self, spec, config=None, *, repro: str | None = None, ways: bool = True, reps: int = 20,
+                 out: str | None = None, on_progress=None) -> dict:
+        """Whether the fusion breaks the model (fails, aborts, other numbers than the remapper-off graph), the
+        fused node responsible (each fused node's ops run alone in a fresh process), the ways around it (each
+        run: remapper off, oneDNN flipped, for an imported model the fusion prevented by a rewrite kept at
+        ``out``) and that node's standalone repro script (written at ``repro``)."""
+
     def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
               processes: int = 1, on_progress=None, compiler: str = compilers.FIRST.id) -> BenchResult:
         """Fused against unfused (and another compiler's variant, for its id or "both"), with proof of what ran."""

@@ -6,7 +6,7 @@ import streamlit as st
 
 from ..errors import ExplorerError
 from ..present.machine import gpu_words
-from . import agreement, bench, cached, frame, lessons, link, presenter, share, sidebar, state, tabs, upload, whatif, why
+from . import agreement, bench, cached, diagnose, frame, lessons, link, presenter, share, sidebar, state, tabs, upload, whatif, why
 
 
 def render(engine) -> None:
@@ -66,6 +66,7 @@ def _main(engine, choice: sidebar.Choice, fingerprint: dict | None, lesson=None,
     if upload.remember(result):
         st.rerun()  # the sidebar offers the model's signatures and shows its inputs, known from this result
     agreement.banner(result)  # the fusion breaks the model or its numbers: above everything else
+    diagnose.panel(engine, result, choice)  # and, asked for, the fused node responsible and the ways around it
     _summary_line(engine, choice, result)
     if lesson:
         lessons.check(step_note, lesson, result)

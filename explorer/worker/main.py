@@ -18,7 +18,7 @@ from ..errors import SpecError
 from ..model import compilers
 from ..model.devices import no_gpu_words, nvidia_gpus_present, refuse_simulated
 from ..model.hooks import hook
-from . import fix, fix_bench, op_time, probe, xla
+from . import diagnose, fix, fix_bench, op_time, probe, xla
 from .protocol import BadRequest, NoGpu, Protocol, error_line
 from .runtime import Runtime
 
@@ -41,6 +41,9 @@ def handle(rt: Runtime, request: dict) -> dict:
             refuse_simulated(rt.device, "bench")
         with rt.without_dumps():
             return MODEL_OPS[op](rt, request)
+    if op == "diagnose":  # the fused call against the unfused one, each fused node cut out (Grappler's dumps kept)
+        refuse_simulated(rt.device, "diagnose")
+        return diagnose.run(rt, request)
     found = compilers.by_op(op)  # what a compiler made, or its benchmark (model.compilers)
     if found is None:
         raise BadRequest(f"unknown request {op!r}")

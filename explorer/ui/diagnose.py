@@ -1,0 +1,80 @@
+"""When the fusion breaks the model: find the fused node responsible, the ways around it, and the repro to file.
+
+Shown under the agreement banner when its verdict says the fusion breaks the model or changes its numbers. One
+button runs ``engine.diagnose`` (each fused node's ops alone in a fresh process, the ways around it run); the
+answer is kept per session, and the responsible node's standalone script is offered for download.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ..errors import ExplorerError
+from ..model.devices import is_simulated
+from ..present import agreement as words
+from ..present.diagnose_text import ALONE_WORDS
+from . import frame
+
+RESULTS = "diagnose.results"
+KEEP = 4
+
+
+def panel(engine, result: dict, choice) -> None:
+    if engine is None or choice is None or not words.headline(result.get("agreement")):
+        return
+    if is_simulated(choice.config.device):
+        return
+    key = engine.result_key("diagnose", choice.spec, choice.config)
+    results = st.session_state.setdefault(RESULTS, {})
+    with st.container(border=True):
+        st.markdown("**Which fused node breaks it, and what gets around it**")
+        st.caption("Runs each fused node's ops alone, in a fresh process, on seeded inputs of the shapes they "
+                   "received, with the remapper on and off; then the model with the remapper off and with oneDNN "
+                   "flipped, each checked and timed. About a minute.")
+        if key not in results and st.button("Find the fused node responsible", key="diagnose.run", type="primary"):
+            _run(engine, choice, key)
+        found = results.get(key)
+        if found is not None:
+            show(found)
+
+
+def _run(engine, choice, key: str) -> None:
+    with st.status("Diagnosing the fusion…", expanded=False) as status:
+        def progress(p: dict) -> None:
+            status.update(label=p.get("message") or "working…")
+
+        try:
+            found = engine.diagnose(choice.spec, choice.config, reps=5, on_progress=progress)
+        except ExplorerError as exc:
+            status.update(label="The diagnosis could not run", state="error")
+            frame.show_error(exc, "Diagnosing the fusion failed")
+            return
+        status.update(label="Diagnosed", state="complete")
+    results = st.session_state[RESULTS]
+    results[key] = found
+    while len(results) > KEEP:
+        results.pop(next(iter(results)))
+
+
+def show(found: dict) -> None:
+    pinned = found.get("pinned")
+    if pinned is None:
+        st.warning("No fused node's ops, run alone, show the fault: it needs more of the model than one fusion.")
+    else:
+        kernel = pinned.get("kernel") or "not named by TensorFlow"
+        st.markdown(f"Fused node responsible: **`{pinned['node']}`** — `{pinned['target']}`  \n"
+                    f"Its ops: {pinned.get('describe') or ''}  \n"
+                    f"Remapper pattern: `{pinned['pattern']}` · kernel: {kernel}"
+                    + (f" (`{pinned['executed_op']}`)" if pinned.get("executed_op") else "") + "  \n"
+                    f"Run alone in a fresh process, its ops {ALONE_WORDS.get(pinned['fault_alone'], '?').lower()}"
+                    + (" — the model's fault." if pinned["reproduces"] else " — another fault than the model's."))
+        script = found["nodes"][pinned["index"]].get("script")
+        if script:
+            st.download_button("Download the report to file upstream (fusion_repro.py)", script,
+                               file_name="fusion_repro.py", mime="text/x-python", key="diagnose.download",
+                               icon=":material/bug_report:")
+    rows = [{"way around": w["words"], "runs": w.get("runs"), "agrees": w.get("agrees"),
+             "ms a call": (w.get("timing") or {}).get("configured_ms"),
+             "unfused ms": (w.get("timing") or {}).get("unfused_ms")} for w in found.get("ways") or ()]
+    if rows:
+        st.dataframe(rows, hide_index=True, width="stretch")

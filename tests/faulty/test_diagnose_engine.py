@@ -1,0 +1,48 @@
+"""Every corpus model through the engine: the verdict, the fused node responsible (its ops alone fail in a fresh
+process, as the model did), the pattern and kernel named; and the ways around it, each run, for one model of
+each source. oneDNN is forced on (the corpus's faults need it), so this holds on every x86 CPU."""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer.engine import diagnose
+from tests.faulty.corpus import ONEDNN_ON, entries, spec
+
+CORPUS = entries()
+WAYS_FOR = {"chain_conv2d_bn_tanh", "stack_conv_skip_mish", "import_conv3d_add_mish"}
+
+
+@pytest.mark.parametrize("entry", CORPUS, ids=[e["name"] for e in CORPUS])
+def test_corpus_model_is_diagnosed(engine, faulty_models, entry):
+    result = diagnose.run(engine, spec(entry, faulty_models), ONEDNN_ON, ways=entry["name"] in WAYS_FOR, reps=3)
+    verdict = result["verdict"]
+    assert verdict["fault"] == "fails" and verdict["runs"] is False, verdict
+    assert result["xla"]["fault"] is None, result["xla"]  # XLA compiles these ops itself, and agrees
+    assert "breaks this model" in verdict["words"]
+    pinned = result["pinned"]
+    assert pinned is not None, [(n["node"], n.get("alone")) for n in result["nodes"]]
+    assert pinned["node"] == entry["node"]
+    assert pinned["target"] == entry["fused"]
+    assert pinned["reproduces"] and pinned["fault_alone"] == "fails"
+    assert pinned["pattern"].startswith("Find")  # a matcher of remapper.cc, not the fallback words
+    assert pinned["kernel"] == entry["kernel"]  # as TensorFlow's log names it (None: it names none)
+    # the other fused nodes, run alone, agree: the fault is pinned, not smeared over every fusion
+    for node in result["nodes"]:
+        if node["describe"].split(" → ")[1] != entry["fused"]:  # a fusion of another pattern
+            assert node["alone"]["fault"] is None, node
+    if entry["name"] in WAYS_FOR:
+        ways = {w["way"]: w for w in result["ways"]}
+        assert ways["remapper-off"]["runs"] and ways["remapper-off"]["agrees"]
+        assert ways["onednn-off"]["runs"] and ways["onednn-off"]["agrees"]
+        for way in ways.values():
+            assert way["timing"]["configured_ms"] > 0 and way["timing"]["unfused_ms"] > 0
+
+
+def test_a_fusion_that_works_is_no_fault(engine):
+    result = diagnose.run(engine, {"preset": "conv2d_bias_relu", "params": {"height": 16, "width": 16}}, ONEDNN_ON)
+    assert result["verdict"]["fault"] is None and result["verdict"]["runs"]
+    assert result["verdict"]["agreement"]["agree"]
+    assert [n["op"] for n in result["nodes"]] == ["_FusedConv2D"]
+    assert result["pinned"] is None and result["ways"] == []
+    assert result["xla"]["fault"] is None and result["xla"]["agreement"]["agree"]  # XLA too, against the same reference
