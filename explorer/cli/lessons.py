@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from ..analysis.lesson_check import made_words, mismatches
-from ..errors import ExplorerError, SpecError
-from ..model.lesson import read_lesson, seed_lessons
+from ..errors import ExplorerError, SpecError, shown
+from ..model import json_text
+from ..model.lesson import MAX_FILE_BYTES, read_lesson, seed_lessons
 from . import failure
 
 
@@ -31,10 +31,9 @@ def add_parser(sub) -> None:
 def _lesson(name: str):
     if name in seed_lessons():
         return seed_lessons()[name]
-    path = Path(name)
-    if not path.is_file():
-        raise SpecError("lesson", f"no lesson {name!r}: one of {', '.join(seed_lessons())}, or a lesson file")
-    return read_lesson(path.read_bytes())
+    if not os.path.lexists(name):
+        raise SpecError("lesson", f"no lesson {shown(repr(name), 80)}: one of {', '.join(seed_lessons())}, or a lesson file")
+    return read_lesson(json_text.read_file(name, "lesson", "a lesson", MAX_FILE_BYTES))
 
 
 def run(args) -> int:

@@ -7,14 +7,13 @@ its own. The readers of the built-in sources are here; another source's reader l
 
 from __future__ import annotations
 
-import json
-
-from ..errors import SpecError
+from ..errors import SpecError, shown
+from ..model import json_text
+from ..model.experiment import MAX_FILE_BYTES as EXPERIMENT_MAX_BYTES
 from ..model.flags import Config, parse_assignment
 from ..model.hooks import hook
 from ..model.sources import sources
-
-MAX_SPEC_BYTES = 1 << 20
+from ..model.stack import MAX_STACK_BYTES
 
 
 def spec_from_args(args) -> dict:
@@ -72,17 +71,11 @@ def read_stack(args) -> dict | None:
         raise SpecError("--spec", f"give either PRESET ({args.preset}) or --spec FILE.json, not both")
     if args.set or args.chain:
         raise SpecError("--set" if args.set else "--chain", "does not apply to a layer stack; edit its JSON instead")
+    text = json_text.read_file(args.spec, "--spec", "a layer stack", MAX_STACK_BYTES)
     try:
-        with open(args.spec, encoding="utf-8") as handle:
-            text = handle.read(MAX_SPEC_BYTES + 1)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError("--spec", f"cannot read {args.spec}: {getattr(exc, 'strerror', None) or exc}") from None
-    if len(text) > MAX_SPEC_BYTES:
-        raise SpecError("--spec", f"{args.spec} is over {MAX_SPEC_BYTES >> 10} KiB; a layer stack is a short JSON file")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SpecError("--spec", f"{args.spec} is not valid JSON: {exc}") from None
+        data = json_text.load(text, "--spec", "a layer stack")
+    except SpecError as exc:
+        raise SpecError("--spec", f"{shown(args.spec, 300)} is {exc.message}") from None
     # The file holds the stack itself (what `stacks NAME` prints), or the engine's {"stack": {...}}.
     return data if isinstance(data, dict) and set(data) == {"stack"} else {"stack": data}
 
@@ -120,11 +113,7 @@ def experiment_from_args(args):
     path = getattr(args, "experiment", None)
     if not path:
         return None
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_SPEC_BYTES * 4 + 1)
-    except OSError as exc:
-        raise SpecError("--experiment", f"cannot read {path}: {exc.strerror}") from None
+    data = json_text.read_file(path, "--experiment", "an experiment", EXPERIMENT_MAX_BYTES)
     try:
         exp = Experiment.from_json(data)
     except SpecError as exc:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..errors import SpecError, shown
 from .compilers import CHOICES as COMPILER_CHOICES
+from .json_text import whole_number
 from .limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_WARMUP
 
 STAGE_PAIRS = ("traced->optimized", "optimized->executed", "traced->executed")
@@ -33,13 +34,7 @@ class Bench:
     @staticmethod
     def checked(name: str, value) -> int:
         low, high = Bench.BOUNDS[name]
-        if isinstance(value, str) and re.fullmatch(r"\d{1,9}", value.strip()):
-            value = int(value)
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise SpecError(f"bench.{name}", f"expected a whole number {low}..{high}, got {shown(repr(value), 40)}")
-        return value
+        return whole_number(value, f"bench.{name}", low, high)
 
     def to_dict(self) -> dict:
         return {"reps": self.reps, "warmup": self.warmup, "seconds": self.seconds, "processes": self.processes}
@@ -79,11 +74,7 @@ def check_lesson(value) -> str:
 
 
 def check_step(value) -> int:
-    if isinstance(value, str) and value.isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_STEP:
-        raise SpecError("step", f"expected a step number 1..{MAX_STEP}, got {shown(repr(value), 40)}")
-    return value
+    return whole_number(value, "step", 1, MAX_STEP, "a step number")
 
 
 def check_object(value, where: str, allowed: set) -> dict:
@@ -111,4 +102,4 @@ def short(text, limit: int = 60) -> str:
 
 
 def phrase(key: str, value, exc: SpecError) -> str:
-    return f"{short(key)}={short(value)} ({exc.message})"
+    return f"{short(key)}={short(value)} ({short(exc.message, 200)})"

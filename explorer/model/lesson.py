@@ -20,13 +20,12 @@ from ..errors import SpecError, shown
 from . import json_text
 from .experiment import Experiment
 from .experiment_parts import STAGE_PAIRS, check_stages, check_tab
+from .schemas import LESSON as LESSON_SCHEMA
+from .schemas import MAX_ASK, MAX_NODES, MAX_STEPS, MAX_TEXT, MAX_TITLE, STAGE_KEYS  # noqa: F401 - read from here
 
 FORMAT = 1  # the lesson file's "lesson" field: its format's version
 LESSONS_DIR = Path(__file__).resolve().parents[2] / "lessons"
 MAX_FILE_BYTES = 256 << 10
-MAX_STEPS = 40
-MAX_TITLE, MAX_TEXT, MAX_ASK, MAX_NODES = 120, 1500, 400, 24
-STAGE_KEYS = ("traced", "optimized", "executed", "any")  # where look.nodes and expect.has/lacks look
 VERDICTS = ("fused", "partly fused", "not fused")
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _NODE = re.compile(r"^[A-Za-z0-9_./:-]{1,200}$")
@@ -103,12 +102,13 @@ def read_lesson(text) -> Lesson:
 
 
 def parse_lesson(data) -> Lesson:
+    """A lesson's JSON checked: its structure (``schemas.LESSON``), then what each step means."""
     if not isinstance(data, dict) or "lesson" not in data:
         raise SpecError("lesson", 'expected a lesson file: a JSON object with "lesson": 1 (docs/lessons.md)')
     if data["lesson"] != FORMAT:
         raise SpecError("lesson", f"format {shown(data['lesson'], 20)} is not known here; this explorer reads "
                                   f"format {FORMAT}")
-    _fields(data, "", {"lesson", "id", "title", "summary", "source", "steps"}, {"id", "title", "steps"})
+    json_text.validate(data, LESSON_SCHEMA, root="lesson")
     lesson_id = data["id"]
     if not isinstance(lesson_id, str) or not _ID.match(lesson_id):
         raise SpecError("id", f"{shown(lesson_id, 40)!r} is not a lesson id (lower-case letters, digits, - and _)")
@@ -124,7 +124,6 @@ def parse_lesson(data) -> Lesson:
 def _step(data, where: str) -> Step:
     if not isinstance(data, dict):
         raise SpecError(where, "expected an object with title, experiment, text")
-    _fields(data, where + ".", {"title", "experiment", "text", "ask", "look", "expect"}, {"title", "experiment", "text"})
     link = data["experiment"]
     return Step(_text(data["title"], f"{where}.title", MAX_TITLE), _experiment(link, f"{where}.experiment"),
                 link.strip(), _text(data["text"], f"{where}.text", MAX_TEXT),
@@ -155,7 +154,6 @@ def _look(data, where: str) -> Look:
         return Look()
     if not isinstance(data, dict):
         raise SpecError(where, "expected an object with tab, stages, nodes")
-    _fields(data, where + ".", {"tab", "stages", "nodes"}, set())
     tab = _checked(check_tab, data.get("tab"), f"{where}.tab") if data.get("tab") is not None else None
     stages = _checked(check_stages, data.get("stages"), f"{where}.stages") if data.get("stages") is not None else None
     return Look(tab, stages, _per_stage(data.get("nodes"), f"{where}.nodes", _NODE, "an op type or a node name"))
@@ -166,7 +164,6 @@ def _expect(data, where: str) -> Expect:
         return Expect()
     if not isinstance(data, dict):
         raise SpecError(where, "expected an object with fusions, made, has, lacks, verdict")
-    _fields(data, where + ".", {"fusions", "made", "has", "lacks", "verdict"}, set())
     fusions = data.get("fusions")
     if fusions is not None and (isinstance(fusions, bool) or not isinstance(fusions, int) or not 0 <= fusions <= 10_000):
         raise SpecError(f"{where}.fusions", f"expected a whole number 0..10000, got {shown(fusions, 40)!r}")
@@ -182,15 +179,6 @@ def _expect(data, where: str) -> Expect:
 
 
 # ---- the parts, checked --------------------------------------------------------------------------------
-
-def _fields(data: dict, where: str, allowed: set, required: set) -> None:
-    unknown = set(data) - allowed
-    if unknown:
-        name = sorted(map(str, unknown))[0]
-        raise SpecError(f"{where}{shown(name, 40)}", f"not a field of a lesson here; allowed: {', '.join(sorted(allowed))}")
-    for name in sorted(required - set(data)):
-        raise SpecError(f"{where}{name}", "missing")
-
 
 def _text(value, where: str, limit: int, empty: bool = False) -> str:
     if not isinstance(value, str) or (not empty and not value.strip()):
