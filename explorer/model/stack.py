@@ -54,6 +54,7 @@ class StackSpecError(SpecError):
         field = str(field) if str(field).isprintable() else str(field).encode("unicode_escape").decode("ascii")
         full = f"{where}: {field[:40]}" if field else where
         # Not SpecError's 80-character cut: a nested layer's path is the point of the message.
+        message = shown(message, 1000)
         Exception.__init__(self, f"{full}: {message}")
         self.field, self.message = full, message
         self.where, self.field_name = where, field
@@ -280,7 +281,7 @@ def _resolve(ref, where, scope, prev, block_in) -> str:
     if ref in scope:
         return scope[ref]
     known = ", ".join([*scope, *SPECIAL_NAMES])
-    raise StackSpecError(where, "inputs", f"no earlier layer named {ref!r} (known here: {known})")
+    raise StackSpecError(where, "inputs", f"no earlier layer named {_said(ref)} (known here: {known})")
 
 
 def _infer(kind, p, shapes) -> tuple:
