@@ -57,17 +57,24 @@ def run(args) -> int:
         if args.json:
             print(json.dumps({"id": lesson.id, "title": lesson.title, "steps": steps}, indent=1))
         else:
-            print(f"{lesson.id}: {lesson.title}")
+            # A lesson file's text is printed as text: a terminal escape sequence in it (OSC 52 writes the
+            # clipboard) is shown escaped, never sent to the terminal.
+            print(f"{lesson.id}: {printable(lesson.title)}")
             for row in steps:
-                print(f"\n{row['step']}. {row['title']}\n   {row['link']}")
+                print(f"\n{row['step']}. {printable(row['title'])}\n   {printable(row['link'])}")
                 if row["ask"]:
-                    print(f"   ask: {row['ask']}")
+                    print(f"   ask: {printable(row['ask'])}")
                 if "holds" in row:
                     print("   made: " + (", ".join(row["made"]) or "nothing fused"))
-                    print("   holds here" if row["holds"] else "   DOES NOT HOLD: " + "; ".join(row["problems"]))
+                    print("   holds here" if row["holds"] else "   DOES NOT HOLD: " + printable("; ".join(row["problems"])))
         return 0 if all(row.get("holds", True) for row in steps) else 1
     except ExplorerError as exc:
         return failure.report(exc)
+
+
+def printable(text) -> str:
+    """Text from a file as the terminal gets it: control characters (escape sequences) escaped, never cut."""
+    return shown(text, 1 << 20)
 
 
 def _check(lesson, rows: list[dict], use_cache: bool) -> None:

@@ -7,6 +7,9 @@ its own. The readers of the built-in sources are here; another source's reader l
 
 from __future__ import annotations
 
+import os
+from urllib.parse import urlsplit
+
 from ..errors import SpecError, shown
 from ..model import json_text
 from ..model.experiment import MAX_FILE_BYTES as EXPERIMENT_MAX_BYTES
@@ -102,6 +105,26 @@ def read_import(args) -> dict | None:
 LINK_URL_VARIABLE = "EXPLORER_URL"  # where --link's page lives, unless --url says
 DEFAULT_URL = "http://localhost:8501"
 MODEL_OPTIONS = ("preset", "spec", "chain", "set")  # what names a model besides --model
+
+
+def page_url(args) -> str:
+    """Where --link's page lives (--url, else EXPLORER_URL, else the local default), checked as a web address:
+    http or https, a host, nothing a terminal or the printed link would read otherwise (a newline, a space,
+    ``javascript:``), and no query or ``#`` (the link's own query follows it: a ``#`` would hide it)."""
+    given, field = (args.url, "--url") if getattr(args, "url", None) else (os.environ.get(LINK_URL_VARIABLE), LINK_URL_VARIABLE)
+    if not given:
+        return DEFAULT_URL
+    if not given.isprintable() or any(c.isspace() for c in given) or len(given) > 2000:
+        raise SpecError(field, f"{shown(repr(given), 80)} is not a web address: it holds a space, a control character "
+                               "or is over 2,000 characters")
+    parts = urlsplit(given)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise SpecError(field, f"{shown(repr(given), 80)} is not an http(s) address of the explorer, such as "
+                               f"{DEFAULT_URL}")
+    if parts.query or parts.fragment or "#" in given or "?" in given:
+        raise SpecError(field, f"{shown(repr(given), 80)} has a query or a '#'; give the page's address alone "
+                               "(the link adds the experiment's query)")
+    return given
 
 
 def experiment_from_args(args):

@@ -18,6 +18,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ..errors import SpecError
 from ..model.experiment import Bench, Experiment, canonical_model, ignored_line, server_default
+from ..present.markdown import without_images
 from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config
 from ..model.hooks import hook
 from . import state
@@ -107,11 +108,30 @@ def bind() -> None:
     if not first and not (ctx is not None and ctx.is_history_navigation):
         return
     params = {k: st.query_params.get_all(k) for k in st.query_params}
+    cut = _cut_short(ctx.query_string if ctx is not None else "", params)
     if first and not params:
-        return  # a bare page: the session's own state stays (a test may have set it)
+        ss[IGNORED] = cut  # a bare page: the session's own state stays (a test may have set it)
+        return
     exp, ignored = Experiment.from_query(params, base())
     apply(exp)
-    ss[IGNORED] = ignored_line(ignored)
+    ss[IGNORED] = " ".join(filter(None, (cut, without_images(ignored_line(ignored)))))
+
+
+def _cut_short(raw: str, params: dict) -> str:
+    """The line saying that Streamlit dropped the link's parameters (past its limits it reads none of them, and
+    the address bar still shows the link); empty when it read them."""
+    if not raw or params:
+        return ""
+    from streamlit.runtime.state import query_params as limits  # Streamlit's own limits, where it keeps them
+
+    fields, chars = raw.count("&") + 1, len(raw)
+    most_fields = getattr(limits, "CLIENT_STATE_QUERY_STRING_MAX_FIELDS", 1000)
+    most_chars = getattr(limits, "CLIENT_STATE_QUERY_STRING_MAX_LENGTH", None)
+    said = (f"{fields:,} parameters; Streamlit reads at most {most_fields:,}" if fields > most_fields else
+            f"{chars:,} characters; Streamlit reads at most {most_chars:,}" if most_chars and chars > most_chars
+            else "it could not be read")
+    return (f"The page did not read this link ({said}): it opened with its defaults, whatever the address bar "
+            "shows.")
 
 
 def ignored_note() -> str:
