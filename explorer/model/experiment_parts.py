@@ -14,8 +14,8 @@ from .limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_WARMUP
 STAGE_PAIRS = ("traced->optimized", "optimized->executed", "traced->executed")
 GRAPH_VIEWS = ("auto", "all", "scopes", "fused")  # how the graph panel draws: ui.graph_views names them
 MAX_STEP = 999
-_TAB = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
-_LESSON = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_TAB = re.compile(r"[a-z][a-z0-9_]{0,31}")  # fullmatch: "$" would take a trailing newline
+_LESSON = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")  # fullmatch: "$" would take a trailing newline
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ def check_compiler(value) -> str:
 
 
 def check_tab(value) -> str:
-    if not isinstance(value, str) or not _TAB.match(value):
+    if not isinstance(value, str) or not _TAB.fullmatch(value):
         raise SpecError("tab", f"{shown(repr(value), 40)} is not a tab's id (such as graphs, bench, matrix)")
     return value
 
@@ -68,7 +68,7 @@ def check_graph_view(value) -> str:
 
 
 def check_lesson(value) -> str:
-    if not isinstance(value, str) or not _LESSON.match(value):
+    if not isinstance(value, str) or not _LESSON.fullmatch(value):
         raise SpecError("lesson", f"{shown(repr(value), 40)} is not a lesson id (lower-case letters, digits, - and _)")
     return value
 

@@ -27,8 +27,8 @@ FORMAT = 1  # the lesson file's "lesson" field: its format's version
 LESSONS_DIR = Path(__file__).resolve().parents[2] / "lessons"
 MAX_FILE_BYTES = 256 << 10
 VERDICTS = ("fused", "partly fused", "not fused")
-_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-_NODE = re.compile(r"^[A-Za-z0-9_./:-]{1,200}$")
+_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")  # fullmatch: "$" would take a trailing newline
+_NODE = re.compile(r"[A-Za-z0-9_./:-]{1,200}")  # fullmatch: "$" would take a trailing newline
 # A step's experiment holds the model and the configuration; the view is the lesson's own (look.tab,
 # look.stages) and the presenter view and the step are the page's.
 VIEW_IN_LINK = {"tab": "look.tab", "stages": "look.stages", "present": None, "lesson": None, "step": None}
@@ -110,7 +110,7 @@ def parse_lesson(data) -> Lesson:
                                   f"format {FORMAT}")
     json_text.validate(data, LESSON_SCHEMA, root="lesson")
     lesson_id = data["id"]
-    if not isinstance(lesson_id, str) or not _ID.match(lesson_id):
+    if not isinstance(lesson_id, str) or not _ID.fullmatch(lesson_id):
         raise SpecError("id", f"{shown(lesson_id, 40)!r} is not a lesson id (lower-case letters, digits, - and _)")
     steps = data["steps"]
     if not isinstance(steps, list) or not 1 <= len(steps) <= MAX_STEPS:
@@ -200,7 +200,7 @@ def _per_stage(data, where: str, pattern: re.Pattern, what: str) -> dict:
         if not isinstance(names, list) or len(names) > MAX_NODES:
             raise SpecError(f"{where}.{stage}", f"expected a list of at most {MAX_NODES} names")
         for i, name in enumerate(names):
-            if not isinstance(name, str) or not pattern.match(name):
+            if not isinstance(name, str) or not pattern.fullmatch(name):
                 raise SpecError(f"{where}.{stage}[{i}]", f"{shown(name, 40)!r} is not {what}")
         out[stage] = tuple(names)
     return out
