@@ -120,7 +120,8 @@ def whole_number(value, field: str, low: int, high: int, what: str = "a whole nu
     elif isinstance(value, float) and value.is_integer():
         number = int(value)
     if isinstance(number, bool) or not isinstance(number, int) or not low <= number <= high:
-        raise SpecError(field, f"expected {what} {low}..{high}, got {shown(repr(value), 40)}")
+        said = number if isinstance(number, int) and not isinstance(number, bool) else value
+        raise SpecError(field, f"expected {what} {low}..{high}, got {shown(repr(said), 40)}")
     return number
 
 

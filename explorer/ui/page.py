@@ -6,6 +6,7 @@ import streamlit as st
 
 from ..errors import ExplorerError
 from ..present.machine import gpu_words
+from ..present.markdown import without_images
 from . import bench, cached, frame, lessons, link, presenter, share, sidebar, state, tabs, upload, whatif, why
 
 
@@ -47,7 +48,7 @@ def _main(engine, choice: sidebar.Choice, fingerprint: dict | None, lesson=None,
             if isinstance(problem, sidebar.Waiting):
                 st.info(problem, icon=":material/arrow_back:")
             else:
-                st.error(problem)
+                st.error(without_images(str(problem)))
         if len(waiting) < len(choice.problems):
             st.info("Nothing runs until the choice in the sidebar is valid; your other settings are kept.")
         _share(engine, choice, None)

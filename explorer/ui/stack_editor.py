@@ -16,6 +16,7 @@ from ..model import json_text, stack_examples
 from ..model.layers import field_help
 from ..model.limits import MAX_TENSOR_BYTES
 from ..model.stack import MAX_LAYERS, MAX_STACK_BYTES, StackSpec, parse, to_text
+from ..present.markdown import without_images
 from . import state
 
 
@@ -82,7 +83,7 @@ def editor() -> tuple[dict, list[str]]:
     except SpecError as exc:
         problems.append(str(exc))
     for problem in problems:
-        st.error(problem, icon=":material/error:")
+        st.error(without_images(problem), icon=":material/error:")
     if spec is not None:
         _layers_table(spec)
     _layer_reference()

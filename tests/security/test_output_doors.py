@@ -100,3 +100,18 @@ def test_a_link_streamlit_cut_short_is_said_on_the_page(page_server):
     assert not at.exception
     said = [w.value for w in at.warning]
     assert any("did not read this link (1,200 parameters; Streamlit reads at most 1,000)" in w for w in said), said
+
+
+def test_an_uploaded_files_name_is_shown_as_text(page_server):
+    from explorer.ui import state
+
+    at = _page()
+    at.session_state[state.MODE] = "import"
+    at.run()
+    # a file's name holds no '/': its image loads from the page's own server
+    at.file_uploader(key=state.UPLOAD).set_value(("![x](pixel.png).pb", b"\x00not a model\x00", "application/octet-stream"))
+    at.run()
+    assert not at.exception, at.exception
+    said = [e.value for e in at.error] + [w.value for w in at.warning] + [c.value for c in at.caption]
+    assert any("pixel" in s for s in said), said  # the refusal names the file
+    assert not any("![" in s.replace("\\![", "") for s in said), said
