@@ -25,6 +25,7 @@ from . import state
 
 BOUND = "link.bound"  # set on a session's first run: its link was read
 SHOWN = "link.experiment"  # the Experiment on screen at the end of the last full run
+BARE = "link.bare"  # the session's first run found no link: the browser checks whether Streamlit dropped one
 IGNORED = "link.ignored"  # what the link that opened the page left out (one line), shown while it is on screen
 
 
@@ -109,12 +110,43 @@ def bind() -> None:
         return
     params = {k: st.query_params.get_all(k) for k in st.query_params}
     cut = _cut_short(ctx.query_string if ctx is not None else "", params)
+    ss[BARE] = first and not params
     if first and not params:
         ss[IGNORED] = cut  # a bare page: the session's own state stays (a test may have set it)
         return
     exp, ignored = Experiment.from_query(params, base())
     apply(exp)
     ss[IGNORED] = " ".join(filter(None, (cut, without_images(ignored_line(ignored)))))
+
+
+def dropped_link_check() -> None:
+    """On a page that opened without a link, a check in the browser of the address it opened (Streamlit drops a
+    query past its limits before the script sees it, so only the browser knows): when the address bar holds a
+    link Streamlit did not read, it says so where the link's note goes. Nothing shows otherwise."""
+    if not st.session_state.get(BARE):
+        return
+    from streamlit import components
+    from streamlit.runtime.state import query_params as limits
+
+    most_fields = getattr(limits, "CLIENT_STATE_QUERY_STRING_MAX_FIELDS", 1000)
+    most_chars = getattr(limits, "CLIENT_STATE_QUERY_STRING_MAX_LENGTH", 512 * 1024)
+    components.v1.html(DROPPED_CHECK % {"fields": most_fields, "chars": most_chars}, height=0)
+
+
+DROPPED_CHECK = """<div id="note" style="font: 15px sans-serif; color: #926c05; background: #fffce7; padding: 12px 16px;
+border-radius: 8px; display: none"></div><script>
+const query = window.parent.location.search.slice(1), fields = query ? query.split("&").length : 0;
+const words = fields > %(fields)d ? fields.toLocaleString("en") + " parameters; Streamlit reads at most " +
+  (%(fields)d).toLocaleString("en") : query.length > %(chars)d ? query.length.toLocaleString("en") +
+  " characters; Streamlit reads at most " + (%(chars)d).toLocaleString("en") : "";
+if (words) {
+  const note = document.getElementById("note");
+  note.textContent = "The page did not read this link (" + words + "): it opened with its defaults, whatever the " +
+    "address bar shows.";
+  note.style.display = "block";
+  window.frameElement.style.height = (note.offsetHeight + 8) + "px";
+}
+</script>"""
 
 
 def _cut_short(raw: str, params: dict) -> str:
@@ -144,8 +176,8 @@ def sync(spec: dict | None) -> None:
     ss = st.session_state
     ss[state.MODEL_SPEC] = spec
     exp = current(spec)
-    if ss.get(IGNORED) and ss.get(SHOWN) is not None and exp != ss[SHOWN]:
-        ss[IGNORED] = None  # the user moved on from the link that was cut down
+    if ss.get(SHOWN) is not None and exp != ss[SHOWN]:
+        ss[IGNORED] = ss[BARE] = None  # the user moved on from the link that was cut down (or dropped)
     ss[SHOWN] = exp
     _write(exp)
 

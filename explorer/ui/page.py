@@ -34,7 +34,9 @@ def render(engine) -> None:
     if link.ignored_note():
         note.warning(link.ignored_note(), icon=":material/link_off:")
     else:
-        share.opened_note(note)
+        with note.container():
+            share.opened_note(st)
+            link.dropped_link_check()
     _main(engine, choice, fingerprint, lesson, step_note)
     state.end_run()
 
