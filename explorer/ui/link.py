@@ -125,16 +125,15 @@ def dropped_link_check() -> None:
     link Streamlit did not read, it says so where the link's note goes. Nothing shows otherwise."""
     if not st.session_state.get(BARE):
         return
-    from streamlit import components
     from streamlit.runtime.state import query_params as limits
 
     most_fields = getattr(limits, "CLIENT_STATE_QUERY_STRING_MAX_FIELDS", 1000)
     most_chars = getattr(limits, "CLIENT_STATE_QUERY_STRING_MAX_LENGTH", 512 * 1024)
-    components.v1.html(DROPPED_CHECK % {"fields": most_fields, "chars": most_chars}, height=0)
+    st.iframe(DROPPED_CHECK % {"fields": most_fields, "chars": most_chars}, height="content")
 
 
-DROPPED_CHECK = """<div id="note" style="font: 15px sans-serif; color: #926c05; background: #fffce7; padding: 12px 16px;
-border-radius: 8px; display: none"></div><script>
+DROPPED_CHECK = """<body style="margin: 0"><div id="note" style="font: 15px sans-serif; color: #926c05;
+background: #fffce7; padding: 12px 16px; border-radius: 8px; display: none"></div><script>
 const query = window.parent.location.search.slice(1), fields = query ? query.split("&").length : 0;
 const words = fields > %(fields)d ? fields.toLocaleString("en") + " parameters; Streamlit reads at most " +
   (%(fields)d).toLocaleString("en") : query.length > %(chars)d ? query.length.toLocaleString("en") +
@@ -144,9 +143,8 @@ if (words) {
   note.textContent = "The page did not read this link (" + words + "): it opened with its defaults, whatever the " +
     "address bar shows.";
   note.style.display = "block";
-  window.frameElement.style.height = (note.offsetHeight + 8) + "px";
 }
-</script>"""
+</script></body>"""
 
 
 def _cut_short(raw: str, params: dict) -> str:
