@@ -24,7 +24,6 @@ model and the configuration back, ``present.text`` writes what is printed.
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 from ..analysis import gpu_roofline
@@ -38,8 +37,8 @@ from ..model.spec import resolve
 from ..model.stack import to_text
 from ..model import stack_examples
 from ..present import text
-from .model_args import (DEFAULT_URL, LINK_URL_VARIABLE, config_from_args, experiment_config,
-                         experiment_from_args, experiment_spec, spec_from_args)
+from .model_args import (config_from_args, experiment_config,
+                         experiment_from_args, experiment_spec, page_url, spec_from_args)
 from . import failure
 from .parser import make_parser
 
@@ -195,7 +194,7 @@ def _link(args, spec, config: Config, exp) -> str | None:
         run = run.replace(bench=exp.bench)
     # Written against the server's defaults (EXPLORER_DEFAULT_ENV, read here as the server reads it), so that a
     # flag this run leaves unset is written "unset" where that server would set it.
-    return run.link(args.url or os.environ.get(LINK_URL_VARIABLE) or DEFAULT_URL, server_default())
+    return run.link(page_url(args), server_default())
 
 
 def _predicted(engine, spec, config: Config, args) -> dict:

@@ -12,7 +12,7 @@ import os
 import sys
 
 from ..analysis.fix_plan import FIXES
-from ..errors import ExplorerError, SpecError
+from ..errors import ExplorerError, SpecError, shown
 from ..model.sources import sources
 from ..present import fix_text
 from . import failure
@@ -62,6 +62,17 @@ def default_out(model: str) -> str:
     return candidate
 
 
+def checked_out(out: str) -> str:
+    """``--out`` checked before any work starts: its folder exists and can be written (a missing folder used to
+    end a whole run of fixes and timings in a traceback)."""
+    folder = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(folder):
+        raise SpecError("--out", f"{shown(out, 300)}: there is no folder {shown(folder, 300)}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise SpecError("--out", f"{shown(out, 300)}: the folder {shown(folder, 300)} cannot be written")
+    return out
+
+
 def run(args) -> int:
     from ..engine.cache import DEFAULT_CACHE_DIR
     from ..engine.engine import Engine
@@ -79,9 +90,10 @@ def run(args) -> int:
         processes = Engine.check_bench_options(args.reps, args.warmup, args.max_seconds, args.processes)
         config = config_from_args(args)
         spec = spec_for_path(args.model, signature=args.signature, unknown_dim=args.dim, outputs=args.output)
+        out = checked_out(args.out or default_out(args.model))
         engine = Engine(cache_dir=None if args.no_cache else DEFAULT_CACHE_DIR)
         progress = None if args.json else (lambda p: print(f"  … {p['message']}", file=sys.stderr, flush=True))
-        result = engine.fix(spec, config, apply=apply, out=args.out or default_out(args.model), processes=processes,
+        result = engine.fix(spec, config, apply=apply, out=out, processes=processes,
                             reps=args.reps, warmup=args.warmup, max_seconds=args.max_seconds,
                             measure=not args.no_measure, on_progress=progress)
         print(json.dumps(public(result), indent=1) if args.json else fix_text.fix_text(result), end="\n" if args.json

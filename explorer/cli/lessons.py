@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from ..analysis.lesson_check import made_words, mismatches
-from ..errors import ExplorerError, SpecError
-from ..model.lesson import read_lesson, seed_lessons
+from ..errors import ExplorerError, SpecError, shown
+from ..model import json_text
+from ..model.lesson import MAX_FILE_BYTES, read_lesson, seed_lessons
 from . import failure
 
 
@@ -31,10 +31,9 @@ def add_parser(sub) -> None:
 def _lesson(name: str):
     if name in seed_lessons():
         return seed_lessons()[name]
-    path = Path(name)
-    if not path.is_file():
-        raise SpecError("lesson", f"no lesson {name!r}: one of {', '.join(seed_lessons())}, or a lesson file")
-    return read_lesson(path.read_bytes())
+    if not os.path.lexists(name):
+        raise SpecError("lesson", f"no lesson {shown(repr(name), 80)}: one of {', '.join(seed_lessons())}, or a lesson file")
+    return read_lesson(json_text.read_file(name, "lesson", "a lesson", MAX_FILE_BYTES))
 
 
 def run(args) -> int:
@@ -58,17 +57,24 @@ def run(args) -> int:
         if args.json:
             print(json.dumps({"id": lesson.id, "title": lesson.title, "steps": steps}, indent=1))
         else:
-            print(f"{lesson.id}: {lesson.title}")
+            # A lesson file's text is printed as text: a terminal escape sequence in it (OSC 52 writes the
+            # clipboard) is shown escaped, never sent to the terminal.
+            print(f"{lesson.id}: {printable(lesson.title)}")
             for row in steps:
-                print(f"\n{row['step']}. {row['title']}\n   {row['link']}")
+                print(f"\n{row['step']}. {printable(row['title'])}\n   {printable(row['link'])}")
                 if row["ask"]:
-                    print(f"   ask: {row['ask']}")
+                    print(f"   ask: {printable(row['ask'])}")
                 if "holds" in row:
                     print("   made: " + (", ".join(row["made"]) or "nothing fused"))
-                    print("   holds here" if row["holds"] else "   DOES NOT HOLD: " + "; ".join(row["problems"]))
+                    print("   holds here" if row["holds"] else "   DOES NOT HOLD: " + printable("; ".join(row["problems"])))
         return 0 if all(row.get("holds", True) for row in steps) else 1
     except ExplorerError as exc:
         return failure.report(exc)
+
+
+def printable(text) -> str:
+    """Text from a file as the terminal gets it: control characters (escape sequences) escaped, never cut."""
+    return shown(text, 1 << 20)
 
 
 def _check(lesson, rows: list[dict], use_cache: bool) -> None:

@@ -7,14 +7,16 @@ its own. The readers of the built-in sources are here; another source's reader l
 
 from __future__ import annotations
 
-import json
+import os
+from urllib.parse import urlsplit
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
+from ..model import json_text
+from ..model.experiment import MAX_FILE_BYTES as EXPERIMENT_MAX_BYTES
 from ..model.flags import Config, parse_assignment
 from ..model.hooks import hook
 from ..model.sources import sources
-
-MAX_SPEC_BYTES = 1 << 20
+from ..model.stack import MAX_STACK_BYTES
 
 
 def spec_from_args(args) -> dict:
@@ -72,17 +74,11 @@ def read_stack(args) -> dict | None:
         raise SpecError("--spec", f"give either PRESET ({args.preset}) or --spec FILE.json, not both")
     if args.set or args.chain:
         raise SpecError("--set" if args.set else "--chain", "does not apply to a layer stack; edit its JSON instead")
+    text = json_text.read_file(args.spec, "--spec", "a layer stack", MAX_STACK_BYTES)
     try:
-        with open(args.spec, encoding="utf-8") as handle:
-            text = handle.read(MAX_SPEC_BYTES + 1)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError("--spec", f"cannot read {args.spec}: {getattr(exc, 'strerror', None) or exc}") from None
-    if len(text) > MAX_SPEC_BYTES:
-        raise SpecError("--spec", f"{args.spec} is over {MAX_SPEC_BYTES >> 10} KiB; a layer stack is a short JSON file")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SpecError("--spec", f"{args.spec} is not valid JSON: {exc}") from None
+        data = json_text.load(text, "--spec", "a layer stack")
+    except SpecError as exc:
+        raise SpecError("--spec", f"{shown(args.spec, 300)} is {exc.message}") from None
     # The file holds the stack itself (what `stacks NAME` prints), or the engine's {"stack": {...}}.
     return data if isinstance(data, dict) and set(data) == {"stack"} else {"stack": data}
 
@@ -111,6 +107,26 @@ DEFAULT_URL = "http://localhost:8501"
 MODEL_OPTIONS = ("preset", "spec", "chain", "set")  # what names a model besides --model
 
 
+def page_url(args) -> str:
+    """Where --link's page lives (--url, else EXPLORER_URL, else the local default), checked as a web address:
+    http or https, a host, nothing a terminal or the printed link would read otherwise (a newline, a space,
+    ``javascript:``), and no query or ``#`` (the link's own query follows it: a ``#`` would hide it)."""
+    given, field = (args.url, "--url") if getattr(args, "url", None) else (os.environ.get(LINK_URL_VARIABLE), LINK_URL_VARIABLE)
+    if not given:
+        return DEFAULT_URL
+    if not given.isprintable() or any(c.isspace() for c in given) or len(given) > 2000:
+        raise SpecError(field, f"{shown(repr(given), 80)} is not a web address: it holds a space, a control character "
+                               "or is over 2,000 characters")
+    parts = urlsplit(given)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise SpecError(field, f"{shown(repr(given), 80)} is not an http(s) address of the explorer, such as "
+                               f"{DEFAULT_URL}")
+    if parts.query or parts.fragment or "#" in given or "?" in given:
+        raise SpecError(field, f"{shown(repr(given), 80)} has a query or a '#'; give the page's address alone "
+                               "(the link adds the experiment's query)")
+    return given
+
+
 def experiment_from_args(args):
     """``--experiment FILE`` read and checked (an Experiment), or None without it. Its model comes from the file (an
     imported model's file from ``--model PATH``, whose digest must be the experiment's); SpecError naming what
@@ -120,11 +136,7 @@ def experiment_from_args(args):
     path = getattr(args, "experiment", None)
     if not path:
         return None
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_SPEC_BYTES * 4 + 1)
-    except OSError as exc:
-        raise SpecError("--experiment", f"cannot read {path}: {exc.strerror}") from None
+    data = json_text.read_file(path, "--experiment", "an experiment", EXPERIMENT_MAX_BYTES)
     try:
         exp = Experiment.from_json(data)
     except SpecError as exc:

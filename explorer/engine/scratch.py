@@ -34,7 +34,7 @@ def sweep(root: str | None = None) -> list[str]:
         if not match or not entry.is_dir(follow_symlinks=False):
             continue
         try:
-            if entry.stat(follow_symlinks=False).st_uid != os.getuid() or _alive(int(match.group(2))):
+            if entry.stat(follow_symlinks=False).st_uid != os.getuid() or alive(int(match.group(2))):
                 continue
         except OSError:
             continue
@@ -43,7 +43,8 @@ def sweep(root: str | None = None) -> list[str]:
     return removed
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether a process of this number runs (one of another user counts as running: not ours to judge)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -12,6 +12,7 @@ digest, and keeps a checked copy in the asking session's own folder (docs/experi
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import ipaddress
 import os
@@ -28,6 +29,7 @@ from ..model import archive
 from ..model.archive import ModelFileError
 from ..model.formats import ARTICLES, EXPECTED, looks_like_text, sniff, zip_format
 from ..model.imported import MAX_UPLOAD_BYTES, resolve_import
+from . import scratch
 
 MAX_FILE_BYTES = 2 << 30  # protobuf's own limit, for a path given on the command line
 SESSION_MAX_FILES = 8  # uploads a session keeps: the model shown and a few it may go back to
@@ -35,8 +37,9 @@ SESSION_MAX_BYTES = 2 * MAX_UPLOAD_BYTES
 SESSION_MAX_AGE_S = 6 * 3600.0  # a session folder untouched this long belongs to a session long gone
 DISK_RESERVE_BYTES = 1 << 30  # an upload is not kept if it would leave the disk less free than this
 ALLOW_SETTING = "EXPLORER_ALLOW_MODEL_UPLOADS"
-__all__ = ["ALLOW_SETTING", "EXPECTED", "ModelFileError", "adopt_upload", "digest_of", "kept_upload",
-           "listens_on_loopback", "programs_allowed", "save_upload", "SessionFolder", "sniff", "spec_for_path", "upload_root"]
+__all__ = ["ALLOW_SETTING", "EXPECTED", "ModelFileError", "adopt_upload", "digest_of", "disk_has_room", "keep_written",
+           "kept_upload", "listens_on_loopback", "programs_allowed", "save_upload", "SessionFolder", "sniff",
+           "spec_for_path", "upload_root"]
 
 
 def listens_on_loopback(address: str | None) -> bool:
@@ -126,10 +129,38 @@ def _kind(mode: int) -> str:
 
 
 def upload_root() -> Path:
-    """Where the page keeps uploads: one private directory per server, one below it per session."""
+    """Where the page keeps uploads: one private directory per user (or EXPLORER_UPLOAD_DIR), one below it per
+    server process (``server_root``), one below that per session."""
     root = Path(os.environ.get("EXPLORER_UPLOAD_DIR") or Path(tempfile.gettempdir()) / f"explorer-uploads-{os.getuid()}")
     root.mkdir(mode=0o700, parents=True, exist_ok=True)
     return root
+
+
+_SERVERS: dict[tuple[int, str], Path] = {}  # (pid, upload root) -> this server's folder
+
+
+def server_root() -> Path:
+    """This server's own folder, ``server-<pid>-*`` under ``upload_root()``: a "server" is one process serving the
+    page (``./dev.sh app``, ``streamlit run app.py``); two servers one user runs (two ports, two classes) keep
+    their sessions apart, and a link finds an upload only among its own server's sessions. The folder goes when
+    the process exits; one whose process is gone (killed outright) is removed by the next server to start."""
+    root = upload_root()
+    key = (os.getpid(), str(root))
+    path = _SERVERS.get(key)
+    if path is None or not path.is_dir():
+        _sweep_servers(root)
+        path = Path(tempfile.mkdtemp(prefix=f"server-{os.getpid()}-", dir=root))
+        _SERVERS[key] = path
+        atexit.register(shutil.rmtree, path, True)
+    return path
+
+
+def _sweep_servers(root: Path) -> None:
+    sweep(root)  # session folders of the layout before servers had folders of their own
+    for entry in os.scandir(root):
+        match = _SERVER_FOLDER.match(entry.name)
+        if match and entry.is_dir(follow_symlinks=False) and not scratch.alive(int(match.group(1))):
+            shutil.rmtree(entry.path, ignore_errors=True)
 
 
 class SessionFolder:
@@ -138,7 +169,7 @@ class SessionFolder:
     of sessions untouched for SESSION_MAX_AGE_S (a server stopped without its sessions ending)."""
 
     def __init__(self):
-        root = upload_root()
+        root = server_root()
         sweep(root)
         self.path = tempfile.mkdtemp(prefix="session-", dir=root)
         self._remove = weakref.finalize(self, shutil.rmtree, self.path, True)
@@ -162,27 +193,81 @@ def sweep(root: Path, now: float | None = None) -> None:
             continue
 
 
-def _make_room(directory: str, target: str, size: int) -> None:
-    """Evict the session's oldest uploads until one more of ``size`` bytes fits its quota; refuse when the
-    disk would be left nearly full."""
-    files = []
+def _entries(directory: str, leave: tuple = ()) -> list[tuple[float, str, int]]:
+    """What the session's folder holds, oldest first: (mtime, path, bytes) of each upload and of each folder the
+    explorer wrote for the session (a fixed model's), its bytes counted without following a link."""
+    out = []
     for entry in os.scandir(directory):
-        if entry.is_file(follow_symlinks=False) and entry.path != target and not entry.name.endswith(".part"):
+        if entry.path in leave or entry.name.endswith(".part"):
+            continue
+        try:
             info = entry.stat(follow_symlinks=False)
-            files.append((info.st_mtime, entry.path, info.st_size))
-    files.sort()
-    count, total = len(files) + 1, sum(f[2] for f in files) + size
-    while files and (count > SESSION_MAX_FILES or total > SESSION_MAX_BYTES):
-        _, path, nbytes = files.pop(0)
+            size = _tree_bytes(entry.path) if entry.is_dir(follow_symlinks=False) else info.st_size
+        except OSError:  # removed meanwhile
+            continue
+        out.append((info.st_mtime, entry.path, size))
+    return sorted(out)
+
+
+def _tree_bytes(path: str) -> int:
+    total = 0
+    for root, dirs, files in os.walk(path, followlinks=False):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                continue
+    return total
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
         try:
             os.unlink(path)
         except FileNotFoundError:
             pass
+
+
+def _make_room(directory: str, target: str, size: int) -> None:
+    """Evict the session's oldest uploads and written models until one more of ``size`` bytes fits its quota;
+    refuse when the disk would be left nearly full."""
+    files = _entries(directory, leave=(target,))
+    count, total = len(files) + 1, sum(f[2] for f in files) + size
+    while files and (count > SESSION_MAX_FILES or total > SESSION_MAX_BYTES):
+        _, path, nbytes = files.pop(0)
+        _remove(path)
         count, total = count - 1, total - nbytes
     free = shutil.disk_usage(directory).free
     if free - size < DISK_RESERVE_BYTES:
         raise ModelFileError("upload", f"the server's disk is nearly full ({free >> 20:,} MiB free); the upload was "
                                        "not kept. Tell whoever runs the server.")
+
+
+def keep_written(directory, written: str, what: str = "the fixed model") -> None:
+    """Count ``written`` (a file or folder the explorer just wrote into the session's folder, such as a fixed
+    model) against the session's quota like an upload: the oldest others are evicted to make room; it is removed
+    and refused when it alone is over the quota or has left the disk under its reserve."""
+    directory, written = os.fspath(directory), os.fspath(written)
+    size = _tree_bytes(written) if os.path.isdir(written) else os.lstat(written).st_size
+    if size > SESSION_MAX_BYTES:
+        _remove(written)
+        raise ModelFileError(what, f"{size >> 20:,} MiB; a session keeps at most {SESSION_MAX_BYTES >> 20} MiB")
+    try:
+        _make_room(directory, written, 0)
+    except ModelFileError:
+        _remove(written)
+        raise
+    os.utime(directory)
+
+
+def disk_has_room(directory) -> None:
+    """Refuse before writing anything for a session when the disk is already under its reserve."""
+    free = shutil.disk_usage(os.fspath(directory)).free
+    if free < DISK_RESERVE_BYTES:
+        raise ModelFileError("upload", f"the server's disk is nearly full ({free >> 20:,} MiB free); nothing more is "
+                                       "written for a session. Tell whoever runs the server.")
 
 
 def save_upload(directory: str, name: str, data: bytes, *, allow_programs: bool | None = None,
@@ -223,6 +308,7 @@ def save_upload(directory: str, name: str, data: bytes, *, allow_programs: bool 
 
 SUFFIXES = (".pb", ".pbtxt", ".zip", ".keras")  # what save_upload names a kept upload: <digest><suffix>
 _DIGEST = re.compile(r"[0-9a-f]{64}")
+_SERVER_FOLDER = re.compile(r"^server-(\d+)-")
 
 
 def kept_upload(directory, digest: str) -> str | None:
@@ -241,12 +327,13 @@ def kept_upload(directory, digest: str) -> str | None:
 
 def adopt_upload(directory, digest: str, *, name: str = "", allow_programs: bool | None = None,
                  signature: str | None = None, unknown_dim: int = 1, outputs=()) -> dict | None:
-    """The model with this exact digest that a session of this server keeps (this one first), checked again as a new
-    upload and kept in this session's own folder (its quota, its lifetime); its spec, or None when no session
-    keeps it. Nothing is listed: only the full sha256 of a file's content, which cannot be guessed, finds it."""
+    """The model with this exact digest that a session of this server (``server_root``) keeps (this one first),
+    checked again as a new upload and kept in this session's own folder (its quota, its lifetime); its spec, or
+    None when no session keeps it. Nothing is listed: only the full sha256 of a file's content, which cannot be
+    guessed, finds it."""
     if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
         return None
-    root = upload_root()
+    root = server_root()
     candidates = [kept_upload(directory, digest)]
     for entry in os.scandir(root):
         if entry.name.startswith("session-") and entry.is_dir(follow_symlinks=False) and entry.path != os.fspath(directory):

@@ -30,6 +30,7 @@ from .experiment_parts import (GRAPH_VIEWS, MAX_STEP, STAGE_PAIRS, Bench, check_
 from .flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config, server_env_defaults
 from . import json_text
 from .hooks import hook
+from .schemas import EXPERIMENT as EXPERIMENT_SCHEMA
 from .links import JsonLink
 from .sources import Source, source_for_data, sources
 from .spec import resolve
@@ -202,26 +203,16 @@ class Experiment:
     @staticmethod
     def from_json(text) -> "Experiment":
         """An experiment file read and checked; SpecError naming the field that is wrong."""
-        data = json_text.load(text, "experiment", "an experiment", MAX_FILE_BYTES)
-        return Experiment.from_dict(data)
+        return Experiment.from_dict(json_text.load(text, "experiment", "an experiment", MAX_FILE_BYTES))
 
     @staticmethod
     def from_dict(data) -> "Experiment":
-        if not isinstance(data, dict) or "experiment" not in data:
-            raise SpecError("experiment", 'expected an experiment file: a JSON object with "experiment": 1')
-        if data["experiment"] != FORMAT:
+        """An experiment file's JSON checked: its structure (``schemas.EXPERIMENT``), then each part's meaning."""
+        if isinstance(data, dict) and "experiment" in data and data["experiment"] != FORMAT:
             raise SpecError("experiment", f"format {shown(data['experiment'], 20)} is not known here; this "
                                           f"explorer reads format {FORMAT}")
-        unknown = set(data) - {"experiment", "model", "config", "compiler", "view", "bench", "lesson", "link",
-                               "results"}
-        if unknown:
-            raise SpecError("experiment", f"unknown field(s) {sorted(map(str, unknown))}")
-        view = check_object(data.get("view"), "view", {"tab", "stages", "fold", "graph", "present"})
-        bench = check_object(data.get("bench"), "bench", set(Bench().to_dict()))
-        lesson = check_object(data.get("lesson"), "lesson", {"id", "step"})
-        for name in ("present", "fold"):
-            if not isinstance(view.get(name, False), bool):
-                raise SpecError(f"view.{name}", f"expected true or false, got {shown(view[name], 40)!r}")
+        json_text.validate(data, EXPERIMENT_SCHEMA, root="experiment")
+        view, bench, lesson = (data.get(name) or {} for name in ("view", "bench", "lesson"))
         if "model" not in data:
             raise SpecError("model", "missing: the model's JSON spec, such as {\"preset\": \"matmul_bias_relu\"}")
         return Experiment(
@@ -324,23 +315,40 @@ def _config_from_query(params: dict, base: Config, used: set, ignored: list) -> 
             except SpecError as exc:
                 ignored.append(phrase(name, params[name], exc))
     if "on" in params or "off" in params:
-        switches = {}
+        switches: dict[str, str] = {}
+        named = {value: [n.strip() for n in params.get(value, "").split(",") if n.strip()] for value in ("on", "off")}
+        both = set(named["on"]) & set(named["off"])
         for value in ("on", "off"):
             if value not in params:
                 continue
             used.add(value)
-            for name in filter(None, (n.strip() for n in params[value].split(","))):
-                if name in GRAPPLER_SWITCHES:
-                    switches[name] = value
-                else:
+            for name in named[value]:
+                if name not in GRAPPLER_SWITCHES:
                     ignored.append(f"{value}={short(name)} (not a Grappler switch)")
+                elif name in both:  # a switch the link both turns on and off: neither, and said once
+                    if value == "on":
+                        ignored.append(f"on={short(name)}&off={short(name)} (both on and off; left at Grappler's "
+                                       "default)")
+                else:
+                    switches[name] = value
         config = Config.make(config.device, config.env_dict, switches)
     return config
 
 
+MAX_IGNORED_CHARS = 1500  # the "Ignored from the link" line: the first parts, then how many more
+
+
 def ignored_line(ignored: list[str]) -> str:
-    """What a link left out, in one line for the page."""
-    return "Ignored from the link: " + "; ".join(ignored) + "." if ignored else ""
+    """What a link left out, in one line for the page, at most about MAX_IGNORED_CHARS characters."""
+    if not ignored:
+        return ""
+    shown_parts: list[str] = []
+    for part in ignored:
+        if shown_parts and sum(len(p) + 2 for p in shown_parts) + len(part) > MAX_IGNORED_CHARS:
+            break
+        shown_parts.append(short(part, 300))
+    more = len(ignored) - len(shown_parts)
+    return ("Ignored from the link: " + "; ".join(shown_parts) + (f"; and {more:,} more" if more else "") + ".")
 
 
 def keys_of_every_source() -> dict[str, tuple[str, ...]]:

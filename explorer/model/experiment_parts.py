@@ -8,13 +8,14 @@ from dataclasses import dataclass
 
 from ..errors import SpecError, shown
 from .compilers import CHOICES as COMPILER_CHOICES
+from .json_text import whole_number
 from .limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_WARMUP
 
 STAGE_PAIRS = ("traced->optimized", "optimized->executed", "traced->executed")
 GRAPH_VIEWS = ("auto", "all", "scopes", "fused")  # how the graph panel draws: ui.graph_views names them
 MAX_STEP = 999
-_TAB = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
-_LESSON = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_TAB = re.compile(r"[a-z][a-z0-9_]{0,31}")  # fullmatch: "$" would take a trailing newline
+_LESSON = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")  # fullmatch: "$" would take a trailing newline
 
 
 @dataclass(frozen=True)
@@ -33,13 +34,7 @@ class Bench:
     @staticmethod
     def checked(name: str, value) -> int:
         low, high = Bench.BOUNDS[name]
-        if isinstance(value, str) and re.fullmatch(r"\d{1,9}", value.strip()):
-            value = int(value)
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise SpecError(f"bench.{name}", f"expected a whole number {low}..{high}, got {shown(repr(value), 40)}")
-        return value
+        return whole_number(value, f"bench.{name}", low, high)
 
     def to_dict(self) -> dict:
         return {"reps": self.reps, "warmup": self.warmup, "seconds": self.seconds, "processes": self.processes}
@@ -52,7 +47,7 @@ def check_compiler(value) -> str:
 
 
 def check_tab(value) -> str:
-    if not isinstance(value, str) or not _TAB.match(value):
+    if not isinstance(value, str) or not _TAB.fullmatch(value):
         raise SpecError("tab", f"{shown(repr(value), 40)} is not a tab's id (such as graphs, bench, matrix)")
     return value
 
@@ -73,17 +68,13 @@ def check_graph_view(value) -> str:
 
 
 def check_lesson(value) -> str:
-    if not isinstance(value, str) or not _LESSON.match(value):
+    if not isinstance(value, str) or not _LESSON.fullmatch(value):
         raise SpecError("lesson", f"{shown(repr(value), 40)} is not a lesson id (lower-case letters, digits, - and _)")
     return value
 
 
 def check_step(value) -> int:
-    if isinstance(value, str) and value.isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_STEP:
-        raise SpecError("step", f"expected a step number 1..{MAX_STEP}, got {shown(repr(value), 40)}")
-    return value
+    return whole_number(value, "step", 1, MAX_STEP, "a step number")
 
 
 def check_object(value, where: str, allowed: set) -> dict:
@@ -111,4 +102,4 @@ def short(text, limit: int = 60) -> str:
 
 
 def phrase(key: str, value, exc: SpecError) -> str:
-    return f"{short(key)}={short(value)} ({exc.message})"
+    return f"{short(key)}={short(value)} ({short(exc.message, 200)})"

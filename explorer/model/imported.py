@@ -24,8 +24,8 @@ MAX_OUTPUTS = 64
 MAX_NODES = 50_000  # nodes in the graph and its functions together: MobileNetV2 frozen has ~1,000
 MAX_UPLOAD_BYTES = 200 << 20
 FIELDS = ("path", "format", "digest", "name", "signature", "unknown_dim", "outputs", "fixed_dims")
-_DIGEST = re.compile(r"^[0-9a-f]{64}$")
-_NODE_NAME = re.compile(r"^[A-Za-z0-9_.\-/>]+(:\d+)?$")
+_DIGEST = re.compile(r"[0-9a-f]{64}")  # fullmatch: "$" would take a trailing newline
+_NODE_NAME = re.compile(r"[A-Za-z0-9_.\-/>]+(:[0-9]+)?")  # fullmatch: "$" would take a trailing newline
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ def resolve_import(data) -> ImportSpec:
     if fmt not in FORMATS:
         raise SpecError("import.format", f"{fmt!r} is not one of {list(FORMATS)}")
     digest = data.get("digest")
-    if not isinstance(digest, str) or not _DIGEST.match(digest):
+    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
         raise SpecError("import.digest", "expected the sha256 of the model's content (64 hex digits)")
     path = data.get("path")
     if path is not None and (not isinstance(path, str) or not path or "\x00" in path):
@@ -150,7 +150,7 @@ def resolve_import(data) -> ImportSpec:
         if fmt != "graphdef":
             raise SpecError("import.outputs", f"output nodes are chosen for a GraphDef only; a {fmt} has its own")
         if not isinstance(outputs, (list, tuple)) or len(outputs) > MAX_OUTPUTS or not all(
-                isinstance(o, str) and _NODE_NAME.match(o) for o in outputs):
+                isinstance(o, str) and _NODE_NAME.fullmatch(o) for o in outputs):
             raise SpecError("import.outputs", f"expected up to {MAX_OUTPUTS} node names such as 'dense/BiasAdd'")
     fixed = data.get("fixed_dims", False)
     if not isinstance(fixed, bool):

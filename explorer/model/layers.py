@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..errors import shown
 from .limits import MAX_DIM
 
 # The activations of the presets, by the names the page shows (worker/models/stack.py maps them to Keras).
@@ -36,33 +37,33 @@ class F:
         if k == "float":
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
                     or not self.low <= value <= self.high:
-                raise ValueError(f"expected a number {self.low:g}..{self.high:g}, got {value!r}")
+                raise ValueError(f"expected a number {self.low:g}..{self.high:g}, got {shown(repr(value), 60)}")
             return float(value)
         if k == "bool":
             if not isinstance(value, bool):
-                raise ValueError(f"expected true or false, got {value!r}")
+                raise ValueError(f"expected true or false, got {shown(repr(value), 60)}")
             return value
         if k == "choice":
             if not isinstance(value, str) or value not in self.choices:
-                raise ValueError(f"expected one of {', '.join(self.choices)}; got {value!r}")
+                raise ValueError(f"expected one of {', '.join(self.choices)}; got {shown(repr(value), 60)}")
             return value
         if k == "int_or_tuple":  # kernel_size, strides, pool_size: n or [n, n(, n)]
             if isinstance(value, list):
                 if len(value) != spatial:
-                    raise ValueError(f"expected a whole number or a list of {spatial}, got {value!r}")
+                    raise ValueError(f"expected a whole number or a list of {spatial}, got {shown(repr(value), 60)}")
                 return tuple(whole(v, self.low, self.high) for v in value)
             return (whole(value, self.low, self.high),) * spatial
         if k == "names":
             if not isinstance(value, list) or not self.low <= len(value) <= self.high \
                     or not all(isinstance(v, str) and v for v in value):
-                raise ValueError(f"expected a list of {int(self.low)}..{int(self.high)} layer names, got {value!r}")
+                raise ValueError(f"expected a list of {int(self.low)}..{int(self.high)} layer names, got {shown(repr(value), 60)}")
             return tuple(value)
         if k == "shape":  # a Reshape target without the batch; one -1 allowed
             if not isinstance(value, list) or not 1 <= len(value) <= 4:
-                raise ValueError(f"expected a list of 1..4 sizes (batch excluded), got {value!r}")
+                raise ValueError(f"expected a list of 1..4 sizes (batch excluded), got {shown(repr(value), 60)}")
             dims = tuple(-1 if v == -1 and not isinstance(v, bool) else whole(v, 1, MAX_DIM) for v in value)
             if dims.count(-1) > 1:
-                raise ValueError(f"at most one -1, got {value!r}")
+                raise ValueError(f"at most one -1, got {shown(repr(value), 60)}")
             return dims
         raise AssertionError(k)
 
@@ -70,7 +71,7 @@ class F:
 def whole(value, low, high) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (
             isinstance(value, float) and not value.is_integer()) or not low <= value <= high:
-        raise ValueError(f"expected a whole number {int(low)}..{int(high)}, got {value!r}")
+        raise ValueError(f"expected a whole number {int(low)}..{int(high)}, got {shown(repr(value), 60)}")
     return int(value)
 
 

@@ -21,21 +21,20 @@ from . import json_text
 from .compilers import COMPILERS
 from .experiment import Experiment
 from .experiment_parts import STAGE_PAIRS, check_stages, check_tab
+from .schemas import LESSON as LESSON_SCHEMA
+from .schemas import MAX_ASK, MAX_NODES, MAX_STEPS, MAX_TEXT, MAX_TITLE, STAGE_KEYS  # noqa: F401 - read from here
 
 FORMAT = 1  # the lesson file's "lesson" field: its format's version
 LESSONS_DIR = Path(__file__).resolve().parents[2] / "lessons"
 MAX_FILE_BYTES = 256 << 10
-MAX_STEPS = 40
-MAX_TITLE, MAX_TEXT, MAX_ASK, MAX_NODES = 120, 1500, 400, 24
-STAGE_KEYS = ("traced", "optimized", "executed", "any")  # where look.nodes and expect.has/lacks look
 VERDICTS = ("fused", "partly fused", "not fused")
 _STEP_FIELD = re.compile(r"steps\[(\d+)\]")  # a field of a step: its index in the file's list, from 0
 # The page's tabs a step may open (explorer/ui/tabs.py's ids, in its order; tests/unit/test_lesson_step_words.py
 # keeps the two in step): a misspelt tab would open the first tab without a word.
 LOOK_TABS = ("graphs", "why", "report", "passes", "bench", "sweep", "log",
              *(c.id for c in COMPILERS if c.page), "matrix")
-_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-_NODE = re.compile(r"^[A-Za-z0-9_./:-]{1,200}$")
+_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")  # fullmatch: "$" would take a trailing newline
+_NODE = re.compile(r"[A-Za-z0-9_./:-]{1,200}")  # fullmatch: "$" would take a trailing newline
 # A step's experiment holds the model and the configuration; the view is the lesson's own (look.tab,
 # look.stages) and the presenter view and the step are the page's.
 VIEW_IN_LINK = {"tab": "look.tab", "stages": "look.stages", "present": None, "lesson": None, "step": None}
@@ -116,14 +115,15 @@ def read_lesson(text) -> Lesson:
 
 
 def parse_lesson(data) -> Lesson:
+    """A lesson's JSON checked: its structure (``schemas.LESSON``), then what each step means."""
     if not isinstance(data, dict) or "lesson" not in data:
         raise SpecError("lesson", 'expected a lesson file: a JSON object with "lesson": 1 (docs/lessons.md)')
     if data["lesson"] != FORMAT:
         raise SpecError("lesson", f"format {shown(data['lesson'], 20)} is not known here; this explorer reads "
                                   f"format {FORMAT}")
-    _fields(data, "", {"lesson", "id", "title", "summary", "source", "steps"}, {"id", "title", "steps"})
+    json_text.validate(data, LESSON_SCHEMA, root="lesson")
     lesson_id = data["id"]
-    if not isinstance(lesson_id, str) or not _ID.match(lesson_id):
+    if not isinstance(lesson_id, str) or not _ID.fullmatch(lesson_id):
         raise SpecError("id", f"{shown(lesson_id, 40)!r} is not a lesson id (lower-case letters, digits, - and _)")
     steps = data["steps"]
     if not isinstance(steps, list) or not 1 <= len(steps) <= MAX_STEPS:
@@ -137,7 +137,6 @@ def parse_lesson(data) -> Lesson:
 def _step(data, where: str) -> Step:
     if not isinstance(data, dict):
         raise SpecError(where, "expected an object with title, experiment, text")
-    _fields(data, where + ".", {"title", "experiment", "text", "ask", "look", "expect"}, {"title", "experiment", "text"})
     link = data["experiment"]
     return Step(_text(data["title"], f"{where}.title", MAX_TITLE), _experiment(link, f"{where}.experiment"),
                 link.strip(), _text(data["text"], f"{where}.text", MAX_TEXT),
@@ -168,7 +167,6 @@ def _look(data, where: str) -> Look:
         return Look()
     if not isinstance(data, dict):
         raise SpecError(where, "expected an object with tab, stages, nodes")
-    _fields(data, where + ".", {"tab", "stages", "nodes"}, set())
     tab = _checked(check_tab, data.get("tab"), f"{where}.tab") if data.get("tab") is not None else None
     if tab is not None and tab not in LOOK_TABS:
         raise SpecError(f"{where}.tab", f"{shown(repr(tab), 40)} is not a tab of the page: {', '.join(LOOK_TABS)}")
@@ -181,7 +179,6 @@ def _expect(data, where: str) -> Expect:
         return Expect()
     if not isinstance(data, dict):
         raise SpecError(where, "expected an object with fusions, made, has, lacks, verdict")
-    _fields(data, where + ".", {"fusions", "made", "has", "lacks", "verdict"}, set())
     fusions = data.get("fusions")
     if fusions is not None and (isinstance(fusions, bool) or not isinstance(fusions, int) or not 0 <= fusions <= 10_000):
         raise SpecError(f"{where}.fusions", f"expected a whole number 0..10000, got {shown(fusions, 40)!r}")
@@ -197,15 +194,6 @@ def _expect(data, where: str) -> Expect:
 
 
 # ---- the parts, checked --------------------------------------------------------------------------------
-
-def _fields(data: dict, where: str, allowed: set, required: set) -> None:
-    unknown = set(data) - allowed
-    if unknown:
-        name = sorted(map(str, unknown))[0]
-        raise SpecError(f"{where}{shown(name, 40)}", f"not a field of a lesson here; allowed: {', '.join(sorted(allowed))}")
-    for name in sorted(required - set(data)):
-        raise SpecError(f"{where}{name}", "missing")
-
 
 def _text(value, where: str, limit: int, empty: bool = False) -> str:
     if not isinstance(value, str) or (not empty and not value.strip()):
@@ -227,7 +215,7 @@ def _per_stage(data, where: str, pattern: re.Pattern, what: str) -> dict:
         if not isinstance(names, list) or len(names) > MAX_NODES:
             raise SpecError(f"{where}.{stage}", f"expected a list of at most {MAX_NODES} names")
         for i, name in enumerate(names):
-            if not isinstance(name, str) or not pattern.match(name):
+            if not isinstance(name, str) or not pattern.fullmatch(name):
                 raise SpecError(f"{where}.{stage}[{i}]", f"{shown(name, 40)!r} is not {what}")
         out[stage] = tuple(names)
     return out

@@ -166,7 +166,7 @@ class ImportLink:
         if params.get("name"):
             data["name"] = params["name"]
         if "dim" in params:
-            data["unknown_dim"] = int(params["dim"]) if params["dim"].isdigit() else params["dim"]
+            data["unknown_dim"] = json_text.number_or_text(params["dim"])
         if params.get("sig"):
             data["signature"] = params["sig"]
         if params.get("out"):

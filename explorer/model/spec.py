@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
 from .catalog import PRESETS
 from .chain import Chain
 from .limits import MAX_DIM, MAX_MODEL_BYTES, MAX_TENSOR_BYTES
@@ -289,7 +289,7 @@ def parse_model(data, presets: dict | None = None) -> ModelSpec:
         presets = PRESETS if presets is None else presets
         preset = presets.get(preset_id) if isinstance(preset_id, str) else None
         if preset is None:
-            raise SpecError("preset", f"unknown preset {preset_id!r}; `python -m explorer presets` lists them")
+            raise SpecError("preset", f"unknown preset {shown(repr(preset_id), 80)}; `python -m explorer presets` lists them")
         chain = preset.chain
         if "chain" in data and Chain.from_dict(data["chain"]) != chain:
             raise SpecError("chain", f"preset {preset_id} has a fixed chain; leave 'chain' out or drop 'preset'")

@@ -32,12 +32,14 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from ..errors import SpecError
+from ..errors import SpecError, shown
+from . import json_text
 from .layers import LAYER_TYPES, WINDOWED, whole
 from .limits import MAX_DIM, MAX_MODEL_BYTES, MAX_TENSOR_BYTES
 
 MAX_LAYERS = 256  # after repeats are expanded
 MAX_REPEAT = 64
+MAX_STACK_BYTES = 1 << 20  # a layer stack's JSON (the command line's --spec, a link, the editor)
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
 SPECIAL_NAMES = ("prev", "input", "block_in")
 MERGE_TYPES = ("Add", "Multiply", "AddN")
@@ -52,6 +54,7 @@ class StackSpecError(SpecError):
         field = str(field) if str(field).isprintable() else str(field).encode("unicode_escape").decode("ascii")
         full = f"{where}: {field[:40]}" if field else where
         # Not SpecError's 80-character cut: a nested layer's path is the point of the message.
+        message = shown(message, 1000)
         Exception.__init__(self, f"{full}: {message}")
         self.field, self.message = full, message
         self.where, self.field_name = where, field
@@ -148,12 +151,13 @@ def parse_stack(data: dict) -> StackSpec:
 
 
 def parse(data) -> StackSpec:
-    """Check ``data`` (a dict, or JSON text) and return the expanded StackSpec."""
+    """Check ``data`` (a dict, or JSON text read by the one reader, ``json_text``) and return the expanded
+    StackSpec."""
     if isinstance(data, (str, bytes)):
         try:
-            data = json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise StackSpecError("stack", "", f"not valid JSON: {exc}") from None
+            data = json_text.load(data, "stack", "a layer stack", MAX_STACK_BYTES)
+        except SpecError as exc:
+            raise StackSpecError("stack", "", exc.message) from None
     if not isinstance(data, dict):
         raise StackSpecError("stack", "", f"expected a JSON object, got {type(data).__name__}")
     _unknown(data, ("name", "description", "input", "seed", "layers"), "stack")
@@ -161,7 +165,7 @@ def parse(data) -> StackSpec:
     # It names the Keras model (a TF name scope) and the stack's file: letters, digits, _ . -
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise StackSpecError("stack", "name", f"expected letters, digits, _ . - (at most 64, starting with a "
-                             f"letter or digit), got {name!r}")
+                             f"letter or digit), got {_said(name)}")
     if not isinstance(data.get("description", ""), str):
         raise StackSpecError("stack", "description", "expected text")
     seed = _field("stack", "seed", whole, data.get("seed", 0), 0, 2**31 - 1)
@@ -171,11 +175,11 @@ def parse(data) -> StackSpec:
     _unknown(inp, ("shape", "dtype"), "input")
     shape = inp.get("shape")
     if not isinstance(shape, list) or not 2 <= len(shape) <= 5:
-        raise StackSpecError("input", "shape", f"expected a list of 2..5 sizes (batch first), got {shape!r}")
+        raise StackSpecError("input", "shape", f"expected a list of 2..5 sizes (batch first), got {_said(shape)}")
     shape = tuple(_field("input", f"shape[{i}]", whole, v, 1, MAX_DIM) for i, v in enumerate(shape))
     dtype = inp.get("dtype", "float32")
-    if dtype not in ITEMSIZE:
-        raise StackSpecError("input", "dtype", f"expected one of {', '.join(ITEMSIZE)}; got {dtype!r}")
+    if not isinstance(dtype, str) or dtype not in ITEMSIZE:
+        raise StackSpecError("input", "dtype", f"expected one of {', '.join(ITEMSIZE)}; got {_said(dtype)}")
     state = _State(dtype, [], {"input": shape}, set(), _size("input", "shape", shape, dtype))
     layers = data.get("layers")
     if not isinstance(layers, list) or not layers:
@@ -202,18 +206,20 @@ def _expand(items, path, st: _State, scope: dict, prefix: str, block_in: str, pr
     for i, item in enumerate(items):
         where = f"{path}[{i}]"
         if not isinstance(item, dict):
-            raise StackSpecError(where, "", f"expected a layer object, got {item!r}")
+            raise StackSpecError(where, "", f"expected a layer object, got {_said(item)}")
         user_name = item.get("name")
         if user_name is not None:
             if not isinstance(user_name, str) or not user_name or len(user_name) > 40 \
                     or not user_name.replace("_", "").isalnum() or not user_name.isascii():
-                raise StackSpecError(where, "name", f"expected letters, digits and _ (at most 40), got {user_name!r}")
+                raise StackSpecError(where, "name", f"expected letters, digits and _ (at most 40), got {_said(user_name)}")
             if user_name in SPECIAL_NAMES:
                 raise StackSpecError(where, "name", f"{user_name!r} is reserved (prev, input and block_in are)")
             if user_name in scope:
                 raise StackSpecError(where, "name", f"{user_name!r} is already used in this block")
             where += f" ({user_name})"
         kind = item.get("type")
+        if kind is not None and not isinstance(kind, str):
+            raise StackSpecError(where, "type", f"expected a layer type's name, got {_said(kind)}")
         if kind == "Block":
             _unknown(item, ("type", "name", "repeat", "layers"), where)
             repeat = _field(where, "repeat", whole, item.get("repeat", 1), 1, MAX_REPEAT)
@@ -228,7 +234,7 @@ def _expand(items, path, st: _State, scope: dict, prefix: str, block_in: str, pr
                 scope[user_name] = prev
             continue
         if kind not in LAYER_TYPES:
-            raise StackSpecError(where, "type", f"expected one of {', '.join([*LAYER_TYPES, 'Block'])}; got {kind!r}")
+            raise StackSpecError(where, "type", f"expected one of {', '.join([*LAYER_TYPES, 'Block'])}; got {_said(kind)}")
         rank, spatial, fields = LAYER_TYPES[kind]
         _unknown(item, ("type", "name") + tuple(f.name for f in fields), where)
         params = {}
@@ -275,7 +281,7 @@ def _resolve(ref, where, scope, prev, block_in) -> str:
     if ref in scope:
         return scope[ref]
     known = ", ".join([*scope, *SPECIAL_NAMES])
-    raise StackSpecError(where, "inputs", f"no earlier layer named {ref!r} (known here: {known})")
+    raise StackSpecError(where, "inputs", f"no earlier layer named {_said(ref)} (known here: {known})")
 
 
 def _infer(kind, p, shapes) -> tuple:
@@ -312,6 +318,11 @@ def _infer(kind, p, shapes) -> tuple:
             raise ValueError(f"{list(target)} holds {math.prod(target)} elements; the input {list(s)} has {total}")
         return (s[0], *target)
     return s  # normalisations, activations, Power: the input's shape
+
+
+def _said(value) -> str:
+    """A value from the user's JSON as a message quotes it: its repr, escaped and cut short."""
+    return shown(repr(value), 60)
 
 
 def _mib(n: int) -> str:

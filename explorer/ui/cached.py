@@ -7,6 +7,7 @@ by the result's key and the drawing options, so they are ``cache_data`` with a b
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
@@ -21,7 +22,7 @@ from . import state
 
 log = logging.getLogger(__name__)
 
-_engines: list[Engine] = []  # what shutdown() closes (tests; the server's exit closes workers anyway)
+_engines: list[Engine] = []  # what shutdown() closes: tests, and the server's exit (atexit, below)
 _started: list[Engine] = []  # the engine explorer.ui.serve made before the server started, if it did
 
 
@@ -108,9 +109,16 @@ def engine() -> Engine:
 
 
 def shutdown() -> None:
-    """Stop every worker process the page's Engine started (for tests and clean exits)."""
+    """Stop every worker process the page's Engine started and remove their folders (their graph dumps): for
+    tests, and at the server's exit. Streamlit stops on SIGTERM or Ctrl-C and Python exits normally; before
+    this ran then, every worker's folder was left in the temporary folder."""
+    while _started:
+        _engines.append(_started.pop())
     while _engines:
         _engines.pop().close()
+
+
+atexit.register(shutdown)
 
 
 GPU = Config.make("gpu")

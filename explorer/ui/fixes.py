@@ -13,6 +13,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import tempfile
 import zipfile
 
@@ -21,6 +22,7 @@ import streamlit as st
 from ..analysis import fix_plan
 from ..errors import ExplorerError
 from ..analysis.fusion import is_fused_node
+from ..engine import uploads
 from ..model.graph import Graph
 from ..model.sources import source_for_data
 from ..present import fix_text
@@ -87,7 +89,14 @@ def _fresh_choice(key: str, result: dict, chosen: list[str]) -> None:
 
 
 def _run(engine, result: dict, choice, fixes: list[str], processes: int, this: str) -> None:
-    out = os.path.join(tempfile.mkdtemp(prefix="fixed-", dir=upload.session_directory()), _stem(result) + "-fixed")
+    session = upload.session_directory()
+    try:
+        uploads.disk_has_room(session)
+    except ExplorerError as exc:
+        frame.show_error(exc, "Trying the fixes failed")
+        return
+    folder = tempfile.mkdtemp(prefix="fixed-", dir=session)  # in the session's folder, within its quota, gone with it
+    out = os.path.join(folder, _stem(result) + "-fixed")
     failed = None
     with st.status("Rewriting the model…", expanded=False) as status:
         def progress(p: dict) -> None:
@@ -96,17 +105,25 @@ def _run(engine, result: dict, choice, fixes: list[str], processes: int, this: s
         try:
             fixed = engine.fix(choice.spec, choice.config, apply=fixes, out=out, processes=processes, reps=20,
                                warmup=3, max_seconds=20.0, on_progress=progress)
+            uploads.keep_written(session, folder)
             status.update(label="Fixed, checked and timed", state="complete")
         except ExplorerError as exc:
             failed = exc
             status.update(label="The fixes could not be tried", state="error")
     if failed is not None:
+        shutil.rmtree(folder, ignore_errors=True)
         frame.show_error(failed, "Trying the fixes failed")
         return
     results = st.session_state[RESULTS]
-    results[this] = fixed
+    gone = [results.pop(this)] if this in results else []  # run again: the earlier run's model goes
+    results[this] = dict(fixed, folder=folder)
     while len(results) > KEEP:
-        results.pop(next(iter(results)))
+        gone.append(results.pop(next(iter(results))))
+    for earlier in gone:
+        if earlier.get("folder"):
+            shutil.rmtree(earlier["folder"], ignore_errors=True)
+    for evicted in [k for k, r in results.items() if r.get("folder") and not os.path.isdir(r["folder"])]:
+        results.pop(evicted)  # its model evicted by the session's quota
 
 
 def _stem(result: dict) -> str:

@@ -6,6 +6,7 @@ import streamlit as st
 
 from ..errors import ExplorerError, WorkerError
 from ..present.command import bench_command_line, command_line
+from ..present.markdown import without_images
 from . import presenter, state
 from .sidebar import Choice
 
@@ -50,7 +51,7 @@ def header(lesson_open: bool = False) -> None:
 
 def show_error(exc: ExplorerError, context: str = "") -> None:
     """An engine error as a readable message (never a traceback); the worker's log tail folded away."""
-    st.error(f"{context}: {exc}" if context else str(exc))
+    st.error(without_images(f"{context}: {exc}" if context else str(exc)))  # names from the model: text only
     detail = getattr(exc, "detail", "")
     if isinstance(exc, WorkerError) and detail:
         with st.expander("The worker's last log lines"):

@@ -21,6 +21,7 @@ from ..analysis.lesson_check import mismatches
 from ..errors import ExplorerError, SpecError
 from ..model.devices import is_simulated
 from ..model.lesson import MAX_FILE_BYTES, Lesson, read_lesson, seed_lessons
+from ..present.markdown import escaped, without_images
 from . import link, presenter, state
 
 log = logging.getLogger(__name__)
@@ -90,11 +91,14 @@ def _loaded() -> None:
     upload = st.session_state.get(UPLOAD)
     if upload is None:
         return
-    data = upload.read(MAX_FILE_BYTES + 1)
+    data = upload.getvalue()  # in memory already: its size is checked, and stated, as it is
     try:
         lesson = read_lesson(data)
+        if lesson.id in seed_lessons():
+            raise SpecError("id", f"{lesson.id!r} is a lesson that comes with the explorer; give yours an id of its "
+                                  "own (a file may not replace it)")
     except SpecError as exc:
-        st.session_state[PROBLEM] = f"{upload.name} was not loaded: {exc}"
+        st.session_state[PROBLEM] = f"{escaped(upload.name)} was not loaded: {without_images(str(exc))}"
         return
     st.session_state[CUSTOM] = {**(st.session_state.get(CUSTOM) or {}), lesson.id: data.decode("utf-8")}
     st.session_state[PROBLEM] = None
@@ -181,9 +185,11 @@ def panel(lesson: Lesson, tab_titles: dict[str, str]):
         # One row that wraps rather than truncates: with the sidebar open the buttons keep their whole labels.
         with st.container(horizontal=True, vertical_alignment="center", key="lesson-head", gap="small"):
             if presenting:
-                st.markdown(f"**{step.title}** · step {number} of {total}", help=lesson.title, width="stretch")
+                st.markdown(f"**{escaped(step.title)}** · step {number} of {total}", help=escaped(lesson.title),
+                            width="stretch")
             else:
-                st.markdown(f"**{lesson.title}** · step {number} of {total}: **{step.title}**", width="stretch")
+                st.markdown(f"**{escaped(lesson.title)}** · step {number} of {total}: **{escaped(step.title)}**",
+                            width="stretch")
             st.button("Previous", key="lesson.previous", on_click=go, args=(lesson.id, number - 1),
                       disabled=number <= 1, icon=":material/arrow_back:", help=KEYS_HELP, wrap=False)
             st.button("Next", key="lesson.next", on_click=go, args=(lesson.id, number + 1), disabled=number >= total,
@@ -192,12 +198,12 @@ def panel(lesson: Lesson, tab_titles: dict[str, str]):
                 presenter.toggle()
             st.button(":material/close:", key="lesson.close", on_click=close, help="Close the lesson")
         presenter.step_keys()
-        st.markdown(step.text)
+        st.markdown(without_images(step.text))
         look = _look_words(step, tab_titles)
         if look and not presenting:  # on a projector the magenta halos and the open tab say it
             st.caption(f"**Look at:** {look}")
         if step.ask:
-            st.markdown(f"**Ask the room:** {step.ask}")
+            st.markdown(f"**Ask the room:** {without_images(step.ask)}")
         return st.empty()
 
 

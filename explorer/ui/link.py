@@ -18,12 +18,14 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ..errors import SpecError
 from ..model.experiment import Bench, Experiment, canonical_model, ignored_line, server_default
+from ..present.markdown import without_images
 from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config
 from ..model.hooks import hook
 from . import state
 
 BOUND = "link.bound"  # set on a session's first run: its link was read
 SHOWN = "link.experiment"  # the Experiment on screen at the end of the last full run
+BARE = "link.bare"  # the session's first run found no link: the browser checks whether Streamlit dropped one
 IGNORED = "link.ignored"  # what the link that opened the page left out (one line), shown while it is on screen
 
 
@@ -107,11 +109,59 @@ def bind() -> None:
     if not first and not (ctx is not None and ctx.is_history_navigation):
         return
     params = {k: st.query_params.get_all(k) for k in st.query_params}
+    cut = _cut_short(ctx.query_string if ctx is not None else "", params)
+    ss[BARE] = first and not params
     if first and not params:
-        return  # a bare page: the session's own state stays (a test may have set it)
+        ss[IGNORED] = cut  # a bare page: the session's own state stays (a test may have set it)
+        return
     exp, ignored = Experiment.from_query(params, base())
     apply(exp)
-    ss[IGNORED] = ignored_line(ignored)
+    ss[IGNORED] = " ".join(filter(None, (cut, without_images(ignored_line(ignored)))))
+
+
+def dropped_link_check() -> None:
+    """On a page that opened without a link, a check in the browser of the address it opened (Streamlit drops a
+    query past its limits before the script sees it, so only the browser knows): when the address bar holds a
+    link Streamlit did not read, it says so where the link's note goes. Nothing shows otherwise."""
+    if not st.session_state.get(BARE):
+        return
+    from streamlit.runtime.state import query_params as limits
+
+    most_fields = getattr(limits, "CLIENT_STATE_QUERY_STRING_MAX_FIELDS", 1000)
+    most_chars = getattr(limits, "CLIENT_STATE_QUERY_STRING_MAX_LENGTH", 512 * 1024)
+    st.iframe(DROPPED_CHECK % {"fields": most_fields, "chars": most_chars}, height="content")
+
+
+DROPPED_CHECK = """<body style="margin: 0"><div id="note" style="font: 15px sans-serif; color: #926c05;
+background: #fffce7; padding: 12px 16px; border-radius: 8px; display: none"></div><script>
+const query = window.parent.location.search.slice(1), fields = query ? query.split("&").length : 0;
+const words = fields > %(fields)d ? fields.toLocaleString("en") + " parameters; Streamlit reads at most " +
+  (%(fields)d).toLocaleString("en") : query.length > %(chars)d ? query.length.toLocaleString("en") +
+  " characters; Streamlit reads at most " + (%(chars)d).toLocaleString("en") : "";
+if (words) {
+  const note = document.getElementById("note");
+  note.textContent = "The page did not read this link (" + words + "): it opened with its defaults, whatever the " +
+    "address bar shows.";
+  note.style.display = "block";
+}
+</script></body>"""
+
+
+def _cut_short(raw: str, params: dict) -> str:
+    """The line saying that Streamlit dropped the link's parameters (past its limits it reads none of them, and
+    the address bar still shows the link); empty when it read them."""
+    if not raw or params:
+        return ""
+    from streamlit.runtime.state import query_params as limits  # Streamlit's own limits, where it keeps them
+
+    fields, chars = raw.count("&") + 1, len(raw)
+    most_fields = getattr(limits, "CLIENT_STATE_QUERY_STRING_MAX_FIELDS", 1000)
+    most_chars = getattr(limits, "CLIENT_STATE_QUERY_STRING_MAX_LENGTH", None)
+    said = (f"{fields:,} parameters; Streamlit reads at most {most_fields:,}" if fields > most_fields else
+            f"{chars:,} characters; Streamlit reads at most {most_chars:,}" if most_chars and chars > most_chars
+            else "it could not be read")
+    return (f"The page did not read this link ({said}): it opened with its defaults, whatever the address bar "
+            "shows.")
 
 
 def ignored_note() -> str:
@@ -124,8 +174,8 @@ def sync(spec: dict | None) -> None:
     ss = st.session_state
     ss[state.MODEL_SPEC] = spec
     exp = current(spec)
-    if ss.get(IGNORED) and ss.get(SHOWN) is not None and exp != ss[SHOWN]:
-        ss[IGNORED] = None  # the user moved on from the link that was cut down
+    if ss.get(SHOWN) is not None and exp != ss[SHOWN]:
+        ss[IGNORED] = ss[BARE] = None  # the user moved on from the link that was cut down (or dropped)
     ss[SHOWN] = exp
     _write(exp)
 

@@ -6,6 +6,7 @@ import streamlit as st
 
 from ..errors import ExplorerError
 from ..present.machine import gpu_words
+from ..present.markdown import without_images
 from . import agreement, bench, cached, diagnose, frame, lessons, link, presenter, share, sidebar, state, tabs, upload, whatif, why
 
 
@@ -33,7 +34,9 @@ def render(engine) -> None:
     if link.ignored_note():
         note.warning(link.ignored_note(), icon=":material/link_off:")
     else:
-        share.opened_note(note)
+        with note.container():
+            share.opened_note(st)
+            link.dropped_link_check()
     _main(engine, choice, fingerprint, lesson, step_note)
     state.end_run()
 
@@ -47,7 +50,7 @@ def _main(engine, choice: sidebar.Choice, fingerprint: dict | None, lesson=None,
             if isinstance(problem, sidebar.Waiting):
                 st.info(problem, icon=":material/arrow_back:")
             else:
-                st.error(problem)
+                st.error(without_images(str(problem)))
         if len(waiting) < len(choice.problems):
             st.info("Nothing runs until the choice in the sidebar is valid; your other settings are kept.")
         if lesson:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..errors import ExplorerError, shown
-from ..model.experiment import MAX_FILE_BYTES, Experiment
+from ..errors import ExplorerError
+from ..model.experiment import Experiment
+from ..present.markdown import escaped, without_images
 from . import link, state
 
 OPEN_KEY = "experiment.open"  # the "Open experiment" uploader
@@ -55,14 +56,12 @@ def _open() -> None:
     if upload is None:
         return
     try:
-        if upload.size > MAX_FILE_BYTES:
-            raise ExplorerError(f"{upload.size >> 10} KiB; an experiment file is at most {MAX_FILE_BYTES >> 20} MiB")
-        exp = Experiment.from_json(upload.getvalue())
+        exp = Experiment.from_json(upload.getvalue())  # its size checked first, stated as it is
     except ExplorerError as exc:
-        st.session_state[OPENED] = ("error", f"{shown(upload.name)} was not opened: {exc}")
+        st.session_state[OPENED] = ("error", f"{escaped(upload.name)} was not opened: {without_images(str(exc))}")
         return
     link.apply(exp)
-    st.session_state[OPENED] = ("success", f"Opened {shown(upload.name)}: the sidebar and the tabs show its experiment.")
+    st.session_state[OPENED] = ("success", f"Opened {escaped(upload.name)}: the sidebar and the tabs show its experiment.")
 
 
 def panel(exp: Experiment, result: dict | None = None, bench_result: dict | None = None) -> None:

@@ -12,10 +12,11 @@ import json
 import streamlit as st
 
 from ..errors import SpecError
-from ..model import stack_examples
+from ..model import json_text, stack_examples
 from ..model.layers import field_help
 from ..model.limits import MAX_TENSOR_BYTES
-from ..model.stack import MAX_LAYERS, StackSpec, parse, to_text
+from ..model.stack import MAX_LAYERS, MAX_STACK_BYTES, StackSpec, parse, to_text
+from ..present.markdown import without_images
 from . import state
 
 
@@ -77,14 +78,12 @@ def editor() -> tuple[dict, list[str]]:
     spec: StackSpec | None = None
     data: object = None
     try:
-        data = json.loads(text)
+        data = json_text.load(text, "stack", "a layer stack", MAX_STACK_BYTES)
         spec = parse(data)
-    except json.JSONDecodeError as exc:
-        problems.append(f"stack: not valid JSON: {exc}")
     except SpecError as exc:
         problems.append(str(exc))
     for problem in problems:
-        st.error(problem, icon=":material/error:")
+        st.error(without_images(problem), icon=":material/error:")
     if spec is not None:
         _layers_table(spec)
     _layer_reference()

@@ -17,6 +17,7 @@ from ..engine import uploads
 from ..errors import ExplorerError, shown
 from ..model.imported import FORMAT_LABELS, MAX_NODES, MAX_UNKNOWN_DIM, MAX_UPLOAD_BYTES
 from ..model.spec import MAX_TENSOR_BYTES
+from ..present.markdown import escaped, without_images
 from . import state
 from .sidebar import Waiting
 
@@ -65,7 +66,7 @@ def model_input() -> tuple[dict | None, list[str]]:
     if wanted:
         found = _find(wanted, allowed, int(unknown_dim))
         if found is None:
-            name = f"{shown(wanted.get('name'))} " if wanted.get("name") else ""
+            name = f"{escaped(wanted.get('name'))} " if wanted.get("name") else ""
             return None, [Waiting(f"This link names an imported model, {name}(sha256 {wanted['digest'][:12]}…), that "
                                   "this server no longer keeps. Upload the same file in the sidebar to open it: its "
                                   "digest is checked against the link's.")]
@@ -75,7 +76,7 @@ def model_input() -> tuple[dict | None, list[str]]:
                               "Grappler, its fusions and the near-misses show here.")]
     if uploads.kept_upload(os.path.dirname(kept["path"]), kept["digest"]) != kept["path"]:
         ss[state.IMPORT_WANTED], ss[state.IMPORT_KEPT] = _public(kept), None  # evicted by the quota, or swept
-        return None, [Waiting(f"The model uploaded earlier ({shown(kept.get('name'))}) is no longer kept on the "
+        return None, [Waiting(f"The model uploaded earlier ({escaped(kept.get('name'))}) is no longer kept on the "
                               "server: upload it again to go on.")]
     mismatch = ss.get(MISMATCH)
     if mismatch and mismatch[0] == kept["digest"]:
@@ -89,7 +90,7 @@ def model_input() -> tuple[dict | None, list[str]]:
             data["signature"] = signature
         st.caption(inputs_text(info, int(unknown_dim)))
     size = os.path.getsize(kept["path"])
-    st.caption(f"{FORMAT_LABELS[data['format']]} · {shown(data.get('name'))} · {size / 1e6:.2f} MB · "
+    st.caption(f"{FORMAT_LABELS[data['format']]} · {escaped(data.get('name'))} · {size / 1e6:.2f} MB · "
                f"sha256 {data['digest'][:12]}…" + ("" if upload is not None else " · kept from your upload or a link; "
                                                   "upload another file to replace it"))
     return {"import": data}, []
@@ -109,7 +110,7 @@ def _take(upload, allowed: bool, unknown_dim: int) -> str | None:
         spec = uploads.save_upload(session_directory(), upload.name, upload.getvalue(), allow_programs=allowed,
                                    unknown_dim=unknown_dim)
     except ExplorerError as exc:  # the page shows the problems, once
-        ss[REFUSED] = (seen, f"The upload was refused: {exc}")
+        ss[REFUSED] = (seen, without_images(f"The upload was refused: {exc}"))
         return ss[REFUSED][1]
     except Exception as exc:  # noqa: BLE001 - a file the checks did not foresee: one line here, the trace in the log
         log.exception("an upload could not be read")

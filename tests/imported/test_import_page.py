@@ -227,6 +227,10 @@ def test_the_report_times_each_op_and_tries_the_fixes(models):
     assert fused[fused["fused op"] == "_FusedConv2D [BiasAdd, Relu]"]["gained"].iloc[0] >= 1
     assert any("Fold each batch norm into the layer before it" in i.value for i in at.info)
     assert any(b.label.startswith("Download the fixed model (GraphDef)") for b in at.get("download_button"))
+    # The fixed model lies in the session's folder, counted in its quota (issue 30: each click wrote another)
+    session = Path(at.session_state[state.UPLOAD_DIR])
+    assert len([p for p in session.iterdir() if p.name.startswith("fixed-")]) == 1
+    assert len(list(session.iterdir())) <= uploads.SESSION_MAX_FILES
     at = at.toggle(key="report.fixes.graphs").set_value(True).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any(m.value.startswith("**With the fixes**, after Grappler") for m in at.markdown)

@@ -9,7 +9,7 @@ change the result), a contraction read by anything else, a node with control edg
 from __future__ import annotations
 
 from .fold_batchnorm import ADDS, CONTRACTIONS, _only, _other
-from .model import Model, as_bias_add
+from .model import Model, as_bias_add, attr
 
 NAME = "bias-add"
 
@@ -32,7 +32,7 @@ def find(model: Model) -> list[dict]:
             continue  # an add of two computed tensors (a residual), not a bias
         if shape is None or len(shape) != 1 or out is None or not out or shape[0] != out[-1]:
             why = f"the added tensor has shape {shape}, not [{out[-1] if out else 'C'}] along the last axis"
-        elif node.op != "MatMul" and node.attr["data_format"].s not in (b"", b"NHWC", b"NDHWC"):
+        elif node.op != "MatMul" and attr(node, "data_format").s not in (b"", b"NHWC", b"NDHWC"):
             why = f"{node.op} is channels-first: a BiasAdd there reads another axis"
         elif model.has_control_edges(add.name):
             why = f"{add.name} has control edges"

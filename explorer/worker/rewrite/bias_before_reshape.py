@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .fold_batchnorm import ADDS, _only, _other
-from .model import Model, as_bias_add
+from .model import Model, as_bias_add, attr
 
 NAME = "bias-before-reshape"
 
@@ -40,7 +40,7 @@ def find(model: Model) -> list[dict]:
             why = f"the Reshape changes the last dimension ({before} → {after})"
         elif shape is None or len(shape) != 1 or shape[0] != before[-1]:
             why = f"the bias has shape {shape}, not [{before[-1]}]"
-        elif add.op == "BiasAdd" and add.attr["data_format"].s not in (b"", b"NHWC"):
+        elif add.op == "BiasAdd" and attr(add, "data_format").s not in (b"", b"NHWC"):
             why = "the BiasAdd is channels-first"
         elif any(model.has_control_edges(n) for n in (reshape.name, add.name)):
             why = "the Reshape or the bias has control edges"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import Model, as_bias_add
+from .model import Model, as_bias_add, attr
 
 NAME = "fold-batchnorm"
 CONTRACTIONS = ("Conv2D", "DepthwiseConv2dNative", "MatMul")
@@ -93,7 +93,7 @@ def _fold(model: Model, site: dict, values: dict) -> str | None:
     elif conv.op == "DepthwiseConv2dNative":
         folded = w * scale.reshape(w.shape[2], w.shape[3])
     else:
-        folded = w * (scale[:, None] if conv.attr["transpose_b"].b else scale)
+        folded = w * (scale[:, None] if attr(conv, "transpose_b").b else scale)
     weight = model.weight(f"{conv.name}/folded_filter", folded, dtype, like=filter_tensor)
     conv.input[1] = weight
     new_bias = model.weight(f"{conv.name}/folded_bias", bias * scale + shift, dtype, like=filter_tensor)
@@ -110,9 +110,9 @@ def _fold(model: Model, site: dict, values: dict) -> str | None:
 
 
 def _refusal(model: Model, conv, chain: list, nodes: dict, controlled: set) -> str | None:
-    if conv.op != "MatMul" and conv.attr["data_format"].s not in (b"", b"NHWC"):
-        return f"{conv.op} is channels-first ({conv.attr['data_format'].s.decode()}): folding writes NHWC biases"
-    if conv.op == "MatMul" and conv.attr["transpose_a"].b:
+    if conv.op != "MatMul" and attr(conv, "data_format").s not in (b"", b"NHWC"):
+        return f"{conv.op} is channels-first ({attr(conv, 'data_format').s.decode()}): folding writes NHWC biases"
+    if conv.op == "MatMul" and attr(conv, "transpose_a").b:
         return "the MatMul transposes its input"
     if not model.constant_valued(conv.input[1], nodes) or model.weight_of(conv.input[1]) is None:
         return f"the {conv.op}'s filter is not a weight (a constant or a variable read)"
@@ -133,7 +133,7 @@ def _channels(conv, w: np.ndarray) -> int:
         return w.shape[-1]
     if conv.op == "DepthwiseConv2dNative":
         return w.shape[2] * w.shape[3]
-    return w.shape[0] if conv.attr["transpose_b"].b else w.shape[-1]
+    return w.shape[0] if attr(conv, "transpose_b").b else w.shape[-1]
 
 
 def _per_channel(value: np.ndarray, channels: int) -> np.ndarray | None:

@@ -180,6 +180,24 @@ class Model:
         return out
 
 
+def attr(node, name: str):
+    """A node's attribute, or its op's default when the node leaves it out, never written into the node.
+
+    ``node.attr[name]`` on a protobuf map inserts an empty value when the key is missing: a GraphDef MatMul
+    without ``transpose_a``/``transpose_b`` (TF's own GraphDefs leave defaults out) came out of a rewrite with an
+    attribute holding no value, and failed to import ("Failed to bind all placeholders")."""
+    if name in node.attr:
+        return node.attr[name]
+    from tensorflow.core.framework import attr_value_pb2
+    from tensorflow.python.framework import op_def_registry
+
+    op_def = op_def_registry.get(node.op)
+    for a in op_def.attr if op_def is not None else ():
+        if a.name == name and a.HasField("default_value"):
+            return a.default_value
+    return attr_value_pb2.AttrValue()
+
+
 def as_bias_add(node, value: str, bias: str) -> None:
     """Make ``node`` (in place, its name kept) the NHWC BiasAdd of ``value`` and ``bias``, of its own dtype."""
     node.op = "BiasAdd"

@@ -1,0 +1,105 @@
+"""The structure of the explorer's JSON documents, declared once as JSON Schemas (checked by ``json_text.validate``
+with jsonschema before any field is used): each field's type, the fields an object may have, the lengths and
+counts, the number ranges. What a value means (a preset that exists, a flag's accepted values, a link that reads)
+is checked afterwards by the module that reads the document (``experiment.py``, ``lesson.py``).
+
+A schema node's ``messages`` (per rule) or ``message`` replaces the generic sentence; ``{extra}`` in a message
+is the list of unknown fields (the field named is then the object's), ``{allowed}`` the fields it may have.
+A layer stack's fields are declared by its own table (``layers.LAYER_TYPES``), read by ``stack.py``.
+"""
+
+from __future__ import annotations
+
+NAME = {"type": "string", "maxLength": 200}  # an id or a word: its own check says which
+
+
+def _nullable(schema: dict) -> dict:
+    kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    return dict(schema, type=[*kinds, "null"])
+
+
+def _object(properties: dict, required=(), message: str | None = None, **extra) -> dict:
+    schema = {"type": "object", "properties": properties, "additionalProperties": False, **extra}
+    if required:
+        schema["required"] = list(required)
+    if message:
+        schema["messages"] = {"additionalProperties": message}
+    return schema
+
+
+# A whole number, or a link's text of one: the reader converts it and states its range (json_text.whole_number).
+_COUNT = {"type": ["integer", "number", "string"], "maxLength": 24}
+
+
+_FLAGS = {"type": "object", "maxProperties": 64, "propertyNames": {"maxLength": 64},
+          "additionalProperties": {"type": ["string", "null"], "maxLength": 64}}
+
+EXPERIMENT = _object({
+    "experiment": {},  # the format's version: experiment.py says which it reads
+    "model": {"type": "object", "maxProperties": 8},
+    "config": _nullable(_object({"device": {"type": "string", "maxLength": 64}, "env": _nullable(_FLAGS),
+                                 "grappler": _nullable(_FLAGS)}, message="unknown field(s) {extra}")),
+    "compiler": {"type": "string", "maxLength": 40},
+    "view": _nullable(_object({"tab": _nullable(NAME), "stages": NAME, "graph": NAME,
+                               "fold": {"type": "boolean", "message": "expected true or false"},
+                               "present": {"type": "boolean", "message": "expected true or false"}},
+                              message="unknown field(s) {extra}; allowed: {allowed}")),
+    "bench": _nullable(_object({"reps": _COUNT, "warmup": _COUNT,
+                                "seconds": _COUNT, "processes": _COUNT},
+                               message="unknown field(s) {extra}; allowed: {allowed}")),
+    "lesson": _nullable(_object({"id": _nullable(NAME), "step": _COUNT},
+                                message="unknown field(s) {extra}; allowed: {allowed}")),
+    "link": {"type": "string", "maxLength": 100_000},
+    "results": {},  # carried for a reader, never read back
+}, required=("experiment",), message="unknown field(s) {extra}")
+EXPERIMENT["messages"].update(type='expected an experiment file: a JSON object with "experiment": 1',
+                              required='expected an experiment file: a JSON object with "experiment": 1')
+
+MAX_STEPS = 40
+MAX_TITLE, MAX_TEXT, MAX_ASK, MAX_NODES = 120, 1500, 400, 24
+STAGE_KEYS = ("traced", "optimized", "executed", "any")  # where look.nodes and expect.has/lacks look
+_TEXT = {"type": "string", "message": "expected text"}
+_NODES = {"type": "object", "propertyNames": {"maxLength": 40},
+          "messages": {"type": f"expected an object: a stage ({', '.join(STAGE_KEYS)}) -> a list of names"},
+          "additionalProperties": {"type": "array", "maxItems": MAX_NODES,
+                                   "message": f"expected a list of at most {MAX_NODES} names"}}
+_LESSON_FIELDS = "not a field of a lesson here; allowed: {allowed}"
+
+_STEP = _object({
+    "title": dict(_TEXT, maxLength=MAX_TITLE, message=None), "experiment": {"type": "string", "maxLength": 8192},
+    "text": dict(_TEXT, maxLength=MAX_TEXT, message=None), "ask": dict(_TEXT, maxLength=MAX_ASK, message=None),
+    "look": _nullable(_object({"tab": _nullable(NAME), "stages": _nullable(NAME), "nodes": _nullable(_NODES)},
+                              message=_LESSON_FIELDS)),
+    "expect": _nullable(_object({
+        "fusions": _nullable({"type": "integer", "minimum": 0, "maximum": 10_000}),
+        "made": _nullable({"type": "array", "maxItems": MAX_NODES,
+                           "items": {"type": "string", "minLength": 1, "maxLength": 200}}),
+        "has": _nullable(_NODES), "lacks": _nullable(_NODES), "verdict": _nullable(NAME)}, message=_LESSON_FIELDS)),
+}, required=("title", "experiment", "text"), message=_LESSON_FIELDS,
+    messages_type="expected an object with title, experiment, text")
+
+LESSON = _object({
+    "lesson": {}, "id": NAME,
+    "title": dict(_TEXT, maxLength=MAX_TITLE, message=None),
+    "summary": dict(_TEXT, maxLength=MAX_TEXT, message=None),
+    "source": dict(_TEXT, maxLength=MAX_TITLE * 4, message=None),
+    "steps": {"type": "array", "minItems": 1, "maxItems": MAX_STEPS, "items": _STEP,
+              "message": f"expected a list of 1..{MAX_STEPS} steps"},
+}, required=("lesson", "id", "title", "steps"), message=_LESSON_FIELDS)
+LESSON["messages"].update(type='expected a lesson file: a JSON object with "lesson": 1 (docs/lessons.md)')
+
+
+def _strip_none(schema):
+    """``message=None`` above means: the generic sentence (with the limit) for every rule."""
+    if isinstance(schema, dict):
+        if schema.get("message", "") is None:
+            del schema["message"]
+        if "messages_type" in schema:
+            schema.setdefault("messages", {})["type"] = schema.pop("messages_type")
+        for value in schema.values():
+            _strip_none(value)
+    return schema
+
+
+_strip_none(EXPERIMENT)
+_strip_none(LESSON)
