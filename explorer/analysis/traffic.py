@@ -177,7 +177,7 @@ def report(result: dict, profile: dict | None) -> dict | None:
         "bandwidth": profile["bandwidth"], "caches": profile.get("caches") or {}, "threads": profile.get("threads"),
         "matmul": profile["matmul"], "fingerprint": {k: fp.get(k) for k in ("cpu_model", "cpu_count", "device")},
         "dram_gbs": dram_bandwidth(profile), "matmul_gflops": profile["matmul"]["gflops"], "curve": BANDWIDTH_CURVE}
-    for v, account in variants.items():
+    for account in variants.values():
         account.update(estimate_ops(account["ops"], profile))
         account["relation"] = relation(account["est_ms"], account["measured_ms"])
     f, u = variants["fused"], variants["unfused"]

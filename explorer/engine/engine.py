@@ -20,7 +20,7 @@ from ..model import compilers
 from ..model.devices import refuse_simulated
 from ..model.hooks import hook
 from ..model.flags import Config
-from ..model.limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_SWEEP_POINTS, MAX_WARMUP  # noqa: F401
+from ..model.limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_SWEEP_POINTS, MAX_WARMUP
 from ..model.results import BenchResult, InspectResult, SweepResult
 from ..model.sources import source_of
 from ..model.spec import resolve

@@ -267,7 +267,7 @@ def _prepare(engine, lesson: Lesson, first: int) -> None:
                 engine.xla(experiment.model, experiment.config)
         except ExplorerError:  # the step shows the error itself when opened
             log.info("lesson %s step %s could not be prepared", lesson.id, number, exc_info=True)
-        except Exception:  # noqa: BLE001 - a background head start must never take the server down
+        except Exception:  # a background head start must never take the server down
             log.warning("lesson %s step %s could not be prepared", lesson.id, number, exc_info=True)
     for config in dict.fromkeys(c for c in lesson.configs()):
         engine.prestart(config)

@@ -101,7 +101,7 @@ def _isolated(tab: Tab, view: View) -> None:
         tab.panel(view)
     except FragmentHandledException:
         pass  # a fragment's panel failed and showed it in its place
-    except Exception as exc:  # noqa: BLE001 - one tab's bug must not take the page down
+    except Exception as exc:  # one tab's bug must not take the page down
         log.exception("the %s tab failed", tab.id)
         st.error(f"This tab could not be drawn ({shown(type(exc).__name__)}: {shown(exc)}); the other tabs are "
                  "unaffected.", icon=":material/error:")
