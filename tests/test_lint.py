@@ -21,3 +21,7 @@ def test_ruff_finds_nothing():
     done = _run("ruff", "check", "--no-fix", "--output-format", "concise", ".")
     assert done.returncode == 0, done.stdout + done.stderr
 
+
+def test_mypy_finds_nothing():
+    done = _run("mypy")  # the folders it checks: [tool.mypy] files
+    assert done.returncode == 0, done.stdout + done.stderr

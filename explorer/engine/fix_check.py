@@ -40,7 +40,8 @@ def check(engine, spec, config: Config, result: dict) -> dict:
     if not report or report.get("fixes_checked") is not None:
         return result
     misses = report.get("near_misses") or []
-    outcomes, runs = [], []
+    outcomes: list[tuple[list[dict], list[dict] | None]] = []
+    runs: list[dict] = []
     for settings in candidate_settings(misses):
         target = configured(config, settings)
         if target is None or target == config:
