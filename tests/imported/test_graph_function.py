@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.tf, pytest.mark.slow]
+pytestmark = pytest.mark.tf
 ROOT = Path(__file__).resolve().parents[2]
 
 MAKE_GRAPHS = """

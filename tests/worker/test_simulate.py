@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.tf, pytest.mark.slow]
+pytestmark = pytest.mark.tf
 
 ROOT = Path(__file__).resolve().parents[2]
 TF_FLAGS = ("TF_USE_CUBLASLT", "TF_CUDNN_USE_RUNTIME_FUSION", "TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT",
