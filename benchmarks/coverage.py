@@ -4,7 +4,7 @@
 
 Runs every preset (default parameters) on the CPU with oneDNN on and off, and on the simulated
 Ampere GPU with the GPU flags on, and prints the table. ``--write`` stores it in
-explorer/coverage.json, which `python -m explorer presets` reports (tests re-check it live).
+explorer/model/coverage.json, which `python -m explorer presets` reports (tests re-check it live).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Input: a benchmark result, whose worker recorded for each variant the tensors every executed op reads
 and writes (``proof[variant]["tensors"]``: [dtype, shape, bytes], bytes from TensorFlow's own dtype
-sizes), and the machine's measured speeds (``engine.machine``: a bandwidth curve over working-set
+sizes), and the machine's measured speeds (``engine.machine_profile``: a bandwidth curve over working-set
 sizes and TensorFlow's float32 matmul rate).
 
 The model is a per-op roofline: an op takes max(its bytes ÷ the bandwidth at its working set, its

@@ -1,4 +1,4 @@
-"""explorer.charts: figure structure (traces, colours, reference lines, error bars) and the CSV."""
+"""explorer.present.charts: figure structure (traces, colours, reference lines, error bars) and the CSV."""
 
 from __future__ import annotations
 
