@@ -34,9 +34,15 @@ class View:
     gpu_here: bool  # a real GPU is visible to TensorFlow here
 
 
+def _reported(v: View) -> dict:
+    """The result with its near-misses' setting-fixes settled (the fusion report shows them; an engine call)."""
+    return v.engine.check_fixes(v.choice.model, v.choice.config, v.result)
+
+
 def _why(v: View) -> None:
     source, spec = v.choice.source, v.choice.spec
-    why.panel(v.result, source.stem(spec), v.choice.model.p, gpu_here=v.gpu_here)
+    result = v.result if source.checklist else _reported(v)  # no checklist: the whole-model report instead
+    why.panel(result, source.stem(spec), v.choice.model.p, gpu_here=v.gpu_here)
 
 
 def _compiler_panel(compiler: compilers.Compiler) -> Callable[[View], None]:
@@ -59,7 +65,7 @@ class Tab:
 TABS: tuple[Tab, ...] = (
     Tab("graphs", "Graphs before → after", lambda v: stages.panel(v.result, lessons.focus())),
     Tab("why", "Why it fused (or not)", _why),
-    Tab("report", "Fusion report", lambda v: report.panel(v.result, engine=v.engine, choice=v.choice)),
+    Tab("report", "Fusion report", lambda v: report.panel(_reported(v), engine=v.engine, choice=v.choice)),
     Tab("passes", "Pass pipeline", lambda v: passes.panel(v.engine, v.result, v.choice)),
     Tab("bench", "Fused vs unfused", _runs(lambda v: bench.panel(v.engine, v.choice))),
     Tab("sweep", "Size sweep", _runs(lambda v: bench.sweep_panel(v.engine, v.choice))),
