@@ -151,7 +151,12 @@ DEFAULTS: dict[str, object] = {
 
 
 def init() -> None:
-    """Give every key its default once; values already set (by the user or a test) stay."""
+    """Give every key its default once; values already set (by the user or a test) stay. Only the open tab's panel
+    runs, and Streamlit drops the value of a widget a finished run did not draw (the benchmark form's while the
+    graphs tab is open): it is put back from the last run's (``end_run``), so the form keeps what was typed."""
+    for key, value in (st.session_state.get(KEPT) or {}).items():
+        if key not in st.session_state:
+            st.session_state[key] = value
     env, _ = server_env_defaults()
     defaults = dict(DEFAULTS, **{env_key(name): value for name, value in env.items()})
     for key, value in defaults.items():
@@ -165,6 +170,7 @@ def init() -> None:
 # DEFAULTS and the model's parameters they are what ``begin_run`` sends to the browser again.
 VALUE_WIDGETS: set[str] = set()
 RUN_DONE = "page.run_done"  # False from the start of a full run of the page until its end
+KEPT = "page.kept"  # the widgets' values at the end of the last full run (init puts back what Streamlit dropped)
 
 
 def begin_run() -> None:
@@ -176,13 +182,19 @@ def begin_run() -> None:
     0 warm-up, 1 s, 2 processes). Assigning each value again makes Streamlit send it with the widget."""
     ss = st.session_state
     if ss.get(RUN_DONE) is False:
-        for key in [k for k in ss if k in DEFAULTS or k in VALUE_WIDGETS or str(k).startswith("model.param.")]:
+        for key in _widget_keys():
             ss[key] = ss[key]
     ss[RUN_DONE] = False
 
 
 def end_run() -> None:
+    """The end of a full run: the widgets' values kept for ``init`` to put back those this run did not draw."""
+    st.session_state[KEPT] = {key: st.session_state[key] for key in _widget_keys()}
     st.session_state[RUN_DONE] = True
+
+
+def _widget_keys() -> list:
+    return [k for k in st.session_state if k in DEFAULTS or k in VALUE_WIDGETS or str(k).startswith("model.param.")]
 
 
 def default_param(model_id: str, name: str):
