@@ -18,6 +18,7 @@ from ..analysis.annotate import annotate, annotate_bench, annotate_replicated, a
 from ..analysis.replicated import QUICK_MODE
 from ..errors import SpecError, WorkerError
 from ..model import compilers
+from ..model.experiment_parts import Bench
 from ..model.devices import refuse_simulated
 from ..model.hooks import hook
 from ..model.flags import Config
@@ -244,7 +245,8 @@ class Engine:
         return fixes.run(self, spec, config, apply=apply, out=out, processes=processes, reps=reps, warmup=warmup,
                          max_seconds=max_seconds, measure=measure, on_progress=on_progress)
 
-    def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
+    def bench(self, spec, config=None, *, reps: int = Bench.reps, warmup: int = Bench.warmup,
+              max_seconds: float = float(Bench.seconds),
               processes: int = 1, on_progress=None, compiler: str = compilers.FIRST.id) -> BenchResult:
         """Fused against unfused, interleaved, with proof of which graph each variant ran.
 

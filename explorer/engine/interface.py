@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from ..model import compilers
+from ..model.experiment_parts import Bench
 from ..model.results import BenchResult, InspectResult, SweepResult
 from .admission import AdmissionQueue
 
@@ -51,7 +52,8 @@ class EngineInterface(Protocol):
         the fixes together and of each alone (``measure``), the near-misses ranked by time, and the fixed
         model written at ``out``."""
 
-    def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
+    def bench(self, spec, config=None, *, reps: int = Bench.reps, warmup: int = Bench.warmup,
+              max_seconds: float = float(Bench.seconds),
               processes: int = 1, on_progress=None, compiler: str = compilers.FIRST.id) -> BenchResult:
         """Fused against unfused (and another compiler's variant, for its id or "both"), with proof of what ran."""
 
