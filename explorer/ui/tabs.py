@@ -35,7 +35,12 @@ class View:
 
 
 def _reported(v: View) -> dict:
-    """The result with its near-misses' setting-fixes settled (the fusion report shows them; an engine call)."""
+    """The result with its near-misses' setting-fixes settled (the fusion report shows them; an engine call that
+    runs up to a few more configurations the first time)."""
+    report = v.result.get("report") or {}
+    if report.get("fixes_checked") is None and report.get("near_misses"):
+        with st.spinner("Running the settings that might fuse the near-misses, to offer only those that do…"):
+            return v.engine.check_fixes(v.choice.model, v.choice.config, v.result)
     return v.engine.check_fixes(v.choice.model, v.choice.config, v.result)
 
 
@@ -89,7 +94,7 @@ def _opened(first: str, ids: dict) -> None:
 def render(view: View) -> None:
     """The tabs the model's source offers, in the table's order; the open one is kept by its id (``state.TAB``),
     across a change of device or flags, a rerun and a link, and only its panel runs (the others' widgets keep
-    their values: ``state.begin_run``)."""
+    their values: ``state.init``)."""
     shown = offered(view.choice.source.offers)
     wanted = st.session_state.get(state.TAB)
     open_tab = next((tab for tab in shown if tab.id == wanted), shown[0])
