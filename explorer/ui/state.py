@@ -190,8 +190,10 @@ def begin_run() -> None:
 
 def end_run() -> None:
     """The end of a full run: the widgets' values kept for ``init`` to put back those this run did not draw."""
-    st.session_state[KEPT] = {key: st.session_state[key] for key in _widget_keys()}
-    st.session_state[RUN_DONE] = True
+    # The panels' values; a model's parameters are the sidebar's (those of a model not shown reset, as before).
+    ss = st.session_state
+    ss[KEPT] = {key: ss[key] for key in _widget_keys() if not str(key).startswith("model.param.")}
+    ss[RUN_DONE] = True
 
 
 def _widget_keys() -> list:
