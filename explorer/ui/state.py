@@ -152,12 +152,7 @@ DEFAULTS: dict[str, object] = {
 
 
 def init() -> None:
-    """Give every key its default once; values already set (by the user or a test) stay. Only the open tab's panel
-    runs, and Streamlit drops the value of a widget a finished run did not draw (the benchmark form's while the
-    graphs tab is open): it is put back from the last run's (``end_run``), so the form keeps what was typed."""
-    for key, value in (st.session_state.get(KEPT) or {}).items():
-        if key not in st.session_state:
-            st.session_state[key] = value
+    """Give every key its default once; values already set (by the user or a test) stay."""
     env, _ = server_env_defaults()
     defaults = dict(DEFAULTS, **{env_key(name): value for name, value in env.items()})
     for key, value in defaults.items():
@@ -171,7 +166,6 @@ def init() -> None:
 # DEFAULTS and the model's parameters they are what ``begin_run`` sends to the browser again.
 VALUE_WIDGETS: set[str] = set()
 RUN_DONE = "page.run_done"  # False from the start of a full run of the page until its end
-KEPT = "page.kept"  # the widgets' values at the end of the last full run (init puts back what Streamlit dropped)
 
 
 def begin_run() -> None:
@@ -183,21 +177,13 @@ def begin_run() -> None:
     0 warm-up, 1 s, 2 processes). Assigning each value again makes Streamlit send it with the widget."""
     ss = st.session_state
     if ss.get(RUN_DONE) is False:
-        for key in _widget_keys():
+        for key in [k for k in ss if k in DEFAULTS or k in VALUE_WIDGETS or str(k).startswith("model.param.")]:
             ss[key] = ss[key]
     ss[RUN_DONE] = False
 
 
 def end_run() -> None:
-    """The end of a full run: the widgets' values kept for ``init`` to put back those this run did not draw."""
-    # The panels' values; a model's parameters are the sidebar's (those of a model not shown reset, as before).
-    ss = st.session_state
-    ss[KEPT] = {key: ss[key] for key in _widget_keys() if not str(key).startswith("model.param.")}
-    ss[RUN_DONE] = True
-
-
-def _widget_keys() -> list:
-    return [k for k in st.session_state if k in DEFAULTS or k in VALUE_WIDGETS or str(k).startswith("model.param.")]
+    st.session_state[RUN_DONE] = True
 
 
 def default_param(model_id: str, name: str):

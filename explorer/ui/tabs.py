@@ -93,8 +93,7 @@ def _opened(first: str, ids: dict) -> None:
 
 def render(view: View) -> None:
     """The tabs the model's source offers, in the table's order; the open one is kept by its id (``state.TAB``),
-    across a change of device or flags, a rerun and a link, and only its panel runs (the others' widgets keep
-    their values: ``state.init``)."""
+    across a change of device or flags, a rerun and a link."""
     shown = offered(view.choice.source.offers)
     wanted = st.session_state.get(state.TAB)
     open_tab = next((tab for tab in shown if tab.id == wanted), shown[0])
@@ -102,9 +101,8 @@ def render(view: View) -> None:
     containers = st.tabs([tab.title for tab in shown], key=state.TAB_TITLE, on_change=_opened,
                          args=(shown[0].id, {tab.title: tab.id for tab in shown}))
     for tab, container in zip(shown, containers):
-        if container.open:  # lazy tabs (on_change given): only the open tab's panel runs
-            with container:
-                _isolated(tab, view)
+        with container:
+            _isolated(tab, view)
 
 
 def _isolated(tab: Tab, view: View) -> None:

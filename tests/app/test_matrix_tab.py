@@ -8,7 +8,7 @@ from explorer.ui import state
 
 def test_matrix_runs_shows_heatmap_and_opens_a_cell(make_app):
     at = make_app(**{state.PRESET: "matmul_bias_relu", tab.PRESETS_KEY: ["matmul_bias_relu"],
-                     tab.VARY_KEY: "remapping=on,off", state.TAB: "matrix"}).run()
+                     tab.VARY_KEY: "remapping=on,off"}).run()
     assert not at.exception
     assert any("2 cells planned" in i.value for i in at.info)
     at.button(key="matrix.run").click().run()
@@ -39,8 +39,7 @@ def test_matrix_on_the_servers_ray(make_app, monkeypatch):
     monkeypatch.setenv(tab.RAY_ADDRESS, "local")
     # cells no other test ran (a cached cell is answered from the cache, not sent to Ray)
     at = make_app(**{state.PRESET: "matmul_bias_relu", tab.PRESETS_KEY: ["matmul_bias_relu"],
-                     tab.VARY_KEY: "remapping=on,off\ndependency_optimization=off", tab.RAY_KEY: True,
-                     state.TAB: "matrix"}).run()
+                     tab.VARY_KEY: "remapping=on,off\ndependency_optimization=off", tab.RAY_KEY: True}).run()
     assert not at.exception
     try:
         assert at.checkbox(key=tab.RAY_KEY).label == "Run on Ray (local)"

@@ -6,7 +6,7 @@ from explorer.ui import state
 
 
 def test_repeatable_run_shows_processes_values_and_between_share(make_app):
-    at = make_app(**{state.BENCH_REPS: 6, state.BENCH_WARMUP: 1, state.BENCH_SECONDS: 30, state.TAB: "bench"}).run()
+    at = make_app(**{state.BENCH_REPS: 6, state.BENCH_WARMUP: 1, state.BENCH_SECONDS: 30}).run()
     assert not at.exception
     radio = at.radio(key=state.BENCH_MODE)
     assert radio.value == "quick" and radio.options == ["quick (1 process)", "repeatable (several fresh processes)"]

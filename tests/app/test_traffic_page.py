@@ -8,7 +8,7 @@ from explorer.ui import state
 
 
 def test_bench_shows_traffic_estimate_beside_measurement(make_app):
-    at = make_app(**{state.BENCH_REPS: 5, state.BENCH_WARMUP: 1, state.BENCH_SECONDS: 20, state.TAB: "bench"}).run()
+    at = make_app(**{state.BENCH_REPS: 5, state.BENCH_WARMUP: 1, state.BENCH_SECONDS: 20}).run()
     at.button(key="bench.run").click().run()
     assert not at.exception
     assert not at.error, [e.value for e in at.error]

@@ -44,7 +44,6 @@ def test_pin_then_switch_the_remapper_off_shows_both_sides_and_both_graphs(repla
 def test_the_matrix_has_the_sidebars_own_model_as_a_row(replay_app, source):
     at = _page(replay_app, source)
     at.session_state[matrix.VARY_KEY] = "remapping=on,off"
-    at.session_state[state.TAB] = "matrix"
     at.run()
     assert at.checkbox(key=matrix.THIS_KEY).value
     at.button(key="matrix.run").click().run()
