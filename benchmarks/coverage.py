@@ -4,7 +4,7 @@
 
 Runs every preset (default parameters) on the CPU with oneDNN on and off, and on the simulated
 Ampere GPU with the GPU flags on, and prints the table. ``--write`` stores it in
-explorer/coverage.json, which `python -m explorer presets` reports (tests re-check it live).
+explorer/model/coverage.json, which `python -m explorer presets` reports (tests re-check it live).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from explorer.engine import Engine
-from explorer.errors import ExplorerError
-from explorer.model.catalog import PRESETS, fused_as_catalogued
-from explorer.model.coverage import GPU_PARAMS, MODES, OUTPUT, TOTAL_ROWS, summary
-from explorer.model.flags import Config
+from explorer.engine import Engine  # noqa: E402
+from explorer.errors import ExplorerError  # noqa: E402
+from explorer.model.catalog import PRESETS, fused_as_catalogued  # noqa: E402
+from explorer.model.coverage import GPU_PARAMS, MODES, OUTPUT, TOTAL_ROWS, summary  # noqa: E402
+from explorer.model.flags import Config  # noqa: E402
 
 
 def main() -> int:

@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from devkit.browser import GRAPH_SVG, LINKED, launch_browser, new_context, start_app  # noqa: E402
-from devkit.machine import cpu_model  # noqa: E402
+from devkit.browser import GRAPH_SVG, LINKED, launch_browser, new_context, start_app
+from devkit.machine import cpu_model
 
 ARRIVAL_S = 5.0  # when the first visitor opens the page, after the server is up
 FLAGS = {"EXPLORER_DEFAULT_ENV": "TF_ENABLE_ONEDNN_OPTS=1"}  # the class setting on a CPU without AVX-512

@@ -29,11 +29,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from devkit.browser import (GRAPH_SVG, LINKED, expect_rerun, launch_browser, new_context,  # noqa: E402
+from devkit.browser import (GRAPH_SVG, LINKED, expect_rerun, launch_browser, new_context,
                             start_app, wait_idle)
 
-from devkit.machine import cpu_model  # noqa: E402
-from explorer.model.lesson import seed_lessons  # noqa: E402
+from devkit.machine import cpu_model
+from explorer.model.lesson import seed_lessons
 
 PANEL = ".st-key-lesson-panel"
 TIMEOUT_MS = 300_000

@@ -68,12 +68,12 @@ def main() -> int:
         for name in names:
             for flag in ("0", "1"):
                 spec, config = saved_model_spec(directory, name), {"env": {"TF_ENABLE_ONEDNN_OPTS": flag}}
-                engine.inspect(spec, config, use_cache=False, check_fixes=False)  # warm the worker and the load
+                engine.inspect(spec, config, use_cache=False)  # warm the worker and the load
                 started = time.perf_counter()
-                engine.inspect(spec, config, use_cache=False, check_fixes=False)
+                engine.inspect(spec, config, use_cache=False)
                 first = time.perf_counter() - started
                 started = time.perf_counter()
-                result = engine.inspect(spec, config, use_cache=False)
+                result = engine.check_fixes(spec, config, engine.inspect(spec, config, use_cache=False))
                 checked = time.perf_counter() - started
                 truth = direct[flag][name]
                 agree = counts(result) == (truth["fused"], truth["unfused"])

@@ -53,7 +53,7 @@ from serving_plan import (ACTION_S, BENCH, DEFAULT_PRESET, ENVS, FLAG_VALUE, STE
                           Figures, FirstSeen, log, p50_p95, report, session_plan)
 from serving_watch import FLAG_NAME, CpuWatcher, Server  # noqa: E402
 
-from explorer.model.catalog import PRESETS
+from explorer.model.catalog import PRESETS  # noqa: E402
 
 # --- what the script looks for on the page (explorer/ui); change here if the page changes -------
 # A drawn graph: Graphviz's SVG has a <g class="node"> per node, whether the page draws it with

@@ -54,7 +54,7 @@ def run_engine(sessions: int, deadline: float, cache_dir: Path) -> Figures:
         except ExplorerError as exc:
             f.error(i, "bench", exc)
             return
-        with f._lock:
+        with f._lock:  # noqa: SLF001 - the figures' own lock, shared with the threads of this script
             f.benches += 1
             if result["isolation"]["others_running_at_start"]:
                 f.overlaps.add(i)

@@ -24,11 +24,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from explorer.analysis import traffic  # noqa: E402
-from explorer.engine import Engine  # noqa: E402
-from explorer.engine.cache import DEFAULT_CACHE_DIR  # noqa: E402
-from explorer.model.flags import Config, parse_assignment  # noqa: E402
-from explorer.present.machine import describe  # noqa: E402
+from explorer.analysis import traffic
+from explorer.engine import Engine
+from explorer.engine.cache import DEFAULT_CACHE_DIR
+from explorer.model.flags import Config, parse_assignment
+from explorer.present.machine import describe
 
 SWEEPS = [
     ("matmul_bias_gelu_approx", {"k": 64, "n": 256}, "m", [1024, 4096, 16384]),

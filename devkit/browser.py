@@ -263,7 +263,7 @@ def _track_runs(page) -> None:
             return
         try:
             msg = ForwardMsg.FromString(bytes(payload))
-        except Exception:  # not a ForwardMsg: nothing to count
+        except Exception:  # noqa: BLE001 - not a ForwardMsg: nothing to count
             return
         kind = msg.WhichOneof("type")
         # a whole run starts with new_session; a fragment's run has no start message, only its end

@@ -11,7 +11,8 @@
     security/   hostile inputs: each file marks its TensorFlow tests tf itself
     e2e/        the app in headless Chromium                           -> e2e
 
-A test file may add markers of its own (``slow``, ``gpu``); the directory's come on top.
+A test file may add markers of its own (``gpu``); the directory's come on top. There is no ``slow``
+marker: ``-m "not tf and not e2e"`` is the quick selection (no TensorFlow, no browser).
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ class GraphDiff:
     unchanged: tuple[str, ...]  # in both, same; after order
     fusions: tuple[Fusion, ...]
     renames: tuple[Rename, ...]
-    _index: dict = field(default=None, compare=False, repr=False, hash=False)  # lookups, built once
+    _index: dict = field(default_factory=dict, compare=False, repr=False, hash=False)  # lookups, built once
 
     def __post_init__(self):
         before: dict[str, str] = {}

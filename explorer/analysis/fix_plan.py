@@ -63,7 +63,7 @@ def resolved(before: list[dict], after: list[dict]) -> list[dict]:
     """Near-misses of ``before`` none of whose nodes is in a near-miss of ``after`` (gone: fused, or
     rewritten into another form that fused). A fixed SavedModel's nodes sit one call scope deeper
     ("StatefulPartitionedCall/" + the original's name): a node matches a name it ends with."""
-    left = set()
+    left: set[str] = set()
     for miss in after:
         for name in miss["nodes"]:
             parts = name.split("/")

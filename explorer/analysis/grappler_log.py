@@ -46,7 +46,9 @@ def parse_log(lines: list[str]) -> dict:
     items: list[dict] = []
     remapper_log: list[str] = []
     notable: list[str] = []
-    item = iteration = current = None
+    item: dict | None = None
+    iteration: dict | None = None
+    current: dict | None = None
     pending: list[str] = []  # lines seen since the last pass boundary
     for raw in lines:
         parsed = split_line(raw)

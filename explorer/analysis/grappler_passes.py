@@ -38,10 +38,10 @@ def graphs_around(run: dict, key: str, pass_graphs: dict) -> tuple[str | None, s
         if str(iteration["index"]) != it_index:
             continue
         passes = iteration["passes"]
-        pos = int(pos)
-        after = base_name(passes[pos].get("dump"))
+        at = int(pos)
+        after = base_name(passes[at].get("dump"))
         before = None
-        for p in reversed(passes[:pos]):
+        for p in reversed(passes[:at]):
             if base_name(p.get("dump")) in pass_graphs:
                 before = base_name(p["dump"])
                 break

@@ -14,6 +14,7 @@ inside the model (``result["xla_clusters"]`` of kind "must-compile") are counted
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 
 from ..model.graph import Graph, Node
 from .fusion import CONST_OPS, Fusion, is_fused_node
@@ -87,7 +88,7 @@ def saved_bytes(fusions: list[Fusion], traced: Graph) -> int | None:
 
 
 def report(graphs: dict[str, Graph], fusions: list[Fusion], where: Where | bool | None,
-           clusters: list[dict] = ()) -> dict:
+           clusters: Sequence[dict] = ()) -> dict:
     """The whole-model report of an inspect result's stages and its traced -> optimized fusions.
 
     ``where``: the configuration the rules read (``near_miss.Where``; a bare bool is oneDNN on a CPU)."""
@@ -95,7 +96,7 @@ def report(graphs: dict[str, Graph], fusions: list[Fusion], where: Where | bool 
         where = Where(onednn=bool(where))
     optimized = graphs.get("optimized")
     traced = graphs.get("traced")
-    totals = {f"ops_{stage}": len(g.compute_ops()) for stage, g in graphs.items()}
+    totals: dict[str, object] = {f"ops_{stage}": len(g.compute_ops()) for stage, g in graphs.items()}
     if optimized is not None:
         totals["fused_kernels"] = sum(1 for n in optimized.nodes if is_fused_node(n))
         left = Counter(n.op for n in optimized.nodes if n.op in CONTRACTIONS)

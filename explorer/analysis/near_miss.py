@@ -92,7 +92,7 @@ def apply_checks(misses: list[dict], outcomes: list[tuple[list[dict], list[dict]
                              + (f"; {miss['code_change']}" if miss.get("code_change") else "")))
             if not ran and miss.get("candidates"):
                 miss["verified"] = None  # candidates beyond the bound of configurations run: not known
-                miss["fix"] = (f"not checked here (more configurations than the engine runs for one model)"
+                miss["fix"] = ("not checked here (more configurations than the engine runs for one model)"
                                + (f"; {miss['code_change']}" if miss.get("code_change") else ""))
         settled.append(miss)
     return settled

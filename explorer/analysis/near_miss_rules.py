@@ -4,6 +4,7 @@ chain at a node (``prediction.predict``), and one near-miss as the report carrie
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..model.chain import Chain
@@ -54,7 +55,7 @@ def rules(chain: Chain, node: Node, where: Where) -> tuple[list[str], list[list[
 
 
 def record(kind: str, nodes: list[str], chain_text: str, form: str, needs: str, code_change: str,
-           candidates: list[list[dict]] = (), *, after_fused: bool = False) -> dict:
+           candidates: Sequence[list[dict]] = (), *, after_fused: bool = False) -> dict:
     """One near-miss as the report carries it. ``fix`` and ``changes`` are settled by ``apply_checks``."""
     return {"kind": kind, "nodes": list(nodes), "chain": chain_text, "form": form, "needs": needs,
             "fix": code_change, "changes": [], "candidates": [list(c) for c in candidates],

@@ -39,7 +39,10 @@ def attach(result: dict, profile: dict, top: int = 10) -> dict:
         return result
     times = optimized_times(result, profile)
     whole = total_ms(times)
-    share = (lambda ms: ms / whole if whole > 0 else 0.0)
+
+    def share(ms: float) -> float:
+        return ms / whole if whole > 0 else 0.0
+
     misses = []
     for miss in report.get("near_misses") or []:
         ms = sum(times.get(n, 0.0) for n in miss["nodes"])

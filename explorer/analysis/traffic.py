@@ -2,7 +2,7 @@
 
 Input: a benchmark result, whose worker recorded for each variant the tensors every executed op reads
 and writes (``proof[variant]["tensors"]``: [dtype, shape, bytes], bytes from TensorFlow's own dtype
-sizes), and the machine's measured speeds (``engine.machine``: a bandwidth curve over working-set
+sizes), and the machine's measured speeds (``engine.machine_profile``: a bandwidth curve over working-set
 sizes and TensorFlow's float32 matmul rate).
 
 The model is a per-op roofline: an op takes max(its bytes ÷ the bandwidth at its working set, its
@@ -177,7 +177,7 @@ def report(result: dict, profile: dict | None) -> dict | None:
         "bandwidth": profile["bandwidth"], "caches": profile.get("caches") or {}, "threads": profile.get("threads"),
         "matmul": profile["matmul"], "fingerprint": {k: fp.get(k) for k in ("cpu_model", "cpu_count", "device")},
         "dram_gbs": dram_bandwidth(profile), "matmul_gflops": profile["matmul"]["gflops"], "curve": BANDWIDTH_CURVE}
-    for v, account in variants.items():
+    for account in variants.values():
         account.update(estimate_ops(account["ops"], profile))
         account["relation"] = relation(account["est_ms"], account["measured_ms"])
     f, u = variants["fused"], variants["unfused"]

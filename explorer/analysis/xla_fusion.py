@@ -283,6 +283,6 @@ def executed_vs_shown(result: dict) -> dict:
     same model say they came out of XLA's passes alike.
     """
     ran = set((result.get("executed") or {}).get("hlo_instructions") or [])
-    entry = next((c for c in result["module"]["computations"] if c["is_entry"]), {"instructions": []})
+    entry: dict = next((c for c in result["module"]["computations"] if c["is_entry"]), {"instructions": []})
     shown = {i["name"] for i in entry["instructions"] if i["opcode"] not in PLUMBING}
     return {"same": bool(ran) and ran == shown, "only_ran": sorted(ran - shown), "only_shown": sorted(shown - ran)}

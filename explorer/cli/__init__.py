@@ -111,6 +111,8 @@ def _inspect_compilers(engine, spec: dict, config: Config, args, page_link: str 
                 raise
             results[compiler.id] = {"compiler": compiler.id, "error": exc.to_dict() if isinstance(exc, WorkerError) else
                                     {"kind": "spec", "message": str(exc), "detail": ""}}
+    if "error" not in results.get(compilers.FIRST.id, {"error": None}):  # its fusion report's near-misses, settled
+        results[compilers.FIRST.id] = engine.check_fixes(spec, config, results[compilers.FIRST.id])
     if args.json:
         first, *others = chosen
         extra = {"link": page_link} if page_link else {}
@@ -253,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
             _inspect_compilers(engine, spec, config, args, page_link)
         elif args.command == "inspect":
             result = engine.inspect(spec, config, use_cache=not args.no_cache, pass_graphs=args.pass_graphs)
+            result = engine.check_fixes(spec, config, result)  # the fusion report's near-misses, settled
             _show(result, args.json, text.inspect_text, page_link)
             if args.export:
                 _export(result, args.export)

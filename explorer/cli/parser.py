@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from ..model import compilers
+from ..model.experiment_parts import Bench
 from ..model.limits import PASS_GRAPHS_AUTO_NODES
 from ..model.sources import sources
 from . import compare, diagnose, fix, lessons
@@ -57,9 +58,10 @@ def make_parser() -> argparse.ArgumentParser:
         p.add_argument("--url", metavar="URL", help="where --link's explorer is (default: $EXPLORER_URL, else "
                        "http://localhost:8501)")
         if name == "bench":
-            p.add_argument("--reps", type=int, default=60, help="timed repetitions of each variant (default 60)")
-            p.add_argument("--warmup", type=int, default=5, help="untimed calls first (default 5)")
-            p.add_argument("--max-seconds", type=float, default=60.0, help="time budget of the timed loop")
+            p.add_argument("--reps", type=int, default=Bench.reps,
+                           help=f"timed repetitions of each variant (default {Bench.reps})")
+            p.add_argument("--warmup", type=int, default=Bench.warmup, help=f"untimed calls first (default {Bench.warmup})")
+            p.add_argument("--max-seconds", type=float, default=float(Bench.seconds), help="time budget of the timed loop")
             p.add_argument("--processes", type=int, default=1, metavar="N",
                            help="run the benchmark in N fresh worker processes, one after another, for a speedup "
                                 "whose interval includes process-to-process variation (default 1: the quick run)")

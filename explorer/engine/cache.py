@@ -94,6 +94,7 @@ class ResultCache:
     MAX_FILES = 2000  # a long-running class server must not fill its disk
 
     def _prune(self) -> None:
+        assert self.directory is not None  # only a cache on disk is pruned
         files = list(self.directory.glob("*.json"))
         if len(files) <= self.MAX_FILES:
             return

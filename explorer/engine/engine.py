@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..analysis.agreement import broken
@@ -18,14 +19,15 @@ from ..analysis.annotate import annotate, annotate_bench, annotate_replicated, a
 from ..analysis.replicated import QUICK_MODE, quick
 from ..errors import SpecError, WorkerError
 from ..model import compilers
+from ..model.experiment_parts import Bench
 from ..model.devices import refuse_simulated
 from ..model.hooks import hook
 from ..model.flags import Config
-from ..model.limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_SWEEP_POINTS, MAX_WARMUP  # noqa: F401
+from ..model.limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_SWEEP_POINTS, MAX_WARMUP
 from ..model.results import BenchResult, InspectResult, SweepResult
 from ..model.sources import source_of
 from ..model.spec import resolve
-from . import compare, diagnose, fix_check, fixes, machine_profile
+from . import compare, diagnose, fix_check, fixes, machine_profile, warmup
 from .admission import HOST, AdmissionQueue
 from .cache import DEFAULT_CACHE_DIR, ResultCache, inspect_key
 from .runner import Limits, Pool, WorkerProcess
@@ -39,6 +41,9 @@ class Engine:
 
     It implements ``interface.EngineInterface``; ``replay.ReplayEngine`` is the same engine answered by
     recordings instead of worker processes (it replaces ``_run``, ``_run_fresh`` and the pool's queries).
+    Every worker request takes one path, ``_request``: its admission slot, then the configuration's warm
+    worker (``_run``) or a fresh one (``_run_fresh``). Helpers (``fixes``, ``machine_profile``, ``warmup``)
+    use the public calls only.
     """
 
     name = "live"  # what the page keys its per-engine caches by (a ReplayEngine names its directory)
@@ -77,26 +82,42 @@ class Engine:
     def store(self, kind: str, spec, config, result: dict, extra: dict | None = None) -> None:
         self.cache.put(self.result_key(kind, spec, config, extra), result)
 
-    def prestart(self, config) -> None:
-        """Start the worker of a configuration in the background, so its first view is warm.
+    def prestart(self, config, *, after_s: float = 0.0) -> None:
+        """Start a configuration's worker in ``after_s`` seconds, in the background (``warmup``): the page asks for
+        the likely next one (oneDNN flipped) while the person reads the current one."""
+        warmup.prestart(self, Config.coerce(config), after_s)
 
-        A new configuration costs a TensorFlow import (~3 s); the page calls this for the likely
-        next one (e.g. the same flags with oneDNN flipped) while the person reads the current one.
-        """
+    def start_worker(self, config) -> None:
+        """Start a configuration's worker now, unless it is warm or the pool has no room to keep one more; a
+        TensorFlow import is seconds of CPU, so it takes a graph slot (never beside a benchmark timing)."""
         config = Config.coerce(config)
         if self.pool.has_warm(config) or len(self.pool.workers()) >= self.pool.limits.max_workers - 1:
             return
+        with self.queue(config.device).slot("graph"):
+            self.pool.get(config)
 
-        def start():
-            try:
-                # A TensorFlow import is seconds of CPU: it takes a graph slot, so it never runs
-                # beside a benchmark that is timing.
-                with self.queue(config.device).slot("graph"):
-                    self.pool.get(config)
-            except Exception:  # noqa: BLE001 - a failed warm-up only costs the head start
-                pass
+    def prepare(self, name: str, experiments: list, configs: Sequence = (), then=None) -> bool:
+        """The results of ``experiments`` made in the background, then the workers of ``configs`` started
+        (``warmup``); ``then`` gets each inspect result. Once per ``name``: False when asked for already."""
+        return warmup.prepare(self, name, experiments, list(configs), then)
 
-        threading.Thread(target=start, daemon=True, name="explorer-prestart").start()
+    def request(self, config, op: str, payload: dict, *, slot: str | None = "graph", timeout: float | None = None,
+                fresh: bool = False, on_progress=None) -> tuple[dict, dict]:
+        """A worker request of the engine's helpers (``fixes``, ``machine_profile``): the answer and how it ran.
+        ``slot``: the admission slot it takes ("graph", "bench"; None: the caller holds one)."""
+        return self._request(Config.coerce(config), op, payload, slot=slot, timeout=timeout, fresh=fresh,
+                             on_progress=on_progress)
+
+    def _request(self, config: Config, op: str, payload: dict, *, slot: str | None = "graph",
+                 timeout: float | None = None, fresh: bool = False, on_progress=None) -> tuple[dict, dict]:
+        """The one path of every worker request: its admission slot, then the configuration's warm worker (or a
+        fresh one, closed afterwards)."""
+        timeout = self.pool.limits.inspect_s if timeout is None else timeout
+        run = self._run_fresh if fresh else self._run
+        if slot is None:
+            return run(config, op, payload, timeout, on_progress)
+        with self.queue(config.device).slot(slot, on_progress):
+            return run(config, op, payload, timeout, on_progress)
 
     def _run(self, config: Config, op: str, payload: dict, timeout: float, on_progress=None) -> tuple[dict, dict]:
         started = time.perf_counter()
@@ -121,11 +142,9 @@ class Engine:
         return worker.fingerprint
 
     def inspect(self, spec, config=None, *, on_progress=None, use_cache: bool = True,
-                pass_graphs: bool = False, check_fixes: bool = True) -> InspectResult:
-        """The model's graphs at every stage, the fusions found and Grappler's own account.
-
-        ``check_fixes``: a near-miss's fix that is a setting is run (``fix_check``) and offered only if
-        it fused the chain; a run made for that check has its own near-misses left unchecked.
+                pass_graphs: bool = False) -> InspectResult:
+        """The model's graphs at every stage, the fusions found and Grappler's own account; the near-misses'
+        setting-fixes unchecked (``check_fixes``).
 
         The graph after every Grappler pass comes with it for a model of up to
         ``model.limits.PASS_GRAPHS_AUTO_NODES`` nodes; a bigger one's first graphs come without them
@@ -134,14 +153,6 @@ class Engine:
         spec, config = resolve(spec), Config.coerce(config)
         _check_import_device(spec, config)
         key = inspect_key(spec, config, pass_graphs)
-        if check_fixes:
-            result = self.inspect(spec, config, on_progress=on_progress, use_cache=use_cache,
-                                  pass_graphs=pass_graphs, check_fixes=False)
-            if (result.get("report") or {}).get("fixes_checked") is None:
-                result = fix_check.check(self, spec, config, result)
-                if not broken(result.get("agreement")):
-                    self.cache.put(key, {k: v for k, v in result.items() if k not in ("cached", "shared")})
-            return result
         if not use_cache:
             return self._inspect(spec, config, key, on_progress, pass_graphs)
         cached = self.cache.get(key)
@@ -164,7 +175,7 @@ class Engine:
                                  "configuration; waiting for its result"})
             cached = self.cache.get(key)
             return dict(cached, cached=True, shared=True) if cached is not None else \
-                self.inspect(spec, config, on_progress=on_progress, pass_graphs=pass_graphs, check_fixes=False)
+                self.inspect(spec, config, on_progress=on_progress, pass_graphs=pass_graphs)
         try:
             return self._inspect(spec, config, key, on_progress, pass_graphs)
         finally:
@@ -172,24 +183,33 @@ class Engine:
                 self._inflight.pop(key, None)
             running.set()
 
+    def check_fixes(self, spec, config, result: dict) -> dict:
+        """An inspect result whose near-misses' setting-fixes are settled by running them (``fix_check``: a
+        setting is offered only where its run fused the chain); what the fusion report asks for. The checked
+        result is kept under the inspect result's key, so a check runs once per result."""
+        spec, config = resolve(spec), Config.coerce(config)
+        checked = fix_check.check(self, spec, config, result)
+        stored = self.cache.get(result["key"]) if checked is not result and result.get("key") else None
+        if stored is not None:
+            self.cache.put(result["key"], dict(stored, report=checked["report"]))
+        return checked
+
     def _inspect(self, spec, config: Config, key: str, on_progress, pass_graphs: bool = False) -> dict:
-        with self.queue(config.device).slot("graph", on_progress):
-            payload = inspect_payload(spec, config, pass_graphs)
+        payload = inspect_payload(spec, config, pass_graphs)
+        try:
+            result, info = self._request(config, compilers.FIRST.inspect_op, payload, on_progress=on_progress)
+        except WorkerError as exc:
+            how = next((f"killed by {s}" for s in KERNEL_SIGNALS if f"killed by {s}" in str(exc)), None)
+            if exc.kind != "crash" or how is None or config.device != "cpu":
+                raise
+            # The run killed the worker from inside (a fused kernel's abort): a new worker shows Grappler's
+            # graphs made without running them, and whether the unfused graph runs. If that dies too, the
+            # first error stands.
             try:
-                result, info = self._run(config, compilers.FIRST.inspect_op, payload, self.pool.limits.inspect_s,
-                                         on_progress)
-            except WorkerError as exc:
-                how = next((f"killed by {s}" for s in KERNEL_SIGNALS if f"killed by {s}" in str(exc)), None)
-                if exc.kind != "crash" or how is None or config.device != "cpu":
-                    raise
-                # The run killed the worker from inside (a fused kernel's abort): a new worker shows Grappler's
-                # graphs made without running them, and whether the unfused graph runs. If that dies too, the
-                # first error stands.
-                try:
-                    result, info = self._run(config, compilers.FIRST.inspect_op, dict(payload, aborted=how),
-                                             self.pool.limits.inspect_s, on_progress)
-                except WorkerError:
-                    raise exc from None
+                result, info = self._request(config, compilers.FIRST.inspect_op, dict(payload, aborted=how),
+                                             on_progress=on_progress)
+            except WorkerError:
+                raise exc from None
         result = dict(result, config=config.to_dict(), worker=info, cached=False, key=key, spec=_public(spec))
         result = annotate(result)
         if not broken(result.get("agreement")):  # a failed call is asked again, never answered from the cache
@@ -210,9 +230,7 @@ class Engine:
         cached = self.cache.get(key) if use_cache else None
         if cached is not None:
             return dict(cached, cached=True)
-        with self.queue(config.device).slot("graph", on_progress):
-            result, info = self._run(config, compiler.inspect_op, compiler_payload(spec), self.pool.limits.inspect_s,
-                                     on_progress)
+        result, info = self._request(config, compiler.inspect_op, compiler_payload(spec), on_progress=on_progress)
         result = hook(compiler.annotate)(dict(result, config=config.to_dict(), worker=info, cached=False, key=key))
         self.cache.put(key, result)
         return result
@@ -227,9 +245,8 @@ class Engine:
         cached = self.cache.get(key) if use_cache else None
         if cached is not None:
             return dict(cached, cached=True)
-        with self.queue(config.device).slot("bench", on_progress):
-            result, info = self._run(config, "profile", profile_payload(spec, config, calls),
-                                     self.pool.limits.inspect_s, on_progress)
+        result, info = self._request(config, "profile", profile_payload(spec, config, calls), slot="bench",
+                                     on_progress=on_progress)
         result = dict(result, config=config.to_dict(), worker=info, cached=False, key=key,
                       measured_at=time.strftime("%Y-%m-%d %H:%M:%S"))
         self.cache.put(key, result)
@@ -251,7 +268,8 @@ class Engine:
     def diagnose(self, spec, config=None, *, repro=None, ways=True, reps=20, out=None, on_progress=None) -> dict:
         return diagnose.run(self, spec, config, repro=repro, ways=ways, reps=reps, out=out, on_progress=on_progress)
 
-    def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
+    def bench(self, spec, config=None, *, reps: int = Bench.reps, warmup: int = Bench.warmup,
+              max_seconds: float = float(Bench.seconds),
               processes: int = 1, on_progress=None, compiler: str = compilers.FIRST.id) -> BenchResult:
         """Fused against unfused, interleaved, with proof of which graph each variant ran.
 
@@ -275,7 +293,8 @@ class Engine:
         load_before = os.getloadavg()[0]
         with admission.slot("bench", on_progress) as slot:
             if processes == 1:
-                result, info = self._run(config, timed.bench_op, payload, timeout, on_progress)
+                result, info = self._request(config, timed.bench_op, payload, slot=None, timeout=timeout,
+                                             on_progress=on_progress)
             else:
                 runs = self._replicates(config, payload, timeout, processes, on_progress)
             overlaps = admission.overlaps
@@ -317,7 +336,8 @@ class Engine:
 
             progress({"fraction": 0.0, "message": "starting TensorFlow in a new worker process"})
             # Which variant goes first alternates by process: no variant always leads.
-            result, info = self._run_fresh(config, "bench", dict(payload, rotate=i), timeout, progress)
+            result, info = self._request(config, "bench", dict(payload, rotate=i), slot=None, timeout=timeout,
+                                         fresh=True, on_progress=progress)
             runs.append(dict(result, worker=info))
         return runs
 
@@ -357,8 +377,8 @@ class Engine:
     def machine(self, config=None, *, fingerprint: dict | None = None, use_cache: bool = True, measure: bool = True,
                 request: dict | None = None, on_progress=None) -> dict | None:
         """This machine's bandwidth curve and matmul rate, measured once per machine (engine.machine_profile)."""
-        return machine_profile.profile(self, Config.coerce(config), fingerprint=fingerprint, use_cache=use_cache,
-                                       measure=measure, request=request, on_progress=on_progress)
+        return machine_profile.profile(self, Config.coerce(config), self.cache, fingerprint=fingerprint,
+                                       use_cache=use_cache, measure=measure, request=request, on_progress=on_progress)
 
     def traffic(self, result: dict, config=None, *, measure: bool = True, on_progress=None) -> dict:
         """A benchmark result with its memory-traffic report (analysis.traffic) as ``result["traffic"]``."""

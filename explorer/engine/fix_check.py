@@ -40,7 +40,8 @@ def check(engine, spec, config: Config, result: dict) -> dict:
     if not report or report.get("fixes_checked") is not None:
         return result
     misses = report.get("near_misses") or []
-    outcomes, runs = [], []
+    outcomes: list[tuple[list[dict], list[dict] | None]] = []
+    runs: list[dict] = []
     for settings in candidate_settings(misses):
         target = configured(config, settings)
         if target is None or target == config:
@@ -49,7 +50,7 @@ def check(engine, spec, config: Config, result: dict) -> dict:
         if len(runs) >= MAX_CONFIGURATIONS:
             continue
         try:
-            other = engine.inspect(spec, target, check_fixes=False)
+            other = engine.inspect(spec, target)
             fusions = other.get("fusions") or []
             runs.append({"config": target.to_dict(), "fused_kernels": len(fusions)})
         except ExplorerError as exc:  # a GPU that is not here, a worker that died, no recording: fused nothing

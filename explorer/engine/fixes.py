@@ -39,7 +39,7 @@ def run(engine, spec, config=None, *, apply: list[str] | None = None, out: str |
         processes = engine.check_bench_options(reps, warmup, max_seconds, processes)
     say = _progress(on_progress)
     say(0.02, "inspecting the model as imported")
-    before = engine.inspect(spec, config, on_progress=on_progress)
+    before = engine.check_fixes(spec, config, engine.inspect(spec, config, on_progress=on_progress))
     say(0.1, "timing each op of the model as imported (TensorFlow's profiler)")
     profile = engine.profile(spec, config, on_progress=on_progress)
     before = op_time.attach(before, profile)
@@ -52,14 +52,13 @@ def run(engine, spec, config=None, *, apply: list[str] | None = None, out: str |
     try:
         say(0.2, f"rewriting a copy of the model: {', '.join(fixes)}")
         variants = fix_plan.variants(fixes)
-        with engine.queue(config.device).slot("graph", on_progress):
-            written, _ = engine._run(config, "fix", {"spec": spec.to_dict(), "out_dir": work, "variants": variants},
-                                     engine.pool.limits.inspect_s * 2, on_progress)
+        written, _ = engine.request(config, "fix", {"spec": spec.to_dict(), "out_dir": work, "variants": variants},
+                                    timeout=engine.pool.limits.inspect_s * 2, on_progress=on_progress)
         specs = {v["name"]: _fixed_spec(v, spec) for v in written["variants"]}
         fixed = {}
         for i, (name, fixed_spec) in enumerate(specs.items()):
             say(0.3 + 0.2 * i / len(specs), f"inspecting the fixed model ({name})")
-            fixed[name] = engine.inspect(fixed_spec, config, check_fixes=False, on_progress=on_progress)
+            fixed[name] = engine.inspect(fixed_spec, config, on_progress=on_progress)
         bench = _measure(engine, spec, specs, config, processes if measure else 0, reps, warmup, max_seconds, say)
         model_out = _keep(written["variants"][0], out) if out else None
         result = fix_report.assemble(before, written["variants"], fixed, bench, model_out)
@@ -103,10 +102,9 @@ def _measure(engine, spec, specs: dict, config: Config, processes: int, reps: in
                 for group in groups:
                     request = dict(base, rotate=i, variants=[{"name": ORIGINAL, "spec": spec.to_dict()}]
                                    + [{"name": name, "spec": specs[name]} for name in group])
-                    if processes > 1:
-                        result, info = engine._run_fresh(config, "bench_models", request, timeout, None)
-                    else:
-                        result, info = engine._run(config, "bench_models", request, timeout)
+                    # The slot is held above, across the processes: no other request runs between them.
+                    result, info = engine.request(config, "bench_models", request, slot=None, timeout=timeout,
+                                                  fresh=processes > 1)
                     agreement.update(result["agreement"])
                     runs.append(_run_record(result, info))
                     for name in group:

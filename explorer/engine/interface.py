@@ -17,9 +17,11 @@ what it keeps per session by it, and asks ``is_ready`` before a call, to say whe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from ..model import compilers
+from ..model.experiment_parts import Bench
 from ..model.results import BenchResult, InspectResult, SweepResult
 from .admission import AdmissionQueue
 
@@ -29,10 +31,12 @@ class EngineInterface(Protocol):
     name: str  # what the page keys its per-engine caches by ("live", "replay:DIR")
 
     def inspect(self, spec, config=None, *, on_progress=None, use_cache: bool = True,
-                pass_graphs: bool = False, check_fixes: bool = True) -> InspectResult:
-        """The model's graphs at every stage, the fusions found and Grappler's own account (with the
-        near-misses' setting-fixes run and kept only where they fused the chain, unless ``check_fixes``
-        is False)."""
+                pass_graphs: bool = False) -> InspectResult:
+        """The model's graphs at every stage, the fusions found and Grappler's own account."""
+
+    def check_fixes(self, spec, config, result: dict) -> dict:
+        """An inspect result with its near-misses' setting-fixes run and kept only where they fused the chain
+        (what the fusion report shows; up to a few more inspect requests, once per result)."""
 
     def xla(self, spec, config=None, *, on_progress=None, use_cache: bool = True) -> dict:
         """The model compiled by XLA: HLO stages, XLA's fusions mapped to the model's TF ops."""
@@ -60,7 +64,8 @@ class EngineInterface(Protocol):
         run: remapper off, oneDNN flipped, for an imported model the fusion prevented by a rewrite kept at
         ``out``) and that node's standalone repro script (written at ``repro``)."""
 
-    def bench(self, spec, config=None, *, reps: int = 60, warmup: int = 5, max_seconds: float = 60.0,
+    def bench(self, spec, config=None, *, reps: int = Bench.reps, warmup: int = Bench.warmup,
+              max_seconds: float = float(Bench.seconds),
               processes: int = 1, on_progress=None, compiler: str = compilers.FIRST.id) -> BenchResult:
         """Fused against unfused (and another compiler's variant, for its id or "both"), with proof of what ran."""
 
@@ -81,8 +86,12 @@ class EngineInterface(Protocol):
     def is_warm(self, config) -> bool:
         """Whether a request of this configuration starts at once (no TensorFlow to import first)."""
 
-    def prestart(self, config) -> None:
-        """Start this configuration's worker in the background (the likely next question)."""
+    def prestart(self, config, *, after_s: float = 0.0) -> None:
+        """Start this configuration's worker in the background after ``after_s`` s (the likely next question)."""
+
+    def prepare(self, name: str, experiments: list, configs: Sequence = (), then=None) -> bool:
+        """Make these experiments' results in the background, then start the workers of ``configs`` (a lesson
+        prepared ahead; the server's first result); ``then`` gets each inspect result. Once per ``name``."""
 
     def result_key(self, kind: str, spec, config=None, extra: dict | None = None) -> str:
         """The key a result of this request is known by (the same for the same request)."""

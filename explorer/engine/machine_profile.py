@@ -38,12 +38,12 @@ def describe(profile: dict) -> str:
             f"{profile['matmul']['gflops']:.1f} GFLOP/s (measured {profile.get('measured_at', '?')})")
 
 
-def profile(engine, config, *, fingerprint: dict | None = None, use_cache: bool = True, measure: bool = True,
-            request: dict | None = None, on_progress=None) -> dict | None:
+def profile(engine, config, results: ResultCache, *, fingerprint: dict | None = None, use_cache: bool = True,
+            measure: bool = True, request: dict | None = None, on_progress=None) -> dict | None:
     """The machine's profile: from the cache when this machine has one, else measured (``measure``) or None.
 
     ``request`` passes sizes to the probe (tests keep it tiny); a profile measured with one is kept
-    under a key of its own, so it never stands in for the full curve.
+    under a key of its own, so it never stands in for the full curve. ``results``: the engine's result cache.
     """
     if is_simulated(config.device):
         return None
@@ -51,17 +51,17 @@ def profile(engine, config, *, fingerprint: dict | None = None, use_cache: bool 
     key = machine_key(fp)
     if request:
         key += "-" + hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()[:8]
-    store = _store(engine)
+    store = _store(results)
     cached = store.get(key) if use_cache else None
     if cached is not None:
         return dict(cached, cached=True)
     if not measure:
         return None
-    with engine.queue(config.device).slot("bench", on_progress):
-        if on_progress:
-            on_progress({"fraction": 0.0, "message": "measuring this machine's memory bandwidth and matmul rate "
-                                                     "(once per machine, a few seconds)"})
-        result, _info = engine._run(config, "machine", dict(request or {}), PROBE_TIMEOUT_S, on_progress)
+    if on_progress:
+        on_progress({"fraction": 0.0, "message": "measuring this machine's memory bandwidth and matmul rate "
+                                                 "(once per machine, a few seconds)"})
+    result, _info = engine.request(config, "machine", dict(request or {}), slot="bench", timeout=PROBE_TIMEOUT_S,
+                                   on_progress=on_progress)
     result = dict(result, key=key, measured_at=time.strftime("%Y-%m-%d %H:%M:%S"), cached=False,
                   partial=bool(request))
     result["described"] = describe(result)
@@ -72,12 +72,12 @@ def profile(engine, config, *, fingerprint: dict | None = None, use_cache: bool 
 _shared: list[ResultCache] = []
 
 
-def _store(engine) -> ResultCache:
+def _store(results: ResultCache) -> ResultCache:
     """The engine's result cache; an engine without a disk cache (``--no-cache``, tests) still keeps
     the machine's profile on disk where the results live: it describes the machine, not a request,
     and measuring it again costs seconds on every command."""
-    if engine.cache.directory is not None:
-        return engine.cache
+    if results.directory is not None:
+        return results
     if not _shared:
         _shared.append(ResultCache(DEFAULT_CACHE_DIR))
     return _shared[0]
@@ -88,5 +88,5 @@ def attach(engine, result: dict, config, *, measure: bool = True, on_progress=No
     machine = None
     fp = result.get("fingerprint") or {}
     if fp.get("device", "cpu") == "cpu":
-        machine = profile(engine, config, fingerprint=fp, measure=measure, on_progress=on_progress)
+        machine = engine.machine(config, fingerprint=fp, measure=measure, on_progress=on_progress)
     return dict(result, traffic=traffic.report(result, machine))

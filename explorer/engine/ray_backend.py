@@ -54,7 +54,7 @@ def task_attempt() -> int | None:
     import ray
 
     try:
-        return int(ray._private.worker.global_worker.core_worker.get_current_task_attempt_number())
+        return int(ray._private.worker.global_worker.core_worker.get_current_task_attempt_number())  # noqa: SLF001 - no public call
     except (AttributeError, TypeError, ValueError):
         return None
 

@@ -110,8 +110,11 @@ class ReplayEngine(Engine):
     def is_warm(self, config) -> bool:
         return True  # nothing to start
 
-    def prestart(self, config) -> None:
+    def prestart(self, config, *, after_s: float = 0.0) -> None:
         pass
+
+    def start_worker(self, config) -> None:
+        pass  # nothing to start
 
 
 class RecordingEngine(Engine):

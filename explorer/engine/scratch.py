@@ -24,7 +24,7 @@ def folder(kind: str) -> str:
 def sweep(root: str | None = None) -> list[str]:
     """Remove the folders of this user's explorer processes that no longer run; the folders removed."""
     root = root or tempfile.gettempdir()
-    removed = []
+    removed: list[str] = []
     try:
         entries = list(os.scandir(root))
     except OSError:

@@ -90,7 +90,7 @@ def check(members: list[Member], what: str, allowed: dict | None = None) -> list
         limit = MAX_MEMBER_BYTES if allowed is None else allowed.get(member.path)
         if limit is None:
             raise ModelFileError(what, f"member {quoted(member.name)} is not part of a .keras file (it holds "
-                                       f"{', '.join(sorted(allowed))} only; assets and other files are not taken)")
+                                       f"{', '.join(sorted(allowed or ()))} only; assets and other files are not taken)")
         if member.size > limit:
             raise ModelFileError(what, f"member {quoted(member.name)} expands to {_mib(member.size)}; at most "
                                        f"{_mib(limit)} per member")

@@ -91,7 +91,7 @@ class Experiment:
         """Query parameters of a page link: what differs from ``base`` (the server's defaults), in a fixed order;
         a list is a key repeated (``off=remapping&off=constant_folding``)."""
         base = base or Experiment()
-        out: dict[str, str] = {}
+        out: dict[str, str | list[str]] = {}
         if self.model != base.model:
             out.update(link_of(self.source).to_query(self.model) if self.ready else {self.source.id: ""})
         if self.config.device != base.config.device:

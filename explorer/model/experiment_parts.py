@@ -21,7 +21,8 @@ _LESSON = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")  # fullmatch: "$" would take a
 @dataclass(frozen=True)
 class Bench:
     """The benchmark form: timed calls per variant, warm-up calls, time budget (s), processes (1: the quick
-    run; more: the repeatable run in that many fresh processes)."""
+    run; more: the repeatable run in that many fresh processes). Its defaults are every benchmark's: the page's
+    form, ``Engine.bench`` and the command line's ``bench`` take them from here."""
 
     reps: int = 60
     warmup: int = 5

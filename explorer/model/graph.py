@@ -76,7 +76,7 @@ class Node:
 class Graph:
     nodes: tuple[Node, ...] = ()
     stage: str = ""
-    _index: dict = field(default=None, compare=False, repr=False, hash=False)
+    _index: dict = field(default_factory=dict, compare=False, repr=False, hash=False)
 
     def __post_init__(self):
         object.__setattr__(self, "_index", {n.name: n for n in self.nodes})

@@ -132,7 +132,7 @@ class ModelSpec:
         return dict(self.params)
 
     def to_dict(self) -> dict:
-        data = {"chain": self.chain.to_dict(), "params": dict(self.params)}
+        data: dict = {"chain": self.chain.to_dict(), "params": dict(self.params)}
         if self.preset:
             data["preset"] = self.preset
         return data
@@ -182,6 +182,7 @@ class ModelSpec:
         """Shapes of the inputs and of the main output, as the worker will build them."""
         c, p = self.chain, self.p
         shapes: dict[str, tuple[int, ...]] = {}
+        out: tuple[int, ...]
         if c.kind != "chain":
             return _kind_shapes(c, p)
         if c.contraction == "MatMul":
@@ -252,7 +253,7 @@ def _kind_shapes(c: Chain, p: dict) -> dict[str, tuple[int, ...]]:
     if c.kind in ("batchnorm_fold", "batchnorm_grad", "instance_norm"):
         nhwc = p.get("data_format", "NHWC") == "NHWC"
         x = (p["batch"], p["height"], p["width"], p["channels"]) if nhwc else (p["batch"], p["channels"], p["height"], p["width"])
-        shapes = {"x": x}
+        shapes: dict[str, tuple[int, ...]] = {"x": x}
         if c.kind == "batchnorm_grad":
             shapes.update(scale=(p["channels"],), offset=(p["channels"],))
         return dict(shapes, out=x)

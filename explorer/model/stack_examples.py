@@ -10,7 +10,7 @@ import copy
 
 
 def _conv_bn(filters: int, kernel: int = 3, activation: str = "relu") -> list[dict]:
-    layers = [{"type": "Conv2D", "filters": filters, "kernel_size": kernel, "use_bias": False},
+    layers: list[dict] = [{"type": "Conv2D", "filters": filters, "kernel_size": kernel, "use_bias": False},
               {"type": "BatchNormalization"}]
     if activation != "none":
         layers.append({"type": "Activation", "activation": activation})

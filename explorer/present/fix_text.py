@@ -85,7 +85,7 @@ def fix_text(result: dict) -> str:
     ranked = result.get("near_misses_ranked") or []
     if ranked:
         total = (result.get("op_time") or {}).get("total_ms")
-        out.append(f"\nNear-misses of the model as imported, by the time they cost"
+        out.append("\nNear-misses of the model as imported, by the time they cost"
                    + (f" (of {total:.3f} ms of op time per call)" if total else "") + ":")
         scope = scope_of(ranked)
         for i, miss in enumerate(ranked[:15], 1):

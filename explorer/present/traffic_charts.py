@@ -1,6 +1,6 @@
 """Plotly figures for the memory-traffic model: estimate beside measurement, the bandwidth curve, the sweep.
 
-Inputs are ``analysis.traffic`` reports and sweep rows and an ``engine.machine`` profile. Where an
+Inputs are ``analysis.traffic`` reports and sweep rows and an ``engine.machine_profile`` profile. Where an
 estimate lies above the measured time the figure says so in words on the chart ("not a bound"):
 the model's blind spots (intermediates kept in cache) show instead of hiding.
 """

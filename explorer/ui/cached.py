@@ -8,19 +8,17 @@ by the result's key and the drawing options, so they are ``cache_data`` with a b
 from __future__ import annotations
 
 import atexit
-import logging
 import os
-import threading
 
 import streamlit as st
 
 from ..engine.cache import DEFAULT_CACHE_DIR
 from ..engine.engine import Engine
 from ..model.devices import nvidia_gpus_present
+from ..model.experiment import Experiment
 from ..model.flags import Config
 from . import state
 
-log = logging.getLogger(__name__)
 
 _engines: list[Engine] = []  # what shutdown() closes: tests, and the server's exit (atexit, below)
 _started: list[Engine] = []  # the engine explorer.ui.serve made before the server started, if it did
@@ -47,12 +45,9 @@ PRESTART_AFTER_S = 4.0
 
 
 def prestart_later(engine, config: Config | None, after_s: float = PRESTART_AFTER_S) -> None:
-    """Start ``config``'s worker in the background after ``after_s`` seconds (nothing when it is warm)."""
-    if config is None or engine.is_warm(config):
-        return
-    timer = threading.Timer(after_s, engine.prestart, args=(config,))
-    timer.daemon = True
-    timer.start()
+    """Ask the engine to start ``config``'s worker in ``after_s`` seconds (nothing when it is warm)."""
+    if config is not None and not engine.is_warm(config):
+        engine.prestart(config, after_s=after_s)
 
 
 def start_server_engine(config: Config) -> Engine:
@@ -61,14 +56,7 @@ def start_server_engine(config: Config) -> Engine:
     result cache) and its drawing. The first visitor's page then only draws (and starts the likely next
     configuration's worker once it has: ``prestart_later``)."""
     instance = Engine(cache_dir=os.environ.get("EXPLORER_CACHE_DIR") or DEFAULT_CACHE_DIR)
-
-    def warm_up() -> None:
-        try:
-            prepare_drawing(instance.inspect(default_spec(), config))
-        except Exception:
-            log.warning("the server's warm-up failed", exc_info=True)
-
-    threading.Thread(target=warm_up, daemon=True, name="explorer-warm-up").start()
+    instance.prepare("the server's first result", [Experiment(default_spec(), config)], then=prepare_drawing)
     _started.append(instance)
     return instance
 

@@ -197,7 +197,7 @@ def _graphs(engine, result: dict, fixed: dict, config) -> None:
     if not spec:
         return
     try:
-        other = engine.inspect(spec, config, check_fixes=False)
+        other = engine.inspect(spec, config)
     except ExplorerError as exc:
         frame.show_error(exc, "The fixed model's graphs could not be made")
         return

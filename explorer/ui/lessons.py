@@ -11,20 +11,14 @@ budget allows, so a step switch in class only draws.
 
 from __future__ import annotations
 
-import logging
-import threading
-
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ..analysis.lesson_check import mismatches
-from ..errors import ExplorerError, SpecError
-from ..model.devices import is_simulated
+from ..errors import SpecError
 from ..model.lesson import MAX_FILE_BYTES, Lesson, read_lesson, seed_lessons
 from ..present.markdown import escaped, without_images
-from . import link, presenter, state
+from . import link, presenter, script_run, state
 
-log = logging.getLogger(__name__)
 
 CUSTOM = "lesson.custom"  # {lesson id: its file's text}: the lessons this session loaded from files
 APPLIED = "lesson.applied"  # (id, step) whose experiment was last put into the state, or None
@@ -127,8 +121,7 @@ def begin(engine) -> Lesson | None:
     number, _ = lesson.step(ss.get(state.LESSON_STEP))
     ss[state.LESSON_STEP] = number
     if ss.get(APPLIED) != (lesson.id, number):
-        ctx = get_script_run_ctx()
-        from_link = ss.get(APPLIED) is None or (ctx is not None and ctx.is_history_navigation)
+        from_link = ss.get(APPLIED) is None or script_run.is_history_navigation()
         # A link that holds more than the lesson's keys is a state someone reached in the lesson: keep it.
         if not (from_link and set(st.query_params) - LESSON_KEYS):
             link.apply(lesson.experiment(number, present=state.presenting()))
@@ -252,37 +245,12 @@ def _look_words(step, titles: dict[str, str]) -> str:
 
 # ---- preparing a lesson: its results made and its workers started ahead ------------------------------------
 
-_prepared: dict[tuple, threading.Thread] = {}
-_lock = threading.Lock()
-
-
-def prepare(engine, lesson: Lesson, first: int = 1) -> threading.Thread | None:
-    """Make every step's result in the background (from step ``first`` on, then the ones before), then start
-    the workers of the lesson's configurations while the server's memory budget lets the pool keep them
-    (``Engine.prestart``): a step switch then reads a stored result, a flag switch finds its worker warm.
-    Once per engine and lesson (the same file); returns the thread, or None when it ran already."""
-    key = (engine.name, lesson.id, tuple(step.link for step in lesson.steps))
-    with _lock:
-        if key in _prepared:
-            return None
-        thread = _prepared[key] = threading.Thread(target=_prepare, args=(engine, lesson, first), daemon=True,
-                                                   name=f"explorer-lesson-{lesson.id}")
-    thread.start()
-    return thread
-
-
-def _prepare(engine, lesson: Lesson, first: int) -> None:
+def prepare(engine, lesson: Lesson, first: int = 1) -> bool:
+    """Ask the engine to make every step's result in the background (from step ``first`` on, then the ones
+    before), then start the workers of the lesson's configurations while the server's memory budget lets the
+    pool keep them: a step switch then reads a stored result, a flag switch finds its worker warm. Once per
+    engine and lesson (the same file); False when it was asked for already."""
     order = list(range(first, len(lesson.steps) + 1)) + list(range(1, first))
-    for number in order:
-        experiment = lesson.steps[number - 1].experiment
-        try:
-            if not engine.is_ready("inspect", experiment.model, experiment.config):
-                engine.inspect(experiment.model, experiment.config)
-            if experiment.compiler != "grappler" and not is_simulated(experiment.config.device):
-                engine.xla(experiment.model, experiment.config)
-        except ExplorerError:  # the step shows the error itself when opened
-            log.info("lesson %s step %s could not be prepared", lesson.id, number, exc_info=True)
-        except Exception:  # noqa: BLE001 - a background head start must never take the server down
-            log.warning("lesson %s step %s could not be prepared", lesson.id, number, exc_info=True)
-    for config in dict.fromkeys(c for c in lesson.configs()):
-        engine.prestart(config)
+    steps = tuple(step.link for step in lesson.steps)
+    return engine.prepare(f"lesson {lesson.id} {hash(steps):x}", [lesson.steps[n - 1].experiment for n in order],
+                          lesson.configs())

@@ -14,14 +14,13 @@ panel's fragment, and its folding and view are written from there (``write_view`
 from __future__ import annotations
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from ..errors import SpecError
 from ..model.experiment import Bench, Experiment, canonical_model, ignored_line, server_default
 from ..present.markdown import without_images
 from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config
 from ..model.hooks import hook
-from . import state
+from . import script_run, state
 
 BOUND = "link.bound"  # set on a session's first run: its link was read
 SHOWN = "link.experiment"  # the Experiment on screen at the end of the last full run
@@ -103,10 +102,9 @@ def current(spec: dict | None = None) -> Experiment:
 def bind() -> None:
     """Apply the address bar's link on a session's first run and on a Back/Forward run; see the module's doc."""
     ss = st.session_state
-    ctx = get_script_run_ctx()
     first = not ss.get(BOUND)
     ss[BOUND] = True
-    if not first and not (ctx is not None and ctx.is_history_navigation):
+    if not first and not script_run.is_history_navigation():
         return
     params = {k: st.query_params.get_all(k) for k in st.query_params}
     cut = _cut_short(ctx.query_string if ctx is not None else "", params)
@@ -183,8 +181,7 @@ def sync(spec: dict | None) -> None:
 def write_view(**view) -> None:
     """The stage pair, the folding or the graph view changed in the graph panel's fragment (``stages``, ``fold``,
     ``graph_view``): the link says so too."""
-    ctx = get_script_run_ctx()
-    if ctx is None or not ctx.fragment_ids_this_run:
+    if not script_run.is_fragment_run():
         return  # a whole run: sync() writes the link at its end, from everything on screen
     shown = st.session_state.get(SHOWN)
     if shown is not None and any(getattr(shown, k) != v for k, v in view.items()):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ..model.catalog import PRESETS
+from ..model.experiment_parts import Bench
 from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, server_env_defaults
 from ..model.spec import DEFAULT_PARAMS
 from ..model.stack import to_text
@@ -133,9 +134,9 @@ DEFAULTS: dict[str, object] = {
     FOLD: False,
     PASS: None,
     PASS_FOLD: False,
-    BENCH_REPS: 60,
-    BENCH_WARMUP: 5,
-    BENCH_SECONDS: 60,
+    BENCH_REPS: Bench.reps,
+    BENCH_WARMUP: Bench.warmup,
+    BENCH_SECONDS: Bench.seconds,
     BENCH_RESULTS: {},
     BENCH_MODE: "quick",
     BENCH_PROCESSES: 4,

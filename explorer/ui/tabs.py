@@ -34,9 +34,20 @@ class View:
     gpu_here: bool  # a real GPU is visible to TensorFlow here
 
 
+def _reported(v: View) -> dict:
+    """The result with its near-misses' setting-fixes settled (the fusion report shows them; an engine call that
+    runs up to a few more configurations the first time)."""
+    report = v.result.get("report") or {}
+    if report.get("fixes_checked") is None and report.get("near_misses"):
+        with st.spinner("Running the settings that might fuse the near-misses, to offer only those that do…"):
+            return v.engine.check_fixes(v.choice.model, v.choice.config, v.result)
+    return v.engine.check_fixes(v.choice.model, v.choice.config, v.result)
+
+
 def _why(v: View) -> None:
     source, spec = v.choice.source, v.choice.spec
-    why.panel(v.result, source.stem(spec), v.choice.model.p, gpu_here=v.gpu_here)
+    result = v.result if source.checklist else _reported(v)  # no checklist: the whole-model report instead
+    why.panel(result, source.stem(spec), v.choice.model.p, gpu_here=v.gpu_here)
 
 
 def _compiler_panel(compiler: compilers.Compiler) -> Callable[[View], None]:
@@ -60,7 +71,7 @@ TABS: tuple[Tab, ...] = (
     Tab("graphs", "Graphs before → after",
         lambda v: stages.panel(v.result, agreement.focus(v.result, lessons.focus()))),
     Tab("why", "Why it fused (or not)", _why),
-    Tab("report", "Fusion report", lambda v: report.panel(v.result, engine=v.engine, choice=v.choice)),
+    Tab("report", "Fusion report", lambda v: report.panel(_reported(v), engine=v.engine, choice=v.choice)),
     Tab("passes", "Pass pipeline", lambda v: passes.panel(v.engine, v.result, v.choice)),
     Tab("bench", "Fused vs unfused", _runs(lambda v: bench.panel(v.engine, v.choice),
                                            lambda v: gpu_prediction.panel(v.engine, v.choice, v.result))),
@@ -104,7 +115,7 @@ def _isolated(tab: Tab, view: View) -> None:
         tab.panel(view)
     except FragmentHandledException:
         pass  # a fragment's panel failed and showed it in its place
-    except Exception as exc:  # noqa: BLE001 - one tab's bug must not take the page down
+    except Exception as exc:  # one tab's bug must not take the page down
         log.exception("the %s tab failed", tab.id)
         st.error(f"This tab could not be drawn ({shown(type(exc).__name__)}: {shown(exc)}); the other tabs are "
                  "unaffected.", icon=":material/error:")

@@ -112,7 +112,7 @@ def _take(upload, allowed: bool, unknown_dim: int) -> str | None:
     except ExplorerError as exc:  # the page shows the problems, once
         ss[REFUSED] = (seen, without_images(f"The upload was refused: {exc}"))
         return ss[REFUSED][1]
-    except Exception as exc:  # noqa: BLE001 - a file the checks did not foresee: one line here, the trace in the log
+    except Exception as exc:  # a file the checks did not foresee: one line here, the trace in the log
         log.exception("an upload could not be read")
         ss[REFUSED] = (seen, f"The upload could not be read ({shown(type(exc).__name__)}: {shown(exc)}); nothing was "
                              "kept.")

@@ -1,6 +1,6 @@
 """Why it fused (or not): the verdict, the remapper's preconditions checked on this model, and what to change.
 
-Everything shown comes from ``result["explanation"]`` (``explorer.patterns.explain``) and the
+Everything shown comes from ``result["explanation"]`` (``analysis.verdict.explain``) and the
 result's warnings: the verdict is what TensorFlow did, the checklist is what the rules say, and
 where the two disagree the page says so (the graph is what happened).
 """

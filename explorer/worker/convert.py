@@ -42,12 +42,12 @@ def graph_to_dict(graph_def, stage: str, tf) -> dict:
                 if tensor.dtype in (tf.int32.as_datatype_enum, tf.int64.as_datatype_enum) and tensor.ByteSize() < 128:
                     try:  # a small integer vector: a reduction's axes, a reshape's shape (what rules read)
                         attrs["value"] = "[" + ",".join(str(v) for v in tf.make_ndarray(tensor).ravel()[:8]) + "]"
-                    except Exception:
+                    except Exception:  # noqa: BLE001 - a value shown as a label only: none rather than a failed graph
                         pass
             else:
                 try:
                     attrs["value"] = str(tf.make_ndarray(tensor).item())[:24]
-                except Exception:
+                except Exception:  # noqa: BLE001 - a value shown as a label only: none rather than a failed graph
                     pass
         nodes.append({
             "name": node.name, "op": node.op, "device": short_device(node.device),

@@ -19,7 +19,7 @@ def fingerprint(tf, device: str, gpus: list, import_s: float) -> Fingerprint:
     for gpu in gpus:
         try:
             details = tf.config.experimental.get_device_details(gpu)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a GPU's details are an extra: its name stands without them
             details = {}
         gpu_details.append({"name": gpu.name, "model": details.get("device_name", ""),
                             "compute_capability": list(details.get("compute_capability", ()) or ())})
@@ -52,7 +52,7 @@ def onednn_enabled() -> bool | None:
         from tensorflow.python.util import _pywrap_util_port
 
         return bool(_pywrap_util_port.IsMklEnabled())
-    except Exception:  # an internal module: absent in some builds
+    except Exception:  # noqa: BLE001 - an internal module: absent in some builds
         return None
 
 

@@ -84,7 +84,7 @@ def main() -> None:
     protocol = Protocol()
     try:
         rt = Runtime(protocol)
-    except Exception as exc:  # TensorFlow failed to import: say so and stop
+    except Exception as exc:  # noqa: BLE001 - TensorFlow failed to import: say so and stop
         protocol.send({"ready": False, "error": _error("tensorflow", f"TensorFlow failed to start: {exc}",
                                                        traceback.format_exc())})
         return
@@ -115,7 +115,7 @@ def main() -> None:
         except xla.XlaRefused as exc:  # its message already names the op XLA refused
             rt.reset_grappler()
             protocol.send({"id": req_id, "ok": False, "error": _error("tensorflow", exc.message, exc.detail)})
-        except Exception as exc:  # TensorFlow refused or failed: report its words, keep serving
+        except Exception as exc:  # noqa: BLE001 - TensorFlow refused or failed: report its words, keep serving
             rt.recover()
             first = error_line(getattr(exc, "message", None) or str(exc)) or type(exc).__name__
             log = rt.log.read()

@@ -47,7 +47,7 @@ class Runtime:
             # Grappler's dumps; TF reads these flags once, at first use.
             os.environ["TF_XLA_FLAGS"] = f"{xla_flags} --tf_xla_clustering_debug"
         start = time.perf_counter()
-        import tensorflow as tf  # noqa: PLC0415 - the one place TensorFlow is imported
+        import tensorflow as tf  # the one place TensorFlow is imported
         from tensorflow.python.eager import context
 
         self.tf, self.context = tf, context
@@ -84,7 +84,7 @@ class Runtime:
         # set_experimental_options only ever adds keys: clear them so that every request starts
         # from TensorFlow's defaults, then let TF rebuild its per-call options.
         ctx = self.context.context()
-        ctx._optimizer_experimental_options.clear()
+        ctx._optimizer_experimental_options.clear()  # noqa: SLF001 - TensorFlow offers no call that removes an option
         ctx.set_optimizer_experimental_options({})
 
     def clear_dumps(self) -> None:

@@ -164,7 +164,7 @@ def _kernel_list(op: str) -> tuple:
 
     try:
         return tuple(kernels.get_registered_kernels_for_op(op).kernel)
-    except Exception:
+    except Exception:  # noqa: BLE001 - an op TensorFlow cannot list kernels for has none here
         return ()
 
 

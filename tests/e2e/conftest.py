@@ -82,5 +82,5 @@ def pytest_runtest_makereport(item, call):
         try:
             full_page_screenshot(pg, shot)
             report.sections.append(("screenshot", str(shot)))
-        except Exception as e:  # the page may be gone; the report matters more than the picture
+        except Exception as e:  # noqa: BLE001 - the page may be gone; the report matters more than the picture
             report.sections.append(("screenshot", f"not taken: {e}"))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: devkit and explorer
 
-from devkit.browser import (  # noqa: E402
+from devkit.browser import (
     GRAPH_SVG,
     LINKED,
     full_page_screenshot,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.tf, pytest.mark.slow]
+pytestmark = pytest.mark.tf
 ROOT = Path(__file__).resolve().parents[2]
 
 MAKE_GRAPHS = """
@@ -145,7 +145,7 @@ def test_xla_compiles_imported_graphs_and_maps_its_fusions_to_their_nodes(models
         # function "the call node/its name there"
         calls = [name for name, op in traced.items() if op in ("PartitionedCall", "StatefulPartitionedCall")]
 
-        def known(part):
+        def known(part, traced=traced, calls=calls):
             return part in traced or any(part.startswith(call + "/") for call in calls)
         named = [name.split(";") for name in re.findall(r'op_name="([^"]+)"', result["hlo"]["optimized_hlo"])
                  if name not in ("XLA_Args", "XLA_Retvals")]

@@ -19,7 +19,7 @@ from explorer.engine.uploads import spec_for_path
 from explorer.model.flags import Config
 from explorer.model.limits import PASS_GRAPHS_AUTO_NODES
 
-pytestmark = [pytest.mark.tf, pytest.mark.slow]
+pytestmark = pytest.mark.tf
 CONFIG = Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "0"})  # the worker test_import_models warms
 
 

@@ -19,7 +19,7 @@ from explorer.engine.uploads import spec_for_path
 from explorer.model.flags import Config
 from explorer.worker.models.signature import LOADED, READ
 
-pytestmark = [pytest.mark.tf, pytest.mark.slow]
+pytestmark = pytest.mark.tf
 ROOT = Path(__file__).resolve().parents[2]
 CONTRACTIONS = ("Conv2D", "MatMul", "DepthwiseConv2dNative", "BatchMatMulV2", "Conv3D")
 

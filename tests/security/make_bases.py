@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "imported"))
-from hostile_corpus import VICTIM  # noqa: E402
-from make_models import writing_savedmodel  # noqa: E402
+from hostile_corpus import VICTIM
+from make_models import writing_savedmodel
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

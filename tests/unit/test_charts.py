@@ -1,4 +1,4 @@
-"""explorer.charts: figure structure (traces, colours, reference lines, error bars) and the CSV."""
+"""explorer.present.charts: figure structure (traces, colours, reference lines, error bars) and the CSV."""
 
 from __future__ import annotations
 
@@ -49,9 +49,24 @@ def assert_clean_layout(fig: go.Figure):
     json.loads(fig.to_json())  # st.plotly_chart serialises it
 
 
-def test_colours_are_fixed_and_distinct():
-    assert charts.COLORS == {"fused": charts.FUSED_COLOR, "unfused": charts.UNFUSED_COLOR}
-    assert charts.FUSED_COLOR != charts.UNFUSED_COLOR
+def _luminance(hex_color: str) -> float:
+    """WCAG relative luminance of an sRGB colour."""
+    channels = [int(hex_color.lstrip("#")[i:i + 2], 16) / 255 for i in (0, 2, 4)]
+    r, g, b = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _contrast(a: str, b: str) -> float:
+    light, dark = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def test_fused_and_unfused_stay_apart_without_hue():
+    # Fused and unfused must be told apart by lightness alone (a washed-out projector, a greyscale print,
+    # any colour-blindness), and the neutral grey of reference lines must be neither.
+    assert _contrast(charts.FUSED_COLOR, charts.UNFUSED_COLOR) >= 2.0
+    hues = {c.lower() for c in (charts.FUSED_COLOR, charts.UNFUSED_COLOR, charts.NEUTRAL_COLOR)}
+    assert len(hues) == 3
 
 
 @pytest.mark.parametrize("kind, trace_type", [("violin", go.Violin), ("box", go.Box)])

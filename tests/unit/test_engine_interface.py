@@ -64,7 +64,46 @@ def test_the_page_and_the_cli_use_the_interface_only(path):
     assert outside == {}, f"{path.name} calls the engine outside engine/interface.py: {outside}"
 
 
-def test_the_check_reads_calls_from_source():
+def test_the_check_reads_calls_from_source(tmp_path):
     """The source reading itself: a module that reaches into the cache is caught."""
-    calls = engine_calls(ROOT / "explorer" / "engine" / "machine_profile.py")
-    assert {"queue", "cache", "_run", "fingerprint"} <= set(calls)
+    module = tmp_path / "reaching.py"
+    module.write_text("def f(engine):\n    engine.cache.get('k')\n    return engine._run(None, 'x', {}, 1)\n")
+    assert set(engine_calls(module)) == {"cache", "_run"}
+
+
+PRIVATE = {name for name in [*vars(Engine), *vars(Engine(cache_dir=None))]
+           if name.startswith("_") and not name.startswith("__")}
+OWN = {ROOT / "explorer" / "engine" / "engine.py", ROOT / "explorer" / "engine" / "replay.py"}  # and its subclasses
+
+
+def private_reads(path: Path) -> dict[str, int]:
+    """The engine's private members read off anything named like an engine (``engine``, ``self.engine``,
+    ``cached.engine()``) in a module, with their line."""
+    found = {}
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Attribute) and node.attr in PRIVATE and "engine" in ast.unparse(node.value):
+            found.setdefault(node.attr, node.lineno)
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(p for folder in ("explorer", "benchmarks", "devkit", "tests")
+                                        for p in (ROOT / folder).rglob("*.py") if p not in OWN),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_module_but_the_engines_own_touches_its_private_members(path):
+    assert private_reads(path) == {}, f"{path.name} reaches into the engine: {private_reads(path)}"
+
+
+def test_the_private_check_sees_a_reach(tmp_path):
+    module = tmp_path / "reaching.py"
+    module.write_text("def f(engine):\n    return engine._run_fresh(None, 'x', {}, 1, None)\n")
+    assert {"_run", "_run_fresh", "_request", "_inflight"} <= PRIVATE
+    assert private_reads(module) == {"_run_fresh": 2}
+
+
+def test_the_page_starts_no_thread_of_its_own():
+    """Background work (a worker started ahead, a lesson prepared) is the engine's: ``Engine.prestart``, ``prepare``."""
+    for path in sorted((ROOT / "explorer" / "ui").glob("*.py")):
+        imported = {alias.name.split(".")[0] for node in ast.walk(ast.parse(path.read_text(), str(path)))
+                    if isinstance(node, (ast.Import, ast.ImportFrom))
+                    for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])}
+        assert not imported & {"threading", "concurrent", "multiprocessing", "_thread"}, path.name

@@ -148,7 +148,7 @@ def test_link_keys_do_not_collide():
     for source, keys in per_source.items():
         assert not set(keys) & shared, (source, set(keys) & shared)
         assert keys[0] == source
-        for other, other_keys in per_source.items():
+        for other in per_source:
             assert other == source or other not in keys
 
 

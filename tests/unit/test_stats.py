@@ -1,4 +1,4 @@
-"""explorer.stats on synthetic samples whose true speedup is known."""
+"""explorer.analysis.stats on synthetic samples whose true speedup is known."""
 
 from __future__ import annotations
 

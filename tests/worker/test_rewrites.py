@@ -102,7 +102,7 @@ def test_bias_add_rewrites_biases_only(models, fixed, oracle, engine):
     (applied,) = result["applied"]
     assert applied["sites"] == 2  # the conv's and the matmul's; the residual add of two convolutions is no bias
     assert agrees_with_tensorflow(oracle, str(models / "adds"), result["model_out"]) < 1e-4
-    traced = engine.inspect(result["fixed_spec"], {"env": ONEDNN}, check_fixes=False)["stages"]["traced"]["nodes"]
+    traced = engine.inspect(result["fixed_spec"], {"env": ONEDNN})["stages"]["traced"]["nodes"]
     ops = Counter(n["op"] for n in traced)
     assert ops["BiasAdd"] == 2 and ops["AddV2"] == 1
     assert fused_counts(result["fusions_after"]) == oracle[result["model_out"]]["fused"]

@@ -1,4 +1,4 @@
-"""The GPU simulation (explorer/simulate.py), each case in a fresh Python process.
+"""The GPU simulation (explorer/worker/simulate.py), each case in a fresh Python process.
 
 TensorFlow reads TF_USE_CUBLASLT, TF_ENABLE_ONEDNN_OPTS ... once per process, and the remapper
 caches its cuDNN runtime-fusion decision from the first GPU it sees, so every case gets its own
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.tf, pytest.mark.slow]
+pytestmark = pytest.mark.tf
 
 ROOT = Path(__file__).resolve().parents[2]
 TF_FLAGS = ("TF_USE_CUBLASLT", "TF_CUDNN_USE_RUNTIME_FUSION", "TF_USE_CUDNN_BATCHNORM_SPATIAL_PERSISTENT",

@@ -49,7 +49,7 @@ def load(root: str, signature: str, tf, why: str) -> Signature:
     loaded = tf.saved_model.load(root)
     function = loaded.signatures[signature]
     _, kwargs = function.structured_input_signature
-    graph_def = convert_to_constants._run_inline_graph_optimization(function, False, False)
+    graph_def = convert_to_constants._run_inline_graph_optimization(function, False, False)  # noqa: SLF001 - TensorFlow's own freezing, as convert_to_constants runs it
     captures = function.graph.captures
     inputs = [(kw, None if kwargs[kw].shape.rank is None else kwargs[kw].shape.as_list(), kwargs[kw].dtype)
               for kw in sorted(kwargs)]

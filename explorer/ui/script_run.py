@@ -1,0 +1,22 @@
+"""What Streamlit knows about the run in progress that its public API does not say: the one module that reads
+its script-run context (``streamlit.runtime.scriptrunner``, private). tests/unit/test_script_run.py fails when
+an upgrade moves or renames what is read here.
+"""
+
+from __future__ import annotations
+
+from streamlit.runtime.scriptrunner import ScriptRunContext, get_script_run_ctx
+
+__all__ = ["ScriptRunContext", "get_script_run_ctx", "is_fragment_run", "is_history_navigation"]
+
+
+def is_history_navigation() -> bool:
+    """This run was started by the browser's Back or Forward (the address bar changed under the page)."""
+    ctx = get_script_run_ctx()
+    return ctx is not None and bool(ctx.is_history_navigation)
+
+
+def is_fragment_run() -> bool:
+    """This run is a fragment's alone, not the whole script's."""
+    ctx = get_script_run_ctx()
+    return ctx is not None and bool(ctx.fragment_ids_this_run)
