@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "tests" / "realmodels"))
 
 from devkit.machine import cpu_model  # noqa: E402
 from explorer.engine import Engine  # noqa: E402
-from explorer.engine.engine import inspect_payload  # noqa: E402
+from explorer.engine.payloads import inspect_payload  # noqa: E402
 from explorer.model import compilers  # noqa: E402
 from explorer.model.flags import Config  # noqa: E402
 from explorer.model.spec import resolve  # noqa: E402

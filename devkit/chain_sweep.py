@@ -5,58 +5,85 @@
 
 Every op chain the explorer builds (contraction x bias x normalisation x side add x activation x dtype x
 layout, small sizes), called in this process with the remapper off and on, the same seeded inputs; prints
-FAULT-ERR (the fused call raised) and FAULT-DIFF (outputs beyond the bench's tolerance) lines, UNFUSED-ERR
-where the model does not run even unfused. A process that aborts stops the sweep: START's index resumes it.
-Took ~20 minutes per setting on a loaded 2-core Xeon (2026-11-27); found only FAULT-ERR with oneDNN on.
+FAULT-ERR (the fused call raised) and FAULT-DIFF (outputs beyond analysis.agreement's tolerance) lines,
+UNFUSED-ERR where the model does not run even unfused. A process that aborts stops the sweep: START's index
+resumes it. Took ~20 minutes per setting on a loaded 2-core Xeon (2026-11-27); found only FAULT-ERR with
+oneDNN on. A developer's script: it imports TensorFlow itself, as the worker does.
 """
-import itertools, json, sys, os
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import numpy as np
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))
-from explorer.model.spec import resolve
-from explorer.model.chain import CONTRACTIONS, BIASES, NORMS, ACTIVATIONS
-from explorer.errors import SpecError
 import tensorflow as tf
+
+from explorer.analysis.agreement import compare
+from explorer.errors import SpecError
+from explorer.model.chain import ACTIVATIONS, BIASES, CONTRACTIONS, NORMS
+from explorer.model.spec import resolve
 from explorer.worker import models
-from explorer.worker.bench import agreement
-start = int(sys.argv[1]) if len(sys.argv) > 1 else 0
-dtypes = sys.argv[2].split(",") if len(sys.argv) > 2 else ["float32"]
-small = {"m": 64, "k": 32, "n": 48, "batch": 2, "height": 9, "width": 9, "in_channels": 8, "out_channels": 8,
+
+SMALL = {"m": 64, "k": 32, "n": 48, "batch": 2, "height": 9, "width": 9, "in_channels": 8, "out_channels": 8,
          "channels": 8, "depth": 4, "filter_size": 3}
-combos = []
-for c, b, nrm, side, act, dt, df in itertools.product(CONTRACTIONS, BIASES, NORMS, (False, True), ACTIVATIONS, dtypes, ("NHWC", "NCHW")):
-    combos.append((c, b, nrm, side, act, dt, df))
-def run(fn, args, remap):
-    tf.config.optimizer.set_experimental_options({"remapping": remap})
-    out = fn(*args)
-    out = out if isinstance(out, (list, tuple)) else [out]
-    return [np.asarray(tf.cast(o, tf.float64)) if o.dtype.is_floating else o.numpy() for o in out]
-for i, (c, b, nrm, side, act, dt, df) in enumerate(combos):
-    if i < start: continue
-    chain = {"contraction": c, "bias": b, "norm": nrm, "side_add": side, "activation": act}
+
+
+def spec_of(chain: dict, dtype: str, layout: str):
+    """The chain's spec at the small sizes, or None where the explorer builds no such chain."""
     try:
-        from explorer.model.chain import Chain
-        names = Chain.from_dict(chain).param_names()
-        params = {k: v for k, v in dict(small, dtype=dt).items() if k in names}
-        spec = resolve({"chain": chain, "params": params})
+        names = resolve({"chain": chain, "params": {}}).chain.param_names()
+        params = {k: v for k, v in dict(SMALL, dtype=dtype).items() if k in names}
+        if "data_format" in names:
+            params["data_format"] = layout
+        elif layout == "NCHW":
+            return None
+        return resolve({"chain": chain, "params": params})
     except SpecError:
-        continue
-    if "data_format" not in spec.chain.param_names() and df == "NCHW":
-        continue
-    if "data_format" in spec.chain.param_names():
-        try: spec = resolve({"chain": chain, "params": dict(params, data_format=df)})
-        except SpecError: continue
-    print("START", i, json.dumps(chain), dt, df, flush=True)
-    try:
-        body, names = models.build(spec, tf); inputs = models.make_inputs(spec, tf); args = [inputs[n] for n in names]
-        fu = tf.function(body); un = tf.function(body)
-        ref = run(un, args, False)
-    except Exception as e:
-        print("UNFUSED-ERR", i, type(e).__name__, str(e)[:150], flush=True); continue
-    try:
-        got = run(fu, args, True)
-    except Exception as e:
-        print("FAULT-ERR", i, json.dumps(chain), dt, df, type(e).__name__, str(e).strip().splitlines()[0][:200], flush=True); continue
-    a = agreement(got, ref, dt)
-    if not a["within_tolerance"] or any(np.isnan(g).any() != np.isnan(r).any() for g, r in zip(got, ref)):
-        print("FAULT-DIFF", i, json.dumps(chain), dt, df, a, flush=True)
-print("DONE", flush=True)
+        return None
+
+
+def outputs(fn, args, remapping: bool) -> list[np.ndarray]:
+    tf.config.optimizer.set_experimental_options({"remapping": remapping})
+    out = fn(*args)
+    return [o.numpy() for o in (out if isinstance(out, (list, tuple)) else [out])]
+
+
+def main() -> None:
+    start = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    dtypes = sys.argv[2].split(",") if len(sys.argv) > 2 else ["float32"]
+    combos = itertools.product(CONTRACTIONS, BIASES, NORMS, (False, True), ACTIVATIONS, dtypes, ("NHWC", "NCHW"))
+    for i, (contraction, bias, norm, side, activation, dtype, layout) in enumerate(combos):
+        if i < start:
+            continue
+        chain = {"contraction": contraction, "bias": bias, "norm": norm, "side_add": side, "activation": activation}
+        spec = spec_of(chain, dtype, layout)
+        if spec is None:
+            continue
+        where = f"{i} {json.dumps(chain)} {dtype} {layout}"
+        print("START", where, flush=True)
+        try:
+            body, names = models.build(spec, tf)
+            inputs = models.make_inputs(spec, tf)
+            args = [inputs[n] for n in names]
+            reference = outputs(tf.function(body), args, False)
+        except Exception as exc:  # noqa: BLE001 - a sweep reports every failure and goes on
+            print("UNFUSED-ERR", where, type(exc).__name__, str(exc)[:150], flush=True)
+            continue
+        try:
+            fused = outputs(tf.function(body), args, True)
+        except Exception as exc:  # noqa: BLE001
+            print("FAULT-ERR", where, type(exc).__name__, str(exc).strip().splitlines()[0][:200], flush=True)
+            continue
+        check = compare(fused, reference)
+        if not check["agree"]:
+            print("FAULT-DIFF", where, check["summary"], flush=True)
+    print("DONE", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -44,7 +44,7 @@ match) and ``max_rel <= rtol``.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -115,7 +115,7 @@ def compare_one(index: int, fused, reference, ops: Iterable[str] = (), tf32: boo
     a, b = np.asarray(fused), np.asarray(reference)
     da, db = _dtype_name(a.dtype), _dtype_name(b.dtype)
     tol = tolerance(db, ops, tf32)
-    out = {"index": index, "agree": True, "why": None,
+    out: dict[str, Any] = {"index": index, "agree": True, "why": None,
            "shape": {"fused": [int(d) for d in a.shape], "reference": [int(d) for d in b.shape]},
            "dtype": {"fused": da, "reference": db}, "elements": int(b.size), "outside": 0,
            "nan": {"fused": 0, "reference": 0}, "inf": {"fused": 0, "reference": 0},
@@ -188,7 +188,7 @@ def compare(fused: Sequence, reference: Sequence, ops: Iterable[str] = (), tf32:
         summary = f"output {bad[0]['index']}: {bad[0]['why']}" + (f" ({len(bad)} of {len(outputs)} outputs differ)"
                                                                    if len(bad) > 1 else "")
     elif outputs:
-        w, many = outputs[worst], len(outputs) != 1
+        w, many = outputs[worst or 0], len(outputs) != 1
         summary = (f"{len(outputs)} output{'s agree' if many else ' agrees'}: " +
                    ("exactly" if w["tolerance"]["rtol"] == 0 else
                     f"max relative difference {w['max_rel']:.2g} within {w['tolerance']['rtol']:g}"))
@@ -208,7 +208,7 @@ HEADLINES = {"fails": "The fusion breaks this model", "aborts": "The fusion brea
 
 def headline(check: dict | None) -> str | None:
     """The verdict above everything else ("The fusion breaks this model", ...), or None when it agrees."""
-    return HEADLINES.get((check or {}).get("status"))
+    return HEADLINES.get(str((check or {}).get("status")))
 
 
 def broken(check: dict | None) -> bool:

@@ -116,9 +116,9 @@ def pin(model_verdict: dict, nodes: list[dict]) -> dict | None:
     named = (model_verdict.get("failed_node") or "")  # the node TensorFlow's error names, first if it shows the fault
     same.sort(key=lambda i: nodes[i]["node"] != named)
     other = [i for i, n in enumerate(nodes) if (n.get("alone") or {}).get("fault") in ("fails", "aborts", "disagrees")]
-    chosen = (same or other or [None])[0]
-    if chosen is None:
+    if not (same or other):
         return None
+    chosen = (same or other)[0]
     node = dict(nodes[chosen])
     alone = node["alone"]
     if node.get("kernel") is None and chosen in same and model_verdict.get("kernel"):  # the failing kernel TF's log named

@@ -138,7 +138,8 @@ def _tail(bias: Node, users: dict) -> tuple[list[str], str]:
     outs = users.get(bias.name, ())
     if len(outs) == 1 and outs[0].op in ACTIVATIONS:
         return [outs[0].name], outs[0].op
-    found, frontier = [], [bias.name]
+    found: list = []  # graph nodes
+    frontier = [bias.name]
     while frontier and len(found) < 12:  # a GELU is 5-8 element-wise ops
         for user in users.get(frontier.pop(0), ()):
             if user.op in GELU_OPS | CURVES and user.name not in {n.name for n in found}:

@@ -49,7 +49,7 @@ def run(engine, a_spec, a_config, b_spec, b_config, *, processes: int = 3, reps:
                 spec, config = sides[side]
                 request = {"grappler": config.grappler_dict, "reps": int(reps), "warmup": int(warmup),
                            "max_seconds": float(max_seconds), "variants": [{"name": side, "spec": spec.to_dict()}]}
-                result, info = engine._run_fresh(config, "bench_models", request, timeout, None)
+                result, info = engine.request(config, "bench_models", request, slot=None, timeout=timeout, fresh=True)
                 samples[side].append(list(result["samples_ns"][side]))
                 ran = result["proof"][side]
                 proof[side].append({"executed_ops": ran.get("executed_ops"), "pid": info.get("pid"),

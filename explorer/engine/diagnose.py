@@ -75,14 +75,15 @@ def check(engine, spec, config: Config, on_progress=None, reps: int = 0, xla: bo
     timeout = engine.pool.limits.inspect_s
     with engine.queue(config.device).slot("graph", on_progress):
         try:
-            answer, _ = engine._run_fresh(config, "diagnose", payload, timeout, on_progress)
+            answer, _ = engine.request(config, "diagnose", payload, slot=None, timeout=timeout, fresh=True,
+                                       on_progress=on_progress)
         except WorkerError as exc:
             if exc.kind != "crash":
                 raise
             aborted = {"line": exc.message}
             off = config.with_switch("remapping", "off")
-            answer, _ = engine._run_fresh(off, "diagnose", {"spec": spec.to_dict(), "grappler": off.grappler_dict},
-                                          timeout, on_progress)
+            answer, _ = engine.request(off, "diagnose", {"spec": spec.to_dict(), "grappler": off.grappler_dict},
+                                       slot=None, timeout=timeout, fresh=True, on_progress=on_progress)
             answer = dict(answer, fused_aborted=aborted, nodes=[])
     return answer
 
@@ -151,8 +152,8 @@ def fold_batchnorm_way(engine, spec, config: Config, pinned: dict, reps: int, ou
     words = "the batch norm folded into the convolution (fold-batchnorm: a rewrite of the model, same maths)"
     try:
         with engine.queue(config.device).slot("graph"):
-            written, _ = engine._run_fresh(config, "fix", {"spec": spec.to_dict(), "out_dir": work, "variants": [
-                {"name": "fold-batchnorm", "fixes": ["fold-batchnorm"]}]}, engine.pool.limits.inspect_s, None)
+            written, _ = engine.request(config, "fix", {"spec": spec.to_dict(), "out_dir": work, "variants": [
+                {"name": "fold-batchnorm", "fixes": ["fold-batchnorm"]}]}, slot=None, fresh=True)
         variant = written["variants"][0]
         if not any(record["sites"] for record in variant["records"]):
             return None  # the batch norm is not in a form the rewrite folds (a FusedBatchNorm op, say)
@@ -160,7 +161,8 @@ def fold_batchnorm_way(engine, spec, config: Config, pinned: dict, reps: int, ou
         verdict = diagnosis.verdict(answer)
         kept = _keep(variant, out) if out else None
     except (WorkerError, ExplorerError) as exc:
-        return {"way": "fold-batchnorm", "words": words, "runs": False, "agrees": False, "error": exc.message}
+        return {"way": "fold-batchnorm", "words": words, "runs": False, "agrees": False,
+                "error": getattr(exc, "message", None) or str(exc)}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     fused = sorted({f"{n['op']} [{', '.join(n['fused_ops'])}]" for n in answer.get("nodes") or ()})

@@ -25,11 +25,12 @@ from ..model.hooks import hook
 from ..model.flags import Config
 from ..model.limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_SWEEP_POINTS, MAX_WARMUP
 from ..model.results import BenchResult, InspectResult, SweepResult
-from ..model.sources import source_of
 from ..model.spec import resolve
 from . import compare, diagnose, fix_check, fixes, machine_profile, warmup
 from .admission import HOST, AdmissionQueue
 from .cache import DEFAULT_CACHE_DIR, ResultCache, inspect_key
+from .payloads import (KERNEL_SIGNALS, check_import_device, check_range, compiler_payload, inspect_payload,
+                       profile_payload)
 from .runner import Limits, Pool, WorkerProcess
 
 # Bounds a request must stay within are in model.limits (MAX_REPS ...), importable from here too.
@@ -151,7 +152,7 @@ class Engine:
         (``grappler.pass_graphs_deferred``) unless ``pass_graphs``, a request (and cache entry) of its own.
         """
         spec, config = resolve(spec), Config.coerce(config)
-        _check_import_device(spec, config)
+        check_import_device(spec, config)
         key = inspect_key(spec, config, pass_graphs)
         if not use_cache:
             return self._inspect(spec, config, key, on_progress, pass_graphs)
@@ -210,7 +211,7 @@ class Engine:
                                              on_progress=on_progress)
             except WorkerError:
                 raise exc from None
-        result = dict(result, config=config.to_dict(), worker=info, cached=False, key=key, spec=_public(spec))
+        result = dict(result, config=config.to_dict(), worker=info, cached=False, key=key, spec=spec.public_dict())
         result = annotate(result)
         if not broken(result.get("agreement")):  # a failed call is asked again, never answered from the cache
             self.cache.put(key, result)
@@ -223,7 +224,7 @@ class Engine:
     def _compiled(self, compiler: compilers.Compiler, spec, config, on_progress, use_cache: bool) -> dict:
         """What a compiler other than Grappler made of the model (its ``inspect_op``), with its analysis."""
         spec, config = resolve(spec), Config.coerce(config)
-        _check_import_device(spec, config)
+        check_import_device(spec, config)
         if not compiler.simulated:
             refuse_simulated(config.device, compiler.id)
         key = ResultCache.key(compiler.inspect_op, spec, config)
@@ -240,7 +241,7 @@ class Engine:
         (``worker.op_time``). It times, so it waits for the bench slot: no other timing shares the cores."""
         spec, config = resolve(spec), Config.coerce(config)
         refuse_simulated(config.device, "bench")
-        _check_range("calls", calls, 1, MAX_PROFILE_CALLS)
+        check_range("calls", calls, 1, MAX_PROFILE_CALLS)
         key = ResultCache.key("profile", spec, config, {"calls": int(calls)})
         cached = self.cache.get(key) if use_cache else None
         if cached is not None:
@@ -298,7 +299,7 @@ class Engine:
             else:
                 runs = self._replicates(config, payload, timeout, processes, on_progress)
             overlaps = admission.overlaps
-        extra = dict(config=config.to_dict(), spec=_public(spec),
+        extra = dict(config=config.to_dict(), spec=spec.public_dict(),
                      isolation={"others_running_at_start": slot["others_running_at_start"], "overlaps_seen": overlaps,
                                 "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)},
                      measured_at=time.strftime("%Y-%m-%d %H:%M:%S"))
@@ -314,12 +315,12 @@ class Engine:
     @staticmethod
     def check_bench_options(reps, warmup, max_seconds, processes=1) -> int:
         """The bounds of a benchmark request, checked before anything runs; the process count as an int."""
-        _check_range("reps", reps, 3, MAX_REPS)
-        _check_range("warmup", warmup, 0, MAX_WARMUP)
-        _check_range("max_seconds", max_seconds, 1, MAX_BENCH_SECONDS)
+        check_range("reps", reps, 3, MAX_REPS)
+        check_range("warmup", warmup, 0, MAX_WARMUP)
+        check_range("max_seconds", max_seconds, 1, MAX_BENCH_SECONDS)
         if isinstance(processes, float) and processes.is_integer():
             processes = int(processes)
-        _check_range("processes", processes, 1, MAX_PROCESSES)
+        check_range("processes", processes, 1, MAX_PROCESSES)
         if isinstance(processes, float):
             raise SpecError("processes", f"{processes!r} is not a whole number of processes")
         return processes
@@ -387,40 +388,3 @@ class Engine:
 
     def close(self) -> None:
         self.pool.close()
-
-
-def inspect_payload(spec, config: Config, pass_graphs: bool = False) -> dict:
-    """What an inspect request sends the worker."""
-    return {"spec": spec.to_dict(), "grappler": config.grappler_dict, "pass_graphs": "all" if pass_graphs else "auto"}
-
-
-def compiler_payload(spec) -> dict:
-    """What a request of a compiler other than Grappler sends the worker (model.compilers: ``inspect_op``)."""
-    return {"spec": spec.to_dict()}
-
-
-def profile_payload(spec, config: Config, calls: int = 10) -> dict:
-    """What a per-op time request sends the worker: the model run ``calls`` times under the profiler."""
-    return {"spec": spec.to_dict(), "grappler": config.grappler_dict, "calls": int(calls), "warmup": 3,
-            "max_seconds": 60.0}
-
-
-def _check_range(name: str, value, low, high) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise SpecError(name, f"{value!r} is out of range; allowed {low}..{high}")
-
-
-def _public(spec) -> dict:
-    """The spec as a result carries it (an imported model without the path of a session's own directory)."""
-    return spec.public_dict()
-
-
-def _check_import_device(spec, config: Config) -> None:
-    """A source the simulated GPU cannot build (model.sources: ``simulated``) is refused on it."""
-    if not source_of(spec).simulated:
-        refuse_simulated(config.device, "import")
-
-
-# How a kernel kills its own process (an assertion, a bad address); SIGKILL comes from outside (the kernel's
-# OOM killer, an operator, a CPU-time limit) and is reported as it is.
-KERNEL_SIGNALS = ("SIGABRT", "SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE")

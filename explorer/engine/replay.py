@@ -28,7 +28,8 @@ from ..model import compilers
 from ..model.flags import Config
 from ..model.spec import resolve
 from .cache import ResultCache, spec_identity
-from .engine import Engine, compiler_payload, inspect_payload, profile_payload
+from .engine import Engine
+from .payloads import compiler_payload, inspect_payload, profile_payload
 
 SUFFIX = ".worker.json"
 

@@ -211,7 +211,7 @@ def _entries(directory: str, leave: tuple = ()) -> list[tuple[float, str, int]]:
 
 def _tree_bytes(path: str) -> int:
     total = 0
-    for root, dirs, files in os.walk(path, followlinks=False):
+    for root, _dirs, files in os.walk(path, followlinks=False):
         for name in files:
             try:
                 total += os.lstat(os.path.join(root, name)).st_size

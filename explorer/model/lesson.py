@@ -22,7 +22,7 @@ from .compilers import COMPILERS
 from .experiment import Experiment
 from .experiment_parts import STAGE_PAIRS, check_stages, check_tab
 from .schemas import LESSON as LESSON_SCHEMA
-from .schemas import MAX_ASK, MAX_NODES, MAX_STEPS, MAX_TEXT, MAX_TITLE, STAGE_KEYS  # noqa: F401 - read from here
+from .schemas import MAX_ASK, MAX_NODES, MAX_STEPS, MAX_TEXT, MAX_TITLE, STAGE_KEYS
 
 FORMAT = 1  # the lesson file's "lesson" field: its format's version
 LESSONS_DIR = Path(__file__).resolve().parents[2] / "lessons"

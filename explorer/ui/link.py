@@ -107,7 +107,7 @@ def bind() -> None:
     if not first and not script_run.is_history_navigation():
         return
     params = {k: st.query_params.get_all(k) for k in st.query_params}
-    cut = _cut_short(ctx.query_string if ctx is not None else "", params)
+    cut = _cut_short(script_run.query_string(), params)
     ss[BARE] = first and not params
     if first and not params:
         ss[IGNORED] = cut  # a bare page: the session's own state stays (a test may have set it)

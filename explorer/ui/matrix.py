@@ -36,7 +36,7 @@ RAY_ADDRESS = "EXPLORER_RAY_ADDRESS"  # set when the server starts: the page may
 state.VALUE_WIDGETS.update({PRESETS_KEY, VARY_KEY, BENCH_KEY, OPEN_KEY, RAY_KEY, THIS_KEY, "matrix.by"})
 
 
-def _name(row: dict) -> str:
+def cell_name(row: dict) -> str:
     """A row's model for people: the preset's title, or the model's own label."""
     return row.get("model") or (PRESETS[row["preset"]].title if row.get("preset") in PRESETS else row.get("preset", ""))
 
@@ -75,7 +75,7 @@ def _on_select() -> None:
 
 
 def _cell_words(rows: list[dict], i: int) -> str:
-    return f"{_name(rows[i])} · {rows[i]['label']}"
+    return f"{cell_name(rows[i])} · {rows[i]['label']}"
 
 
 def picked(rows: list[dict], value) -> dict | None:
@@ -187,7 +187,7 @@ def show(rows: list[dict], engine=None, specs: dict | None = None) -> None:
             st.warning(f"This matrix has no cell that ran as “{st.session_state[MISSING_KEY]}”: choose one of its "
                        "cells.", icon=":material/table_rows:")
     # The speedup before the result's words, which run long (the first failing condition): it stays in view.
-    st.dataframe([{"model": _name(r), "settings": r["label"], "speedup": table.speedup_words(r),
+    st.dataframe([{"model": cell_name(r), "settings": r["label"], "speedup": table.speedup_words(r),
                    "result": table.cell_words(r), "cached": r.get("cached"), "retried": table.retry_words(r)}
                   for r in rows],
                  hide_index=True, width="stretch",
@@ -197,7 +197,7 @@ def show(rows: list[dict], engine=None, specs: dict | None = None) -> None:
                           "is nothing to compare"),
                      "result": st.column_config.TextColumn(width="large")})
     if engine is not None:
-        matrix_against.panel(engine, rows, specs or {}, _name, _cell_words)
+        matrix_against.panel(engine, rows, specs or {}, cell_name, _cell_words)
     d1, d2 = st.columns(2)
     d1.download_button("Matrix (CSV)", data=table.to_csv(rows), file_name="matrix.csv", mime="text/csv",
                        on_click="ignore", key="matrix.csv", icon=":material/download:")

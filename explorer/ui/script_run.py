@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from streamlit.runtime.scriptrunner import ScriptRunContext, get_script_run_ctx
 
-__all__ = ["ScriptRunContext", "get_script_run_ctx", "is_fragment_run", "is_history_navigation"]
+__all__ = ["ScriptRunContext", "get_script_run_ctx", "is_fragment_run", "is_history_navigation", "query_string"]
 
 
 def is_history_navigation() -> bool:
@@ -20,3 +20,10 @@ def is_fragment_run() -> bool:
     """This run is a fragment's alone, not the whole script's."""
     ctx = get_script_run_ctx()
     return ctx is not None and bool(ctx.fragment_ids_this_run)
+
+
+def query_string() -> str:
+    """The query the browser sent with this session's page, as sent (Streamlit's query_params may have dropped
+    part of it: past 1,000 parameters, it keeps none)."""
+    ctx = get_script_run_ctx()
+    return (ctx.query_string or "") if ctx is not None else ""

@@ -60,7 +60,7 @@ def test_open_in_the_explorer_with_a_choice_made_in_an_earlier_matrix(make_app):
                      tab.VARY_KEY: "remapping=on,off"}).run()
     at.button(key="matrix.run").click().run()
     assert not at.exception
-    title = tab._name(at.session_state[tab.RESULT_KEY]["rows"][0])
+    title = tab.cell_name(at.session_state[tab.RESULT_KEY]["rows"][0])
     _browser_sends(at, f"{title} · TF_ENABLE_ONEDNN_OPTS=0")  # a choice of an earlier matrix: no such cell here
     at.button(key="matrix.open_button").click().run()
     assert not at.exception

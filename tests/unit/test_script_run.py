@@ -33,7 +33,7 @@ def test_the_helpers_find_the_context_of_a_run_and_its_fields():
     assert not at.exception, at.exception
     assert [t.value for t in at.text] == ["context=True history=False fragment=False"]
     fields = {f.name for f in dataclasses.fields(script_run.ScriptRunContext)}
-    assert {"is_history_navigation", "fragment_ids_this_run"} <= fields
+    assert {"is_history_navigation", "fragment_ids_this_run", "query_string"} <= fields
 
 
 def test_no_other_module_reads_streamlits_private_runtime():
