@@ -271,7 +271,6 @@ def drawn_graphs(at) -> list[int]:
 TF_DEFECT_PRESETS = {"matmul_bias_add_relu": "**TensorFlow silently skipped Grappler"}
 
 
-@pytest.mark.slow
 def test_every_preset_and_contraction_renders(make_app):
     from explorer.model.catalog import PRESETS
     from explorer.model.chain import CONTRACTIONS

@@ -18,7 +18,7 @@ from explorer.engine.uploads import spec_for_path
 from explorer.model.flags import Config
 from explorer.ui import state
 
-pytestmark = [pytest.mark.tf, pytest.mark.slow]
+pytestmark = pytest.mark.tf
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 

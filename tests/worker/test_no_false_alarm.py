@@ -1,6 +1,6 @@
 """No false alarm: every preset and every layer-stack example computes the same with and without the remapper,
 oneDNN on and off, within the tolerance the agreement check gives its dtype and ops (real networks:
-tests/realmodels/test_no_false_alarm.py)."""
+tests/realmodels/test_real_models_agree.py)."""
 
 from __future__ import annotations
 

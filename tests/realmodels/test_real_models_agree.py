@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = [pytest.mark.tf, pytest.mark.slow]
+pytestmark = pytest.mark.tf
 
 NETWORKS = ("mobilenetv3small", "efficientnetb0", "resnet50", "convnexttiny", "transformer", "oldstyle")
 
