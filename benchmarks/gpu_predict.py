@@ -73,8 +73,7 @@ def record() -> None:
     engine, cases = Engine(cache_dir=None), {}
     try:
         for case, (preset, params) in CASES.items():
-            result = engine.inspect({"preset": preset, "params": params}, Config.make(f"gpu-sim:{RECORD_PROFILE}", FLAGS),
-                                    check_fixes=False)
+            result = engine.inspect({"preset": preset, "params": params}, Config.make(f"gpu-sim:{RECORD_PROFILE}", FLAGS))
             cases[case] = {"preset": preset, "params": params, "env": FLAGS, "tensors": result["tensors"],
                            "fusions": [f["description"] for f in result["fusions"]]}
             print(f"recorded {case}: {'; '.join(cases[case]['fusions']) or 'no fusion'}")

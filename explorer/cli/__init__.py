@@ -202,9 +202,9 @@ def _link(args, spec, config: Config, exp) -> str | None:
 def _predicted(engine, spec, config: Config, args) -> dict:
     """bench on a simulated GPU: nothing runs, so the answer is the roofline prediction from the simulated graphs
     (analysis.gpu_roofline), labelled as one. A result cached before graphs carried their tensors is made again."""
-    result = engine.inspect(spec, config, use_cache=not args.no_cache, check_fixes=False)
+    result = engine.inspect(spec, config, use_cache=not args.no_cache)
     if not result.get("tensors"):
-        result = engine.inspect(spec, config, use_cache=False, check_fixes=False)
+        result = engine.inspect(spec, config, use_cache=False)
     return gpu_roofline.answer(result)
 
 

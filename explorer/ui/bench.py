@@ -38,7 +38,6 @@ def measured(engine, model, config, processes: int = 1) -> dict | None:
         result = engine.stored("bench", model, config, _extra(processes))
         if result is not None:
             state.remember(state.BENCH_RESULTS, key, result)
-    engine.store("bench", model, config, result, _extra(processes))
     return result
 
 

@@ -131,7 +131,7 @@ def _predict_sweep(engine, choice: Choice, param: str, values: list[int], key: s
         try:
             for value in values:
                 status.update(label=f"Simulating {param} = {value}")
-                result = engine.inspect(choice.model.with_params(**{param: value}), choice.config, check_fixes=False)
+                result = engine.inspect(choice.model.with_params(**{param: value}), choice.config)
                 row = gpu_roofline.sweep_row(value, gpu_roofline.predict(result))
                 if row is not None:
                     rows.append(row)

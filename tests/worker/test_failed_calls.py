@@ -34,7 +34,7 @@ def fused_run_failed(result_or_error) -> bool:
 
 def inspect_or_error(engine, spec, config):
     try:
-        return engine.inspect(spec, config, check_fixes=False)
+        return engine.inspect(spec, config)
     except WorkerError as exc:
         return exc
 
@@ -45,7 +45,7 @@ def test_the_next_inspect_of_the_same_worker_holds_only_its_own_graphs(tmp_path)
         failed = inspect_or_error(engine, BROKEN, ONEDNN_ON)
         assert fused_run_failed(failed), failed
         [worker] = engine.pool.workers()
-        result = engine.inspect(BROKEN, REMAPPER_OFF, check_fixes=False)
+        result = engine.inspect(BROKEN, REMAPPER_OFF)
         assert result["worker"]["pid"] == worker.pid and not result["worker"]["new_process"]  # the same warm worker
         for stage in ("traced", "optimized", "executed"):
             graph = Graph.from_dict(result["stages"][stage])
@@ -55,7 +55,7 @@ def test_the_next_inspect_of_the_same_worker_holds_only_its_own_graphs(tmp_path)
         assert Graph.from_dict(result["stages"]["optimized"]).compute_ops() == ["Conv2D", "FusedBatchNormV3", "Tanh"]
         assert result["fusions"] == []
         # What the cache holds is only what the remapper-off call computed.
-        cached = engine.inspect(BROKEN, REMAPPER_OFF, check_fixes=False)
+        cached = engine.inspect(BROKEN, REMAPPER_OFF)
         assert cached["cached"] and cached["stages"]["optimized"] == result["stages"]["optimized"]
     finally:
         engine.close()
@@ -78,7 +78,7 @@ def test_an_aborted_worker_is_replaced_and_the_pool_keeps_serving():
     engine = Engine(cache_dir=None)
     small = {"preset": "matmul_bias_relu", "params": {"m": 64, "k": 32, "n": 16}}
     try:
-        engine.inspect(small, check_fixes=False)
+        engine.inspect(small)
         [first] = engine.pool.workers()
 
         def abort_when_busy():
@@ -95,7 +95,7 @@ def test_an_aborted_worker_is_replaced_and_the_pool_keeps_serving():
             engine.bench({"preset": "matmul_bias_relu", "params": {"m": 2048, "k": 256, "n": 256}},
                          reps=2000, warmup=0, max_seconds=60)
         assert info.value.kind == "crash" and "SIGABRT" in str(info.value)
-        result = engine.inspect(small, use_cache=False, check_fixes=False)
+        result = engine.inspect(small, use_cache=False)
         assert result["fusions"] and result["worker"]["pid"] != first.pid and result["worker"]["new_process"]
     finally:
         engine.close()
@@ -108,8 +108,7 @@ def test_an_inspect_whose_worker_aborts_still_shows_grapplers_graphs_and_the_unf
     engine = Engine(cache_dir=None)
     spec = {"preset": "matmul_bias_relu", "params": {"m": 4096, "k": 2048, "n": 2048}}
     try:
-        engine.inspect({"preset": "matmul_bias_relu", "params": {"m": 64, "k": 32, "n": 16}}, ONEDNN_ON,
-                       check_fixes=False)
+        engine.inspect({"preset": "matmul_bias_relu", "params": {"m": 64, "k": 32, "n": 16}}, ONEDNN_ON)
         [first] = engine.pool.workers()
 
         def abort_when_busy():
@@ -122,7 +121,7 @@ def test_an_inspect_whose_worker_aborts_still_shows_grapplers_graphs_and_the_unf
                 time.sleep(0.02)
 
         threading.Thread(target=abort_when_busy, daemon=True).start()
-        result = engine.inspect(spec, ONEDNN_ON, check_fixes=False)
+        result = engine.inspect(spec, ONEDNN_ON)
         check = result["agreement"]
         assert check["status"] == "aborts" and check["headline"] == "The fusion breaks this model"
         assert "SIGABRT" in check["summary"] and check["reference_shapes"] == [[4096, 2048]]

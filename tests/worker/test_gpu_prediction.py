@@ -32,7 +32,7 @@ FLAGS = dict(coverage.GPU_FLAGS, TF_ENABLE_ONEDNN_OPTS="0")
 
 def predicted(engine, preset: str, profile: str, params: dict | None = None, env: dict | None = None) -> tuple:
     result = engine.inspect({"preset": preset, "params": params or coverage.GPU_PARAMS.get(preset, {})},
-                            Config.make(f"gpu-sim:{profile}", FLAGS if env is None else env), check_fixes=False)
+                            Config.make(f"gpu-sim:{profile}", FLAGS if env is None else env))
     prediction = gpu_roofline.predict(result)
     assert prediction is not None, "the simulated result carries no tensors"
     return result, prediction
@@ -141,5 +141,5 @@ def test_the_graphs_gpu_predict_records_are_todays_simulation(engine):
     for case in ("relu f32 4096x256x1024", "conv3x3 f32 8x56x56x64"):
         entry = recorded["cases"][case]
         result = engine.inspect({"preset": entry["preset"], "params": entry["params"]},
-                                Config.make(recorded["simulated_on"], entry["env"]), check_fixes=False)
+                                Config.make(recorded["simulated_on"], entry["env"]))
         assert result["tensors"] == entry["tensors"], case

@@ -30,7 +30,7 @@ def assert_agrees(result):
 @pytest.mark.parametrize("onednn", ["on", "off"])
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_every_preset_agrees(engine, preset, onednn):
-    result = engine.inspect({"preset": preset}, ONEDNN[onednn], check_fixes=False)
+    result = engine.inspect({"preset": preset}, ONEDNN[onednn])
     if result["fingerprint"]["onednn"] != (onednn == "on"):
         pytest.fail(f"TF_ENABLE_ONEDNN_OPTS did not set oneDNN {onednn}")
     assert_agrees(result)
@@ -39,4 +39,4 @@ def test_every_preset_agrees(engine, preset, onednn):
 @pytest.mark.parametrize("onednn", ["on", "off"])
 @pytest.mark.parametrize("name", stack_examples.NAMES)
 def test_every_layer_stack_example_agrees(engine, name, onednn):
-    assert_agrees(engine.inspect({"stack": stack_examples.example(name)}, ONEDNN[onednn], check_fixes=False))
+    assert_agrees(engine.inspect({"stack": stack_examples.example(name)}, ONEDNN[onednn]))
