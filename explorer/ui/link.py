@@ -127,22 +127,28 @@ def dropped_link_check() -> None:
 
     most_fields = getattr(limits, "CLIENT_STATE_QUERY_STRING_MAX_FIELDS", 1000)
     most_chars = getattr(limits, "CLIENT_STATE_QUERY_STRING_MAX_LENGTH", 512 * 1024)
-    st.iframe(DROPPED_CHECK % {"fields": most_fields, "chars": most_chars}, height="content")
+    # In the page's own document (st.html), not a frame: the graphs' drawings are the page's frames.
+    st.html(DROPPED_CHECK % {"fields": most_fields, "chars": most_chars}, unsafe_allow_javascript=True)
 
 
-DROPPED_CHECK = """<body style="margin: 0"><div id="note" style="font: 15px sans-serif; color: #926c05;
+DROPPED_CHECK = """<div id="explorer-dropped-link" style="font: 15px sans-serif; color: #926c05;
 background: #fffce7; padding: 12px 16px; border-radius: 8px; display: none"></div><script>
-const query = window.parent.location.search.slice(1), fields = query ? query.split("&").length : 0;
-const words = fields > %(fields)d ? fields.toLocaleString("en") + " parameters; Streamlit reads at most " +
-  (%(fields)d).toLocaleString("en") : query.length > %(chars)d ? query.length.toLocaleString("en") +
-  " characters; Streamlit reads at most " + (%(chars)d).toLocaleString("en") : "";
-if (words) {
-  const note = document.getElementById("note");
-  note.textContent = "The page did not read this link (" + words + "): it opened with its defaults, whatever the " +
-    "address bar shows.";
-  note.style.display = "block";
-}
-</script></body>"""
+(() => {
+  const query = window.location.search.slice(1), fields = query ? query.split("&").length : 0;
+  const words = fields > %(fields)d ? fields.toLocaleString("en") + " parameters; Streamlit reads at most " +
+    (%(fields)d).toLocaleString("en") : query.length > %(chars)d ? query.length.toLocaleString("en") +
+    " characters; Streamlit reads at most " + (%(chars)d).toLocaleString("en") : "";
+  if (!words) return;
+  const show = (tries) => {
+    const note = document.getElementById("explorer-dropped-link");
+    if (!note) return tries > 0 && setTimeout(() => show(tries - 1), 100);
+    note.textContent = "The page did not read this link (" + words + "): it opened with its defaults, whatever " +
+      "the address bar shows.";
+    note.style.display = "block";
+  };
+  show(50);
+})();
+</script>"""
 
 
 def _cut_short(raw: str, params: dict) -> str:

@@ -46,7 +46,8 @@ def test_a_link_streamlit_drops_is_said(app_server, page):
     while not said and time.monotonic() < deadline:
         for frame in page.frames:
             try:
-                text = frame.locator("#note").inner_text(timeout=1000) if frame.locator("#note").count() else ""
+                note = frame.locator("#explorer-dropped-link")
+                text = note.inner_text(timeout=1000) if note.count() else ""
             except PlaywrightError:
                 continue
             said = text if "did not read this link" in text else said
