@@ -123,10 +123,8 @@ def dropped_link_check() -> None:
     link Streamlit did not read, it says so where the link's note goes. Nothing shows otherwise."""
     if not st.session_state.get(BARE):
         return
-    from streamlit.runtime.state import query_params as limits
-
-    most_fields = getattr(limits, "CLIENT_STATE_QUERY_STRING_MAX_FIELDS", 1000)
-    most_chars = getattr(limits, "CLIENT_STATE_QUERY_STRING_MAX_LENGTH", 512 * 1024)
+    most_fields, most_chars = script_run.query_limits()
+    most_chars = most_chars or 512 * 1024
     # In the page's own document (st.html), not a frame: the graphs' drawings are the page's frames.
     st.html(DROPPED_CHECK % {"fields": most_fields, "chars": most_chars}, unsafe_allow_javascript=True)
 
@@ -156,11 +154,8 @@ def _cut_short(raw: str, params: dict) -> str:
     the address bar still shows the link); empty when it read them."""
     if not raw or params:
         return ""
-    from streamlit.runtime.state import query_params as limits  # Streamlit's own limits, where it keeps them
-
     fields, chars = raw.count("&") + 1, len(raw)
-    most_fields = getattr(limits, "CLIENT_STATE_QUERY_STRING_MAX_FIELDS", 1000)
-    most_chars = getattr(limits, "CLIENT_STATE_QUERY_STRING_MAX_LENGTH", None)
+    most_fields, most_chars = script_run.query_limits()  # Streamlit's own limits, where it keeps them
     said = (f"{fields:,} parameters; Streamlit reads at most {most_fields:,}" if fields > most_fields else
             f"{chars:,} characters; Streamlit reads at most {most_chars:,}" if most_chars and chars > most_chars
             else "it could not be read")

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from streamlit.runtime.scriptrunner import ScriptRunContext, get_script_run_ctx
 
-__all__ = ["ScriptRunContext", "get_script_run_ctx", "is_fragment_run", "is_history_navigation", "query_string"]
+__all__ = ["ScriptRunContext", "get_script_run_ctx", "is_fragment_run", "is_history_navigation", "query_limits",
+           "query_string"]
 
 
 def is_history_navigation() -> bool:
@@ -27,3 +28,12 @@ def query_string() -> str:
     part of it: past 1,000 parameters, it keeps none)."""
     ctx = get_script_run_ctx()
     return (ctx.query_string or "") if ctx is not None else ""
+
+
+def query_limits() -> tuple[int, int | None]:
+    """The most fields and characters of a query Streamlit reads (past either it reads none), where it keeps them;
+    1,000 fields and no character limit where an upgrade moved them."""
+    from streamlit.runtime.state import query_params as limits
+
+    return (getattr(limits, "CLIENT_STATE_QUERY_STRING_MAX_FIELDS", 1000),
+            getattr(limits, "CLIENT_STATE_QUERY_STRING_MAX_LENGTH", None))

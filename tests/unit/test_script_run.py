@@ -34,6 +34,9 @@ def test_the_helpers_find_the_context_of_a_run_and_its_fields():
     assert [t.value for t in at.text] == ["context=True history=False fragment=False"]
     fields = {f.name for f in dataclasses.fields(script_run.ScriptRunContext)}
     assert {"is_history_navigation", "fragment_ids_this_run", "query_string"} <= fields
+    from streamlit.runtime.state import query_params as limits  # the limits query_limits reads are still there
+
+    assert isinstance(limits.CLIENT_STATE_QUERY_STRING_MAX_FIELDS, int)
 
 
 def test_no_other_module_reads_streamlits_private_runtime():
