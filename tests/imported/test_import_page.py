@@ -91,9 +91,10 @@ def test_a_graphdef_upload_shows_what_tensorflow_fuses(models, direct_counts):
     assert report_fusions(at) == expected
     assert any(b.label == "Fusions (CSV)" for b in at.get("download_button"))
     assert "fed as [1, 16, 16, 3]" in "\n".join(c.value for c in at.sidebar.caption)  # the unknown batch, as fed
-    # The upload lives in this session's own directory, under its content digest.
+    # The upload lives in this session's own directory, in this server's folder (issue 30), under its digest.
     directory = at.session_state[state.UPLOAD_DIR]
-    assert Path(directory).parent == Path(os.environ["EXPLORER_UPLOAD_DIR"])
+    assert Path(directory).parent.parent == Path(os.environ["EXPLORER_UPLOAD_DIR"])
+    assert Path(directory).parent.name.startswith(f"server-{os.getpid()}-")
     assert [p.suffix for p in Path(directory).iterdir()] == [".pb"]
     # XLA compiles the imported graph too, its fusions named by the graph's own nodes
     at.toggle(key=state.XLA_ON).set_value(True).run()

@@ -53,13 +53,16 @@ def saved_model_spec(directory: Path, name: str, **extra) -> dict:
 
 @pytest.fixture(scope="session")
 def inspected(engine, networks):
-    """inspected(network, onednn "0"|"1", **import options) -> the engine's result, computed once."""
+    """inspected(network, onednn "0"|"1", checked=False, **import options) -> the engine's result, computed once;
+    ``checked``: with its near-misses' setting-fixes settled by running them (``Engine.check_fixes``, what the
+    fusion report asks for)."""
     cache = {}
 
-    def get(name: str, onednn: str, **extra):
-        key = (name, onednn, tuple(sorted(extra.items())))
+    def get(name: str, onednn: str, checked: bool = False, **extra):
+        key = (name, onednn, checked, tuple(sorted(extra.items())))
         if key not in cache:
-            cache[key] = engine.inspect(saved_model_spec(networks, name, **extra),
-                                        {"env": {"TF_ENABLE_ONEDNN_OPTS": onednn}})
+            spec, config = saved_model_spec(networks, name, **extra), {"env": {"TF_ENABLE_ONEDNN_OPTS": onednn}}
+            result = get(name, onednn, **extra) if checked else engine.inspect(spec, config)
+            cache[key] = engine.check_fixes(spec, config, result) if checked else result
         return cache[key]
     return get

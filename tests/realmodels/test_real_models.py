@@ -87,13 +87,13 @@ def test_every_offered_fix_is_verified_by_running_it(inspected, direct, name, on
 
 
 def test_a_fix_that_does_not_fix_is_not_offered(inspected, direct):
-    result = inspected("efficientnetb0", "0")
+    result = inspected("efficientnetb0", "0", checked=True)
     sigmoid = [m for m in kinds(result, "activation-left-out") if m["chain"].endswith("+ Sigmoid")]
     assert len(sigmoid) == direct["0"]["efficientnetb0"]["after_fused"]["Sigmoid"] == 16
     for miss in sigmoid:
         assert miss["changes"] == [] and miss["verified"] is False
         assert "no setting fuses it here" in miss["fix"]
-    old = inspected("oldstyle", "0")
+    old = inspected("oldstyle", "0", checked=True)
     dense = [m for m in kinds(old, "activation-left-out") if m["chain"].endswith("+ Sigmoid")]
     assert len(dense) == 1 and dense[0]["verified"] is True and dense[0]["changes"]
     tanh = [m for m in kinds(old, "activation-left-out") if m["chain"].endswith("+ Tanh")]
