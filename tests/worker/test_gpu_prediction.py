@@ -131,7 +131,8 @@ def test_the_matrix_gpu_cells_carry_the_prediction(engine):
     assert sim["prediction"].startswith("Predicted") and "H100" in sim["prediction"]
     words = table.speedup_words(sim)
     assert words.startswith("predicted ") and "not measured" in words
-    assert "predicted_speedup" in table.to_csv(rows).splitlines()[0].split(",")[-1]
+    header = table.to_csv(rows).splitlines()[0].split(",")
+    assert header[-2:] == ["predicted_speedup", "agreement"]  # new columns go last, in the order they came
 
 
 def test_the_graphs_gpu_predict_records_are_todays_simulation(engine):
