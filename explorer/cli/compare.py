@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from ..engine import matrix
-from ..errors import ExplorerError, SpecError
+from ..errors import SpecError
 from ..model.sources import sources
 from ..model.spec import resolve
 from ..present import compare_text
@@ -56,21 +56,17 @@ def b_of(a_spec: dict, a_config, changes: list[str]) -> tuple[dict, object]:
 
 
 def run(args) -> int:
-    from ..engine.cache import DEFAULT_CACHE_DIR
-    from ..engine.engine import Engine
+    return failure.command(lambda open_engine: _run(args, open_engine))
 
-    engine = None
-    try:
-        a_spec, a_config = spec_from_args(args), config_from_args(args)
-        resolve(a_spec)
-        b_spec, b_config = b_of(a_spec, a_config, args.b)
-        engine = Engine(cache_dir=DEFAULT_CACHE_DIR)
-        result = engine.compare(a_spec, a_config, b_spec, b_config, processes=args.processes, reps=args.reps,
-                                warmup=args.warmup, max_seconds=args.max_seconds)
-        print(json.dumps(result, indent=1) if args.json else compare_text.words(result), end="\n" if args.json else "")
-        return 0
-    except ExplorerError as exc:
-        return failure.report(exc)
-    finally:
-        if engine is not None:
-            engine.close()
+
+def _run(args, open_engine) -> int:
+    from ..engine.cache import DEFAULT_CACHE_DIR
+
+    a_spec, a_config = spec_from_args(args), config_from_args(args)
+    resolve(a_spec)
+    b_spec, b_config = b_of(a_spec, a_config, args.b)
+    engine = open_engine(DEFAULT_CACHE_DIR)
+    result = engine.compare(a_spec, a_config, b_spec, b_config, processes=args.processes, reps=args.reps,
+                            warmup=args.warmup, max_seconds=args.max_seconds)
+    print(json.dumps(result, indent=1) if args.json else compare_text.words(result), end="\n" if args.json else "")
+    return 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import sys
 
-from ..errors import ExplorerError
 from ..model.sources import sources
 from . import failure
 from .model_args import config_from_args, spec_from_args
@@ -38,28 +37,24 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from ..engine.engine import Engine
+    return failure.command(lambda open_engine: _run(args, open_engine))
+
+
+def _run(args, open_engine) -> int:
     from ..present.diagnose_text import diagnose_text
 
-    engine = None
-    try:
-        if not 1 <= args.reps <= 200:
-            from ..errors import SpecError
+    if not 1 <= args.reps <= 200:
+        from ..errors import SpecError
 
-            raise SpecError("--reps", f"{args.reps} is out of range; allowed 1..200")
-        spec, config = spec_from_args(args), config_from_args(args)
-        engine = Engine(cache_dir=None)  # a diagnosis is never served from the cache: it must be run
-        progress = None if args.json else (lambda p: print(f"  … {p['message']}", file=sys.stderr, flush=True))
-        result = engine.diagnose(spec, config, repro=args.repro, ways=not args.no_ways, reps=args.reps,
-                                 out=args.out, on_progress=progress)
-        print(json.dumps(public(result), indent=1) if args.json else diagnose_text(result), end="\n" if args.json
-              else "")
-        return 1 if result["verdict"]["fault"] or (result.get("xla") or {}).get("fault") else 0
-    except ExplorerError as exc:
-        return failure.report(exc)
-    finally:
-        if engine is not None:
-            engine.close()
+        raise SpecError("--reps", f"{args.reps} is out of range; allowed 1..200")
+    spec, config = spec_from_args(args), config_from_args(args)
+    engine = open_engine(None)  # a diagnosis is never served from the cache: it must be run
+    progress = None if args.json else (lambda p: print(f"  … {p['message']}", file=sys.stderr, flush=True))
+    result = engine.diagnose(spec, config, repro=args.repro, ways=not args.no_ways, reps=args.reps,
+                             out=args.out, on_progress=progress)
+    print(json.dumps(public(result), indent=1) if args.json else diagnose_text(result), end="\n" if args.json
+          else "")
+    return 1 if result["verdict"]["fault"] or (result.get("xla") or {}).get("fault") else 0
 
 
 def public(result: dict) -> dict:

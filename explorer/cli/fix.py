@@ -12,7 +12,7 @@ import os
 import sys
 
 from ..analysis.fix_plan import FIXES
-from ..errors import ExplorerError, SpecError, shown
+from ..errors import SpecError, shown
 from ..model.sources import sources
 from ..present import fix_text
 from . import failure
@@ -74,36 +74,33 @@ def checked_out(out: str) -> str:
 
 
 def run(args) -> int:
+    return failure.command(lambda open_engine: _run(args, open_engine))
+
+
+def _run(args, open_engine) -> int:
     from ..engine.cache import DEFAULT_CACHE_DIR
     from ..engine.engine import Engine
     from ..engine.uploads import spec_for_path
 
-    engine = None
-    try:
-        if args.device not in ("cpu", "gpu"):
-            raise SpecError("--device", f"{args.device!r}: fixes run on the model as it runs here, cpu or gpu")
-        apply = [name.strip() for name in args.apply.split(",") if name.strip()] if args.apply else None
-        unknown = [name for name in apply or () if name not in FIXES]
-        if unknown or apply == []:
-            raise SpecError("--apply", f"no fix {unknown[0] if unknown else args.apply!r}; the fixes are "
-                                       f"{', '.join(FIXES)}")
-        processes = Engine.check_bench_options(args.reps, args.warmup, args.max_seconds, args.processes)
-        config = config_from_args(args)
-        spec = spec_for_path(args.model, signature=args.signature, unknown_dim=args.dim, outputs=args.output)
-        out = checked_out(args.out or default_out(args.model))
-        engine = Engine(cache_dir=None if args.no_cache else DEFAULT_CACHE_DIR)
-        progress = None if args.json else (lambda p: print(f"  … {p['message']}", file=sys.stderr, flush=True))
-        result = engine.fix(spec, config, apply=apply, out=out, processes=processes,
-                            reps=args.reps, warmup=args.warmup, max_seconds=args.max_seconds,
-                            measure=not args.no_measure, on_progress=progress)
-        print(json.dumps(public(result), indent=1) if args.json else fix_text.fix_text(result), end="\n" if args.json
-              else "")
-        return 0
-    except ExplorerError as exc:
-        return failure.report(exc)
-    finally:
-        if engine is not None:
-            engine.close()
+    if args.device not in ("cpu", "gpu"):
+        raise SpecError("--device", f"{args.device!r}: fixes run on the model as it runs here, cpu or gpu")
+    apply = [name.strip() for name in args.apply.split(",") if name.strip()] if args.apply else None
+    unknown = [name for name in apply or () if name not in FIXES]
+    if unknown or apply == []:
+        raise SpecError("--apply", f"no fix {unknown[0] if unknown else args.apply!r}; the fixes are "
+                                   f"{', '.join(FIXES)}")
+    processes = Engine.check_bench_options(args.reps, args.warmup, args.max_seconds, args.processes)
+    config = config_from_args(args)
+    spec = spec_for_path(args.model, signature=args.signature, unknown_dim=args.dim, outputs=args.output)
+    out = checked_out(args.out or default_out(args.model))
+    engine = open_engine(None if args.no_cache else DEFAULT_CACHE_DIR)
+    progress = None if args.json else (lambda p: print(f"  … {p['message']}", file=sys.stderr, flush=True))
+    result = engine.fix(spec, config, apply=apply, out=out, processes=processes,
+                        reps=args.reps, warmup=args.warmup, max_seconds=args.max_seconds,
+                        measure=not args.no_measure, on_progress=progress)
+    print(json.dumps(public(result), indent=1) if args.json else fix_text.fix_text(result), end="\n" if args.json
+          else "")
+    return 0
 
 
 def public(result: dict) -> dict:

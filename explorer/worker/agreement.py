@@ -64,23 +64,12 @@ def describe_inputs(spec, names: list[str], args: list) -> dict:
     return dict(made, tensors=tensors)
 
 
-def reference_run(rt: Runtime, fn, args, switches: dict):
-    """(outputs, error): fn called once with the remapper off, the other switches as set."""
+def called(rt: Runtime, fn, args, switches: dict, remapping: bool | None = None):
+    """(outputs, error): fn called once with the switches as set (``remapping`` False: the remapper off, for the
+    reference); a call TensorFlow fails leaves nothing pending (``flush_run_metadata``)."""
     tf = rt.tf
     try:
-        rt.set_grappler(switches, False)
-        return outputs(tf, rt.call(fn, args)), None
-    except tf.errors.OpError as exc:
-        rt.flush_run_metadata()
-        return None, error_record(exc)
-    finally:
-        rt.reset_grappler()
-
-
-def fused_run(rt: Runtime, fn, args, switches: dict):
-    tf = rt.tf
-    try:
-        rt.set_grappler(switches)
+        rt.set_grappler(switches, remapping)
         return outputs(tf, rt.call(fn, args)), None
     except tf.errors.OpError as exc:
         rt.flush_run_metadata()
@@ -157,7 +146,7 @@ def check(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: d
     ops = sorted({n.op for g in graphs for n in g.node})
     tf32 = rt.tf32_active()
     fused_error = error_record(fused_exc, stages) if fused_exc is not None else None
-    reference, reference_error = reference_run(rt, fn, args, switches)
+    reference, reference_error = called(rt, fn, args, switches, False)
     base["reference_seconds"] = round(time.perf_counter() - started, 4)  # its own Grappler run and kernels
     base["reference_shapes"] = [[int(d) for d in r.shape] for r in reference] if reference is not None else None
     main = judged(fused, fused_error, reference, reference_error, ops, tf32)
@@ -167,8 +156,8 @@ def check(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: d
     if main["status"] == "agrees":
         for case, words, inputs in edge_inputs(spec, body, args, rt.tf):
             edge_started = time.perf_counter()
-            edge_fused, edge_fused_error = fused_run(rt, fn, inputs, switches)
-            edge_ref, edge_ref_error = reference_run(rt, fn, inputs, switches)
+            edge_fused, edge_fused_error = called(rt, fn, inputs, switches)
+            edge_ref, edge_ref_error = called(rt, fn, inputs, switches, False)
             edge = judged(edge_fused, edge_fused_error, edge_ref, edge_ref_error, ops, tf32)
             edges.append(dict(edge, case=case, inputs=words, shapes=[[int(d) for d in a.shape] for a in inputs],
                               seconds=round(time.perf_counter() - edge_started, 4)))
@@ -187,7 +176,7 @@ def after_abort(rt: Runtime, spec, fn, names: list[str], args: list, switches: d
     """The check of a model whose fused run killed the worker (``how``: the engine's words): the unfused run
     alone, in a new worker. Raises TensorFlow's error when the unfused run fails too."""
     started = time.perf_counter()
-    reference, reference_error = reference_run(rt, fn, args, switches)
+    reference, reference_error = called(rt, fn, args, switches, False)
     if reference_error is not None:
         raise RuntimeError(f"the model fails with the remapper off too: {reference_error['message']}")
     fused_error = {"type": "abort", "message": how, "node": None, "op": None}
