@@ -1,7 +1,7 @@
 """Predicted against measured GPU time of the seed patterns, fused and unfused, on a real NVIDIA GPU.
 
     python benchmarks/gpu_predict.py --predict-only [--profile h100]   # anywhere: the predictions alone
-    python benchmarks/gpu_predict.py [--reps 200] [--profile NAME]      # on a GPU machine with JAX
+    python3 benchmarks/gpu_predict.py [--reps 200] [--profile NAME]     # on a GPU machine with PyTorch
     .venv/bin/python benchmarks/gpu_predict.py --record                 # here (TensorFlow in workers): the graphs
 
 TensorFlow is not on the lent GPU machines (shared/reference/measured-gpu.md), so this script imports nothing of
@@ -10,16 +10,16 @@ it. Its two sides:
 * predicted: the explorer's own roofline (analysis.gpu_roofline) on TensorFlow's graphs for each case, as the
   simulated GPU made them (Grappler on a virtual GPU, recorded here with --record into gpu_predict_graphs.json,
   so the GPU machine needs no TensorFlow);
-* measured: the same computation through the libraries TensorFlow's fused kernels call, driven from JAX/XLA
-  (installed on the GPU machines): "fused" is one library call with the epilogue (cuBLASLt matmul with its
-  BIAS_GELU / BIAS_RELU epilogue, with Triton GEMMs off as measured-gpu.md found necessary; cuDNN's fused
-  convolution-bias-activation), "unfused" is one kernel per TensorFlow op of the unfused graph, dispatched one by
-  one (JAX's eager dispatch standing in for TensorFlow's executor). Each fused variant's compiled HLO is read
-  back to prove which library call it made.
+* measured: the same recorded graphs replayed kernel by kernel through the libraries TensorFlow's kernels call
+  (benchmarks/gpu_kernels.py: cuBLASLt with its bias/activation epilogue, cuDNN's fused convolution-bias-ReLU,
+  one kernel per other op), driven from PyTorch, with the kernels that ran read back from its profiler. Two
+  times per variant: on the device (a CUDA graph replayed: the kernels back to back, no host cost) and eager
+  (one call from Python and a wait: PyTorch's dispatch standing in for TensorFlow's executor, which is not
+  there to measure).
 
-Each row prints predicted and measured, and the error; the run (date, GPU, driver, library versions, every row)
-is appended to gpu_measurements.json, with the per-kernel overhead the measurements imply (calibration of the
-profiles is left to whoever reads it: the profiles' overhead is an assumption until then).
+Each row prints predicted against measured and the error; the run (date, GPU, driver, library versions, every
+row) is appended to gpu_measurements.json, with the per-kernel costs the measurements imply: on the device
+beyond the roofline (what the profiles call the launch) and on the host (the framework's dispatch).
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
-import re
 import statistics
 import subprocess
 import sys
@@ -37,6 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_kernels, beside it
 
 from explorer.analysis import gpu_roofline  # noqa: E402  (pure Python: no TensorFlow)
 from explorer.model.gpu_profiles import PROFILES, canonical  # noqa: E402
@@ -53,12 +52,16 @@ CASES = {
     "gelu f32 16384x64x256": ("matmul_bias_gelu_approx", {"m": 16384, "k": 64, "n": 256}),
     "gelu f32 4096x1024x4096": ("matmul_bias_gelu_approx", {"m": 4096, "k": 1024, "n": 4096}),
     "gelu f16 4096x1024x4096": ("matmul_bias_gelu_approx", {"m": 4096, "k": 1024, "n": 4096, "dtype": "float16"}),
+    "relu f32 64x64x64": ("matmul_bias_relu", {"m": 64, "k": 64, "n": 64}),
     "relu f32 4096x256x1024": ("matmul_bias_relu", {"m": 4096, "k": 256, "n": 1024}),
     "relu f32 4096x4096x4096": ("matmul_bias_relu", {"m": 4096, "k": 4096, "n": 4096}),
     "conv3x3 f32 8x56x56x64": ("conv2d_bias_relu", {"batch": 8, "height": 56, "width": 56, "in_channels": 64,
                                                     "out_channels": 64, "filter_size": 3}),
     "conv3x3 f32 32x28x28x128": ("conv2d_bias_relu", {"batch": 32, "height": 28, "width": 28, "in_channels": 128,
                                                       "out_channels": 128, "filter_size": 3}),
+    "conv3x3 f16 32x28x28x128": ("conv2d_bias_relu", {"batch": 32, "height": 28, "width": 28, "in_channels": 128,
+                                                      "out_channels": 128, "filter_size": 3, "dtype": "float16"}),
+    "bias f32 4096x1024x4096": ("matmul_bias", {"m": 4096, "k": 1024, "n": 4096}),
 }
 GPU_NAMES = (("H200", "h200"), ("H100", "h100"), ("A100", "a100"), ("L4", "l4"), ("T4", "t4"), ("V100", "v100"))
 
@@ -96,10 +99,10 @@ def roof_us(p: dict, variant: str) -> float:
     return p[f"{variant}_us"] - p["overhead_us"][variant]
 
 
-# ---- the measured side (JAX/XLA on the GPU; imported only there) --------------------------------
+# ---- the measured side (PyTorch on the GPU; imported only there) --------------------------------
 
 def gpu_identity() -> dict:
-    out = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    out: dict = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     try:
         line = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
                               capture_output=True, text=True, timeout=30).stdout.strip().splitlines()[0]
@@ -108,12 +111,18 @@ def gpu_identity() -> dict:
         out["gpu"] = out["driver"] = None
     from importlib import metadata
 
-    for package in ("jax", "jaxlib", "jax-cuda12-plugin", "jax-cuda13-plugin", "nvidia-cublas-cu12", "nvidia-cudnn-cu12",
-                    "nvidia-cublas", "nvidia-cudnn-cu13"):
+    for package in ("torch", "nvidia-cublas", "nvidia-cublas-cu12", "nvidia-cudnn-cu13", "nvidia-cudnn-cu12",
+                    "nvidia-cuda-runtime"):
         try:
             out.setdefault("libraries", {})[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             pass
+    try:
+        import torch
+
+        out.setdefault("libraries", {}).update(cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version())
+    except ImportError:
+        pass
     return out
 
 
@@ -124,101 +133,20 @@ def profile_for(gpu: str | None) -> str | None:
     return None
 
 
-def hlo_proof(text: str) -> dict:
-    """Which library calls and epilogues a compiled module makes, and how many fusions besides: the proof of what
-    a fused variant timed."""
-    return {"custom_calls": sorted(set(re.findall(r'custom_call_target="([^"]+)"', text))),
-            "epilogues": sorted(set(re.findall(r'"epilogue":\s*"([A-Z_]+)"', text))),
-            "activations": sorted(set(re.findall(r'"activation_mode":\s*"(k\w+)"', text))),
-            "fusions": len(re.findall(r"=\s*\S+\s+fusion\(", text))}
+def measure(case: str, reps: int) -> dict:
+    """The recorded graphs of a case replayed on this GPU through the libraries TensorFlow's kernels call."""
+    import gpu_kernels  # PyTorch: imported only on the GPU machine
 
+    graphs = json.loads(GRAPHS.read_text())["cases"][case]["tensors"]
+    try:
+        return gpu_kernels.measure(graphs, reps)
+    except gpu_kernels.Unsupported as exc:
+        return {"unsupported": str(exc)}
+    except Exception as exc:  # noqa: BLE001  (one case's library error must not lose the others' rows)
+        import traceback
 
-def variants(preset: str, params: dict):
-    """(inputs, fused function, unfused ops): the fused one is jitted whole; the unfused ones run one by one."""
-    import jax
-    import jax.numpy as jnp
-    from jax import lax
-
-    dtype = jnp.dtype(params.get("dtype", "float32"))
-    key = iter(jax.random.split(jax.random.PRNGKey(0), 3))
-    if preset.startswith("matmul"):
-        x = jax.random.normal(next(key), (params["m"], params["k"]), dtype)
-        w = jax.random.normal(next(key), (params["k"], params["n"]), dtype) * 0.05
-        contract = jax.jit(jnp.matmul)
-    else:
-        c, f = params["in_channels"], params["filter_size"]
-        x = jax.random.normal(next(key), (params["batch"], params["height"], params["width"], c), dtype)
-        w = jax.random.normal(next(key), (f, f, c, params["out_channels"]), dtype) * 0.05
-        contract = jax.jit(lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "SAME",
-                                                                 dimension_numbers=("NHWC", "HWIO", "NHWC")))
-    b = jax.random.normal(next(key), (w.shape[-1],), dtype)
-    if preset == "matmul_bias_gelu_approx":
-        def fused(x, w, b):
-            return jax.nn.gelu(x @ w + b, approximate=True)  # the form XLA matched to cuBLASLt's BIAS_GELU
-
-        c0, c1 = jnp.asarray(0.044715, dtype), jnp.asarray(0.7978845608, dtype)
-        half, one = jnp.asarray(0.5, dtype), jnp.asarray(1.0, dtype)
-        # TensorFlow's unfused graph: MatMul, BiasAdd, Pow, Mul, AddV2, Mul, Tanh, AddV2, Mul, Mul (one kernel each)
-        steps = [lambda s: contract(x, w), lambda s: s["y"] + b, lambda s: s["y"] ** 3, lambda s: c0 * s["t"],
-                 lambda s: s["y"] + s["t"], lambda s: c1 * s["t"], jnp.tanh, lambda s: one + s["t"],
-                 lambda s: half * s["y"], lambda s: s["h"] * s["t"]]
-        unfused = _gelu_chain(steps)
-    else:
-        def fused(x, w, b):
-            return jax.nn.relu(_contract_expr(preset, x, w) + b)
-
-        def unfused():
-            return jax.nn.relu(contract(x, w) + b)  # eager: three kernels, as TensorFlow's unfused graph
-    return (x, w, b), jax.jit(fused), unfused
-
-
-def _contract_expr(preset, x, w):
-    from jax import lax
-
-    if preset.startswith("matmul"):
-        return x @ w
-    return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
-
-
-def _gelu_chain(steps):
-    """TensorFlow's approximate GELU op by op, each an eager JAX op (one kernel): y = MatMul + bias, then
-    0.5·y·(1 + tanh(c·(y + 0.044715·y³)))."""
-    def run():
-        s = {"y": steps[0](None)}
-        s["y"] = steps[1](s)
-        s["t"] = steps[2](s)
-        s["t"] = steps[3](s)
-        s["t"] = steps[4](s)
-        s["t"] = steps[5](s)
-        s["t"] = steps[6](s["t"])  # Tanh
-        s["t"] = steps[7](s)
-        s["h"] = steps[8](s)
-        return steps[9](s)
-    return run
-
-
-def timed(call, reps: int) -> list[float]:
-    samples = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        call().block_until_ready()
-        samples.append((time.perf_counter() - start) * 1e6)
-    return samples
-
-
-def measure(preset: str, params: dict, reps: int) -> dict:
-    args, fused, unfused = variants(preset, params)
-    proof = hlo_proof(fused.lower(*args).compile().as_text())
-    calls = {"fused": lambda: fused(*args), "unfused": unfused}
-    for call in calls.values():  # warm-up: compile, autotune, caches
-        for _ in range(10):
-            call().block_until_ready()
-    samples = {"fused": [], "unfused": []}
-    for i in range(reps):  # interleaved, alternating which goes first
-        for name in (("fused", "unfused") if i % 2 == 0 else ("unfused", "fused")):
-            samples[name] += timed(calls[name], 1)
-    return {"fused_us": statistics.median(samples["fused"]), "unfused_us": statistics.median(samples["unfused"]),
-            "proof": proof}
+        return {"unsupported": f"{type(exc).__name__}: {exc}".splitlines()[0][:300],
+                "traceback": traceback.format_exc()[-1500:]}
 
 
 # ---- comparing and keeping --------------------------------------------------------------------
@@ -228,10 +156,25 @@ def error(predicted: float, measured: float) -> float:
     return (predicted - measured) / measured
 
 
-def implied_overhead(pred: dict, measured: dict) -> list[float]:
-    """Per kernel, what each measured variant took beyond its roofline: the overhead the profiles assume."""
-    return [(measured[f"{v}_us"] - roof_us(pred, v)) / pred["kernel_count"][v]
-            for v in ("fused", "unfused") if pred["kernel_count"][v]]
+def device_us(pred: dict, variant: str, launch: float | None = None) -> float:
+    """A variant's predicted time on the device alone: its kernels' rooflines plus a launch each (no dispatch)."""
+    launch = pred["profile"]["launch_us"] if launch is None else launch
+    return roof_us(pred, variant) + launch * pred["kernel_count"][variant]
+
+
+def fit_launch(pairs: list[tuple[dict, dict]]) -> float:
+    """The per-kernel launch (µs, in steps of 0.5) with which the predicted device times come closest to the
+    measured ones (least median relative error): what the profiles' launch is calibrated from."""
+    def spread(launch: float) -> float:
+        return statistics.median(abs(error(device_us(p, v, launch), m[v]["device_us"]))
+                                 for p, m in pairs for v in ("fused", "unfused") if m[v].get("device_us"))
+    return min((step / 2 for step in range(0, 17)), key=spread)
+
+
+def host_per_kernel(measured: dict) -> list[float]:
+    """PyTorch's eager cost on the host per kernel that ran: what a framework's dispatch adds to the device."""
+    return [(m["eager_us"] - m["device_us"]) / len(m["kernels"]) for m in (measured["fused"], measured["unfused"])
+            if m.get("kernels") and m.get("device_us")]
 
 
 def row_words(case: str, pred: dict, measured: dict | None) -> str:
@@ -239,23 +182,107 @@ def row_words(case: str, pred: dict, measured: dict | None) -> str:
            f"speedup {pred['speedup']:5.2f}×"
     if measured is None:
         return head
-    return (head + f"  | measured fused {measured['fused_us']:9.1f} µs ({error(pred['fused_us'], measured['fused_us']):+.0%})"
-            f"  unfused {measured['unfused_us']:9.1f} µs ({error(pred['unfused_us'], measured['unfused_us']):+.0%})"
-            f"  speedup {measured['unfused_us'] / measured['fused_us']:5.2f}×  [{', '.join(measured['proof']['epilogues'] + measured['proof']['activations']) or 'no epilogue'}]")
+    if "unsupported" in measured:
+        return head + f"  | not measured: {measured['unsupported']}" + ("\n" + measured["traceback"]
+                                                                          if "traceback" in measured else "")
+    f, u = measured["fused"], measured["unfused"]
+    lines = [head,
+             f"{'':<28} on the device: predicted fused {device_us(pred, 'fused'):9.1f} µs  unfused "
+             f"{device_us(pred, 'unfused'):9.1f} µs  | measured fused {_us(f.get('device_us'))} "
+             f"({_err(device_us(pred, 'fused'), f.get('device_us'))})  unfused {_us(u.get('device_us'))} "
+             f"({_err(device_us(pred, 'unfused'), u.get('device_us'))})",
+             f"{'':<28} eager (PyTorch dispatch) fused {_us(f['eager_us'])} ({_err(pred['fused_us'], f['eager_us'])})"
+             f"  unfused {_us(u['eager_us'])} ({_err(pred['unfused_us'], u['eager_us'])})"
+             f"  speedup {u['eager_us'] / f['eager_us']:5.2f}× eager, "
+             + (f"{u['device_us'] / f['device_us']:5.2f}× on the device" if f.get("device_us") and u.get("device_us")
+                else "device time not measured"),
+             f"{'':<28} kernels predicted {pred['kernel_count']['fused']}/{pred['kernel_count']['unfused']}, ran "
+             f"{_count(f)}/{_count(u)}; fused ran: {'; '.join(_short(n) for n in (f.get('kernels') or []))}"]
+    return "\n".join(lines)
+
+
+def _us(value) -> str:
+    return f"{value:9.1f} µs" if value is not None else "      n/a"
+
+
+def _err(predicted, measured) -> str:
+    return f"{error(predicted, measured):+.0%}" if measured else "n/a"
+
+
+def _count(m: dict) -> str:
+    return str(len(m["kernels"])) if m.get("kernels") is not None else "?"
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= 70 else name[:67] + "..."
+
+
+def compare(preds: dict, measured: dict, profile: str) -> tuple[list[dict], dict]:
+    """Print predicted against measured for each case, then the calibration the measurements imply."""
+    rows, pairs, host = [], [], []
+    for case, m in measured.items():
+        pred = preds[case]
+        print(row_words(case, pred, m), flush=True)
+        row = {"case": case, "preset": CASES[case][0], "params": CASES[case][1], "measured": m,
+               "predicted": {"fused_us": pred["fused_us"], "unfused_us": pred["unfused_us"],
+                             "device_us": {v: device_us(pred, v) for v in ("fused", "unfused")},
+                             "speedup": pred["speedup"], "kernels": pred["kernel_count"]}}
+        if "unsupported" not in m:
+            pairs.append((pred, m))
+            host += host_per_kernel(m)
+            row["error"] = {v: error(device_us(pred, v), m[v]["device_us"]) for v in ("fused", "unfused")
+                            if m[v].get("device_us")}
+        rows.append(row)
+    figures = gpu_roofline.profile_figures(profile)
+    implied = {"launch": fit_launch(pairs) if pairs else None, "framework": statistics.median(host) if host else None}
+    errors = [abs(e) for row in rows for e in (row.get("error") or {}).values()]
+    print(f"device time predicted within {statistics.median(errors):.0%} of measured (median over {len(errors)} "
+          f"variants; worst {max(errors):.0%})" if errors else "nothing measured")
+    print(f"calibration: the launch that best fits the device times is {implied['launch']} µs per kernel (the profiles "
+          f"use {figures['launch_us']:g}); PyTorch's eager dispatch from Python adds {implied['framework'] or 0:.1f} µs "
+          f"per kernel on the host (median; the profiles assume {figures['framework_us']:g} µs for TensorFlow's "
+          "executor, which is not here to measure)")
+    return rows, implied
+
+
+def markdown(preds: dict, runs: list[dict]) -> str:
+    """The kept runs as docs/gpu-simulation.md shows them: per case, the device times of all runs' median."""
+    lines = ["| case | kernels predicted → ran (fused / unfused) | device µs predicted (fused / unfused) | device µs "
+             "measured | error (fused / unfused) | speedup predicted | measured on the device | measured eager |",
+             "|---|---|---|---|---|---|---|---|"]
+    for case, pred in preds.items():
+        rows = [row["measured"] for run in runs for row in run["rows"] if row["case"] == case]
+        rows = [m for m in rows if "unsupported" not in m]
+        if not rows:
+            continue
+        dev = {v: statistics.median(m[v]["device_us"] for m in rows) for v in ("fused", "unfused")}
+        eager = {v: statistics.median(m[v]["eager_us"] for m in rows) for v in ("fused", "unfused")}
+        ran = "/".join(str(len(rows[0][v]["kernels"])) for v in ("fused", "unfused"))
+        p_dev = {v: device_us(pred, v) for v in ("fused", "unfused")}
+        lines.append(f"| {case} | {pred['kernel_count']['fused']}/{pred['kernel_count']['unfused']} → {ran} "
+                     f"| {p_dev['fused']:.1f} / {p_dev['unfused']:.1f} | {dev['fused']:.1f} / {dev['unfused']:.1f} "
+                     f"| {error(p_dev['fused'], dev['fused']):+.0%} / {error(p_dev['unfused'], dev['unfused']):+.0%} "
+                     f"| {p_dev['unfused'] / p_dev['fused']:.2f}× | {dev['unfused'] / dev['fused']:.2f}× "
+                     f"| {eager['unfused'] / eager['fused']:.2f}× |")
+    return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--predict-only", action="store_true", help="print the predictions; no GPU, no JAX")
+    parser.add_argument("--predict-only", action="store_true", help="print the predictions; no GPU, no PyTorch")
     parser.add_argument("--record", action="store_true", help="simulate the cases here (needs the explorer's TensorFlow)")
     parser.add_argument("--profile", help="the GPU profile to predict for (default: the GPU found, else h100)")
     parser.add_argument("--reps", type=int, default=200)
     parser.add_argument("--out", default=str(MEASUREMENTS))
+    parser.add_argument("--stored", action="store_true",
+                        help="compare today's predictions with the measurements kept in --out; no GPU")
+    parser.add_argument("--markdown", action="store_true", help="with --stored: the table docs/ shows")
+    parser.add_argument("--cases", nargs="*", help="only the cases whose names hold one of these words")
     args = parser.parse_args(argv)
     if args.record:
         record()
         return 0
-    identity = {} if args.predict_only else gpu_identity()
+    identity = {} if args.predict_only or args.stored else gpu_identity()
     profile = args.profile or profile_for(identity.get("gpu")) or RECORD_PROFILE
     try:
         profile = canonical(profile)
@@ -274,35 +301,41 @@ def main(argv=None) -> int:
             print(row_words(case, pred, None))
         print(f"tensorflow imported: {'yes' if 'tensorflow' in sys.modules else 'no'}")
         return 0
-    os.environ.setdefault("XLA_FLAGS", "--xla_gpu_enable_triton_gemm=false")  # measured-gpu.md: else no BIAS_GELU
+    if args.stored and args.markdown:
+        print(markdown(preds, json.loads(Path(args.out).read_text())))
+        return 0
+    if args.stored:
+        for run in json.loads(Path(args.out).read_text()):
+            print(f"Measured on {run['gpu']} (driver {run['driver']}), {run['date']}; libraries {run['libraries']}")
+            compare(preds, {row["case"]: row["measured"] for row in run["rows"] if row["case"] in preds}, profile)
+        return 0
     if identity.get("gpu") is None:
         print("no NVIDIA GPU found (nvidia-smi): run with --predict-only here", file=sys.stderr)
         return 2
     try:
-        import jax  # noqa: F401
+        import torch  # noqa: F401
     except ImportError:
-        print("JAX is not installed: the measured side drives cuBLASLt and cuDNN through it", file=sys.stderr)
+        print("PyTorch is not installed: the measured side drives cuBLASLt and cuDNN through it", file=sys.stderr)
         return 2
-    print(f"Measured on {identity['gpu']} (driver {identity['driver']}), {identity['date']}, "
-          f"XLA_FLAGS={os.environ['XLA_FLAGS']}; libraries {identity.get('libraries')}")
-    rows, overheads = [], []
-    for case, (preset, params) in CASES.items():
-        measured = measure(preset, params, args.reps)
-        pred = preds[case]
-        overheads += implied_overhead(pred, measured)
-        print(row_words(case, pred, measured), flush=True)
-        rows.append({"case": case, "preset": preset, "params": params, "measured": measured,
-                     "predicted": {"fused_us": pred["fused_us"], "unfused_us": pred["unfused_us"],
-                                   "speedup": pred["speedup"], "kernels": pred["kernel_count"]},
-                     "error": {v: error(pred[f"{v}_us"], measured[f"{v}_us"]) for v in ("fused", "unfused")}})
-    implied = statistics.median(overheads)
-    figures = gpu_roofline.profile_figures(profile)
-    print(f"per-kernel overhead the measurements imply (median): {implied:.1f} µs; the profiles assume "
-          f"{figures['launch_us'] + figures['framework_us']:g} µs")
+    print(f"Measured on {identity['gpu']} (driver {identity['driver']}), {identity['date']}; "
+          f"libraries {identity.get('libraries')}; float32 contractions in TF32 (TensorFlow's default)")
+    import gpu_kernels
+
+    reached = gpu_kernels.ceilings()
+    peaks = gpu_roofline.profile_figures(profile)
+    print(f"this GPU reaches: copy {reached['copy_gbs']:,.0f} GB/s (data sheet {peaks['memory_gbs']:,.0f}), "
+          f"matmul TF32 {reached['tf32_tflops']:,.0f} TFLOP/s (data sheet {peaks['peak_tflops'].get('tf32_tc', 0):,.0f}), "
+          f"float16 {reached['fp16_tflops']:,.0f} TFLOP/s (data sheet {peaks['peak_tflops'].get('fp16_tc', 0):,.0f})",
+          flush=True)
+    measured = {case: measure(case, args.reps) for case in CASES
+                if not args.cases or any(word in case for word in args.cases)}
+    rows, implied = compare(preds, measured, profile)
     out = Path(args.out)
     runs = json.loads(out.read_text()) if out.exists() else []
-    runs.append(dict(identity, profile=profile, reps=args.reps, xla_flags=os.environ["XLA_FLAGS"],
-                     implied_overhead_us=implied, graphs_recorded=graphs["recorded_at"], rows=rows))
+    figures = gpu_roofline.profile_figures(profile)
+    runs.append(dict(identity, profile=profile, reps=args.reps, tf32=True, implied_per_kernel_us=implied, reached=reached,
+                     efficiency_used=figures["efficiency"], launch_used=figures["launch_us"],
+                     graphs_recorded=graphs["recorded_at"], rows=rows))
     out.write_text(json.dumps(runs, indent=1))
     print(f"appended to {out}")
     return 0
