@@ -4,9 +4,12 @@ Input: a simulated-GPU result (worker.simulate), whose ``tensors`` give, for the
 ("fused") and the same with the remapper off ("unfused"), every op's tensors ([dtype, shape, bytes]) and the
 device it was placed on; and a GPU profile (model.gpu_profiles: the vendor's data-sheet figures).
 
-Each op placed on the GPU is one kernel. Its time is max(bytes ÷ the memory bandwidth, FLOPs ÷ the peak rate
-of the unit TensorFlow would run it on) plus a per-kernel overhead (a launch and TensorFlow's dispatch);
-the kernels of a variant add up (they run one after another on one stream). The unit, as TensorFlow runs
+Each op placed on the GPU is one kernel. Its device time is max(bytes ÷ the memory bandwidth, FLOPs ÷ the peak
+rate of the unit TensorFlow would run it on), each at the fraction of the peak real kernels reached on a
+measured GPU, plus the launch; the op takes the longer of that and TensorFlow's dispatch of it (the host
+dispatches while earlier kernels run). The kernels of a variant add up (one after another on one stream).
+Launch and fractions were measured on an H100 (model.gpu_profiles.OVERHEAD, EFFICIENCY); the dispatch is
+assumed. The unit, as TensorFlow runs
 it: matmuls and convolutions in float16 on tensor cores (V100 and later), bfloat16 on tensor cores from
 A100 on, float32 in TF32 on tensor cores from A100 on (TensorFlow's default; NVIDIA_TF32_OVERRIDE=0 turns it
 off), float64 on FP64 tensor cores where there are some; every other op on the CUDA cores.
@@ -18,7 +21,7 @@ a bound, and the page and the command line say so wherever they show it.
 
 from __future__ import annotations
 
-from ..model.gpu_profiles import OVERHEAD, PROFILES, canonical
+from ..model.gpu_profiles import EFFICIENCY, MEASURED_AGAINST, OVERHEAD, PROFILES, canonical
 from .traffic import op_account
 
 # Ops TensorFlow runs on a GPU without a kernel of their own (the output aliases the input's buffer, or
@@ -39,7 +42,9 @@ def profile_figures(name: str) -> dict:
     return {"name": name, "profile": key, "label": p["label"], "memory_gbs": p["memory_gbs"],
             "peak_tflops": dict(p["peak_tflops"]), "sources": list(p["sources"]), "derived": list(p["derived"]),
             "launch_us": OVERHEAD["launch_us"], "framework_us": OVERHEAD["framework_us"],
-            "overhead_source": OVERHEAD["source"]}
+            "overhead_source": OVERHEAD["source"],
+            "efficiency": {k: v for k, v in EFFICIENCY.items() if k != "source"},
+            "efficiency_source": EFFICIENCY["source"]}
 
 
 def unit(op: str, dtype: str, peaks: dict, tf32: bool) -> str:
@@ -79,12 +84,14 @@ def kernel(op: dict, figures: dict, tf32: bool) -> dict:
         return dict(row, kernel=False, unit="none", memory_us=0.0, compute_us=0.0, overhead_us=0.0, us=0.0,
                     bound="none", why="no kernel: the output is the input's buffer or its shape")
     used = unit(op["op"], dtype, figures["peak_tflops"], tf32)
-    memory_us = row["bytes"] / (figures["memory_gbs"] * 1e9) * 1e6
-    compute_us = row["flops"] / (figures["peak_tflops"][used] * 1e12) * 1e6
-    overhead_us = figures["launch_us"] + figures["framework_us"]
+    reached = figures.get("efficiency") or {}
+    memory_us = row["bytes"] / (figures["memory_gbs"] * reached.get("memory", 1.0) * 1e9) * 1e6
+    compute_us = row["flops"] / (figures["peak_tflops"][used] * reached.get(used, 1.0) * 1e12) * 1e6
     roof = max(memory_us, compute_us)
+    us = max(roof + figures["launch_us"], figures["framework_us"])  # the host dispatches while earlier kernels run
+    overhead_us = us - roof
     return dict(row, kernel=True, unit=UNITS[used], memory_us=memory_us, compute_us=compute_us,
-                overhead_us=overhead_us, us=roof + overhead_us,
+                overhead_us=overhead_us, us=us,
                 bound="compute" if compute_us > memory_us else "memory", overhead_dominated=overhead_us > roof,
                 why="")
 
@@ -125,6 +132,7 @@ def predict(result: dict, profile: str | None = None, env: dict | None = None) -
                         "does not predict")
     if figures["derived"]:
         notes.append("figures of this profile that are derived: " + "; ".join(figures["derived"]))
+    notes.append("measured against: " + MEASURED_AGAINST)
     return {
         "label": LABEL,
         "evidence": "prediction",
@@ -140,8 +148,9 @@ def predict(result: dict, profile: str | None = None, env: dict | None = None) -
         "flops": {"fused": fused["flops"], "unfused": unfused["flops"]},
         "overhead_us": {"fused": fused["overhead_us"], "unfused": unfused["overhead_us"]},
         "removed_kernels": removed,
-        "model": "per kernel: max(bytes ÷ memory bandwidth, FLOPs ÷ peak rate of the unit TensorFlow runs it on) "
-                 "+ launch and framework overhead; a variant's kernels add up",
+        "model": "per kernel: max(bytes ÷ memory bandwidth, FLOPs ÷ peak rate of the unit TensorFlow runs it on), "
+                 "at the fractions of the peaks reached on a measured H100, + the launch; at least TensorFlow's "
+                 "dispatch of the op; a variant's kernels add up",
         "notes": notes,
     }
 
@@ -155,7 +164,8 @@ def words(p: dict) -> list[str]:
              f"({p['kernel_count']['unfused']} kernels) · predicted speedup "
              + (f"{p['speedup']:.2f}×" if p["speedup"] else "?"),
              f"  profile: {f['memory_gbs']:g} GB/s; peak TFLOP/s {peaks}; TF32 {'on' if p['tf32'] else 'off'}; "
-             f"{f['launch_us'] + f['framework_us']:g} µs per kernel ({f['overhead_source']})",
+             f"launch {f['launch_us']:g} µs, at least {f['framework_us']:g} µs per op ({f['overhead_source']}); "
+             f"peaks at {f['efficiency_source']}",
              "  figures from: " + "; ".join(f["sources"])]
     for name in ("fused", "unfused"):
         lines.append(f"  {name}:")

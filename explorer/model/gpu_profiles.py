@@ -17,12 +17,29 @@ aliases, so links, lesson files and scripts written with them keep working.
 
 from __future__ import annotations
 
-# Per-kernel overhead the roofline adds: a CUDA kernel launch and TensorFlow's executor dispatching the
-# op. Not calibrated: no GPU timing has been measured for this project (shared/reference/measured-gpu.md
-# holds fusion decisions only). benchmarks/gpu_predict.py measures it on a GPU machine.
-OVERHEAD = {"launch_us": 4.0, "framework_us": 6.0,
-            "source": "assumed, not calibrated on a GPU: a CUDA kernel launch (a few µs) plus TensorFlow's "
-                      "executor dispatching the op (a few µs); benchmarks/gpu_predict.py measures it where a GPU is"}
+# What the roofline adds to the data sheets, calibrated on a real GPU (benchmarks/gpu_measurements.json: an
+# NVIDIA H100 80GB HBM3, 2026-11-27, through cuBLASLt 13.1 and cuDNN 9.19 from PyTorch 2.11; TensorFlow is not
+# on that machine). A kernel's device time is its roofline at the fractions of the peaks real kernels reached
+# there, plus the launch; TensorFlow's executor dispatches ops from the host while earlier kernels run, so an op
+# takes the longer of that device time and the dispatch. The dispatch is an assumption: only PyTorch's eager
+# dispatch (15-17 µs per kernel, from Python) could be measured there.
+OVERHEAD = {"launch_us": 5.5, "framework_us": 6.0,
+            "source": "launch measured on an H100 (2026-11-27: kernels replayed back to back in a CUDA graph, about "
+                      "2 µs each beyond their roofline); TensorFlow's dispatch of 6 µs per op assumed, not measured "
+                      "(no TensorFlow on the GPU machine), and hidden behind kernels that run longer"}
+# The fractions of the data-sheet peaks reached on that H100 (two runs' mean): a 1 GiB device-to-device copy
+# (2,905-2,942 GB/s of 3,350) and an 8192³ matmul in TF32 (383-398 of 494 TFLOP/s) and float16 (719-742 of
+# 990). Taken for every profile: measured on the H100 only, assumed for the others.
+EFFICIENCY = {"memory": 0.87, "tf32_tc": 0.79, "fp16_tc": 0.74, "bf16_tc": 0.74,
+              "source": "fractions of the data-sheet peaks reached on an NVIDIA H100 (2026-11-27, "
+                        "benchmarks/gpu_predict.py): memory 87 %, TF32 tensor cores 79 %, float16 74 %; "
+                        "assumed the same for the other GPUs and units (100 % where not measured)"}
+
+# How the calibrated roofline did against the kept measurements (benchmarks/gpu_predict.py --stored --markdown).
+MEASURED_AGAINST = ("on an NVIDIA H100 (2026-11-27, 12 cases through cuBLASLt and cuDNN, benchmarks/gpu_measurements"
+                    ".json) this roofline came within 16 % of the measured device time (median), but fused kernels ran "
+                    "9-50 % slower than predicted, so the predicted speedups were a median 1.6× (0.96-4.2×) the "
+                    "measured ones: read a predicted speedup as an upper estimate")
 
 _V100 = "NVIDIA Tesla V100 GPU Accelerator data sheet (V100 SXM2: 7.8 FP64, 15.7 FP32, 125 Tensor TFLOPS; 900 GB/s HBM2)"
 _T4 = ("NVIDIA T4 Tensor Core GPU data sheet (8.1 FP32 TFLOPS, 65 FP16/FP32 mixed-precision Tensor TFLOPS; "

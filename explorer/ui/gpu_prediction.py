@@ -30,10 +30,10 @@ def _profile_caption(p: dict) -> str:
     derived = f" Derived, not on the data sheet: {'; '.join(f['derived'])}." if f["derived"] else ""
     return (f"**{PREDICTED}.** Profile {f['label']}: memory {f['memory_gbs']:g} GB/s; peak TFLOP/s {peaks}; float32 "
             f"matmuls and convolutions {'in TF32 on tensor cores' if p['tf32'] else 'on the CUDA cores'}, as TensorFlow "
-            f"runs them. Figures from: {'; '.join(f['sources'])}.{derived} Per kernel "
-            f"{f['launch_us'] + f['framework_us']:g} µs of launch and dispatch, {f['overhead_source']}. Model: "
-            f"{p['model']}. It leaves out how close real kernels come to the peaks, caches between kernels, "
-            "autotuning and the cost of a tanh: compare the two variants, not the absolute times.")
+            f"runs them. Figures from: {'; '.join(f['sources'])}.{derived} Peaks taken at the {f['efficiency_source']}. "
+            f"Launch {f['launch_us']:g} µs per kernel, at least {f['framework_us']:g} µs per op: {f['overhead_source']}. "
+            f"Model: {p['model']}. It leaves out caches between kernels, autotuning, what an epilogue costs a fused "
+            "kernel and the cost of a tanh.")
 
 
 def panel(engine, choice: Choice, result: dict) -> None:
