@@ -62,6 +62,9 @@ CASES = {
     "conv3x3 f16 32x28x28x128": ("conv2d_bias_relu", {"batch": 32, "height": 28, "width": 28, "in_channels": 128,
                                                       "out_channels": 128, "filter_size": 3, "dtype": "float16"}),
     "bias f32 4096x1024x4096": ("matmul_bias", {"m": 4096, "k": 1024, "n": 4096}),
+    # square sizes: where does the fusion stop paying on this GPU?
+    **{f"relu f32 {n}^3": ("matmul_bias_relu", {"m": n, "k": n, "n": n}) for n in (256, 1024, 2048, 6144)},
+    **{f"gelu f32 {n}^3": ("matmul_bias_gelu_approx", {"m": n, "k": n, "n": n}) for n in (1024, 2048, 6144)},
 }
 GPU_NAMES = (("H200", "h200"), ("H100", "h100"), ("A100", "a100"), ("L4", "l4"), ("T4", "t4"), ("V100", "v100"))
 

@@ -36,10 +36,11 @@ EFFICIENCY = {"memory": 0.87, "tf32_tc": 0.79, "fp16_tc": 0.74, "bf16_tc": 0.74,
                         "assumed the same for the other GPUs and units (100 % where not measured)"}
 
 # How the calibrated roofline did against the kept measurements (benchmarks/gpu_predict.py --stored --markdown).
-MEASURED_AGAINST = ("on an NVIDIA H100 (2026-11-27, 12 cases through cuBLASLt and cuDNN, benchmarks/gpu_measurements"
-                    ".json) this roofline came within 16 % of the measured device time (median), but fused kernels ran "
-                    "9-50 % slower than predicted, so the predicted speedups were a median 1.6× (0.96-4.2×) the "
-                    "measured ones: read a predicted speedup as an upper estimate")
+MEASURED_AGAINST = ("on an NVIDIA H100 (2026-11-27, 19 cases through cuBLASLt and cuDNN, benchmarks/gpu_measurements"
+                    ".json) this roofline came within 16-18 % of the measured device time (median), but fused kernels "
+                    "ran up to 65 % slower than predicted, so the predicted speedups were a median 1.5× (0.96-4.3×) the "
+                    "measured ones, and at 256³ a fused matmul + bias + ReLU was slower than the unfused ops (0.84×): "
+                    "read a predicted speedup as an upper estimate")
 
 _V100 = "NVIDIA Tesla V100 GPU Accelerator data sheet (V100 SXM2: 7.8 FP64, 15.7 FP32, 125 Tensor TFLOPS; 900 GB/s HBM2)"
 _T4 = ("NVIDIA T4 Tensor Core GPU data sheet (8.1 FP32 TFLOPS, 65 FP16/FP32 mixed-precision Tensor TFLOPS; "

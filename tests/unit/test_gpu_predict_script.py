@@ -89,16 +89,18 @@ def stored_runs() -> list[dict]:
 def test_the_real_gpu_measurements_kept_say_where_and_cover_every_case():
     runs = stored_runs()
     assert runs, "no real-GPU run kept"
-    cases = set(script().CASES)
+    cases, covered = set(script().CASES), set()
     for run in runs:
         assert run["gpu"] and run["driver"] and run["date"] and run["libraries"].get("torch")
         measured = {row["case"]: row["measured"] for row in run["rows"]}
-        assert set(measured) == cases
+        assert set(measured) <= cases
+        covered |= set(measured)
         for m in measured.values():
             for v in ("fused", "unfused"):
                 assert m[v]["device_us"] > 0 and m[v]["eager_us"] >= m[v]["device_us"] * 0.9 and m[v]["kernels"]
             # what was timed: the fused variant launched fewer kernels than the unfused one
             assert len(m["fused"]["kernels"]) < len(m["unfused"]["kernels"])
+    assert covered == cases  # every case today's script knows was measured by some run
 
 
 def test_the_profiles_calibration_is_what_the_kept_measurements_imply():
@@ -116,8 +118,10 @@ def test_the_profiles_calibration_is_what_the_kept_measurements_imply():
 def test_stored_compares_todays_predictions_with_the_kept_measurements_without_a_gpu():
     out = run("--stored")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.count("Measured on NVIDIA H100") == len(stored_runs())
-    assert out.stdout.count("device time predicted within") == len(stored_runs())
+    runs = stored_runs()
+    assert out.stdout.count("Measured on NVIDIA H100") == len(runs)
+    assert out.stdout.count("device time predicted within") == len(runs)
+    rows = sum(len(run["rows"]) for run in runs)
+    assert out.stdout.count("| measured fused") == rows
     for case in script().CASES:
-        assert out.stdout.count(f"{case} ") == len(stored_runs()), case
-    assert out.stdout.count("| measured fused") == len(script().CASES) * len(stored_runs())
+        assert out.stdout.count(f"{case} ") == sum(row["case"] == case for run in runs for row in run["rows"]), case
