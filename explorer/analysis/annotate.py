@@ -6,8 +6,10 @@ that the graphs alone would hide; ``annotate_bench`` adds the statistics of a be
 
 from __future__ import annotations
 
+from typing import Any, Mapping, cast
+
 from ..model.graph import Graph
-from ..model.results import BenchResult, InspectResult, SweepResult
+from ..model.results import BenchResult, FusionDict, InspectResult, SweepResult
 from ..model.sources import source_for_data
 from .dims import compare as compare_dims
 from .fusion import find_fusions, find_renames
@@ -37,17 +39,18 @@ def graphs_of(result: InspectResult) -> dict[str, Graph]:
     return {name: Graph.from_dict(g) for name, g in result.get("stages", {}).items()}
 
 
-def fusion_dict(fusion) -> dict:
+def fusion_dict(fusion) -> FusionDict:
     # "description" repeats "describe" for scripts that read inspect --json's older key.
-    return dict(fusion.to_dict(), description=fusion.describe())
+    return cast(FusionDict, dict(fusion.to_dict(), description=fusion.describe()))
 
 
 def annotate(result: InspectResult) -> InspectResult:
     graphs = graphs_of(result)
-    result = dict(result)
+    result = result.copy()
     if (result.get("grappler") or {}).get("pass_graphs"):  # the worker sends each pass as a delta
-        result["grappler"] = dict(result["grappler"], pass_graphs=expand_pass_graphs(result["grappler"]["pass_graphs"]))
-    fusions, renames = {}, {}
+        result["grappler"] = {**result["grappler"], "pass_graphs": expand_pass_graphs(result["grappler"]["pass_graphs"])}
+    fusions: dict[str, list[FusionDict]] = {}
+    renames: dict[str, list[list[str]]] = {}
     for before, after in STAGE_PAIRS:
         if before in graphs and after in graphs:
             key = f"{before}->{after}"
@@ -118,10 +121,11 @@ def _auto_clustering_asked(result: InspectResult) -> bool:
 
 
 def annotate_bench(result: BenchResult) -> BenchResult:
-    result = dict(result)
+    result = result.copy()
     result["summary"] = bench_summary(result)
-    proof = result.get("proof", {})
-    fused, unfused = proof.get("fused", {}), proof.get("unfused", {})
+    proof: Mapping[str, Any] = result.get("proof") or {}
+    fused: Mapping[str, Any] = proof.get("fused") or {}
+    unfused: Mapping[str, Any] = proof.get("unfused") or {}
     problems = []
     if result.get("reinstantiated_during_timing"):
         problems.append(f"{result['reinstantiated_during_timing']} function(s) were re-instantiated while timing, "
@@ -163,7 +167,7 @@ def annotate_sweep(param: str, points: list[dict]) -> SweepResult:
     return {"param": param, "points": points, "rows": rows, "pays_from": fusion_pays_from(rows)}
 
 
-def annotate_replicated(runs: list[dict]) -> dict:
+def annotate_replicated(runs: list[dict]) -> BenchResult:
     """The bench results of several fresh worker processes as one result: per-process samples kept,
     summaries of the pooled samples (for the charts), and the replicated speedup as the speedup."""
     first = runs[0]
@@ -171,11 +175,11 @@ def annotate_replicated(runs: list[dict]) -> dict:
     pooled = {v: [ns for one in per_process[v] for ns in one] for v in ("fused", "unfused")}
     agreements = [r["agreement"] for r in runs]
     worst = max(agreements, key=lambda a: (not a["within_tolerance"], a["max_abs"]))
-    result = annotate_bench(dict(
+    result = annotate_bench(cast(BenchResult, dict(
         first, samples_ns=pooled, reps_done=sum(r["reps_done"] for r in runs),
         reps_requested=sum(r["reps_requested"] for r in runs),
         reinstantiated_during_timing=sum(r.get("reinstantiated_during_timing") or 0 for r in runs),
-        agreement=worst, elapsed_s=round(sum(r.get("elapsed_s", 0) for r in runs), 3)))
+        agreement=worst, elapsed_s=round(sum(r.get("elapsed_s", 0) for r in runs), 3))))
     replicated = replicated_speedup(per_process)
     if replicated["mode"] == QUICK_MODE:  # fewer than 2 processes gave enough pairs: that process's verdict
         replicated = quick(replicated)

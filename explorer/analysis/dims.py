@@ -10,6 +10,7 @@ may fuse other chains than the served one. The worker sends the served graph's f
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any, Mapping
 
 from ..model.graph import Graph
 from .fusion import is_fused_node
@@ -21,7 +22,7 @@ def fused_nodes(graph: Graph) -> dict[str, str]:
             for n in graph.nodes if is_fused_node(n)}
 
 
-def compare(fixed: Graph, served: dict, unknown_dim: int) -> dict:
+def compare(fixed: Graph, served: Mapping[str, Any], unknown_dim: int) -> dict:
     """The fixed graph's fusions against the served ones: the counts by fused op both ways, the nodes
     fused one way only, and a sentence saying whether fixing the dimensions changed what fused."""
     mine = fused_nodes(fixed)
@@ -39,7 +40,7 @@ def compare(fixed: Graph, served: dict, unknown_dim: int) -> dict:
             a, b = counts_fixed[target], counts_served[target]
             if a != b:
                 parts.append(f"{target}: {a} with the dimensions fixed, {b} as served")
-        shown = ", ".join(d["node"] for d in differ[:3]) + (f" and {len(differ) - 3} more" if len(differ) > 3 else "")
+        shown = ", ".join(str(d["node"]) for d in differ[:3]) + (f" and {len(differ) - 3} more" if len(differ) > 3 else "")
         summary = (f"Fixing the unknown dimensions to {unknown_dim} changed what fused ({'; '.join(parts) or 'other nodes'}"
                    f"; nodes: {shown}). TensorFlow serving the model leaves them unknown: its fusions are the "
                    "served ones; constant folding specialised the fixed graph.")

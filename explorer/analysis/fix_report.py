@@ -70,7 +70,7 @@ def assemble(before: dict, variants: list[dict], fixed: dict[str, dict], bench: 
     scope = scope_of(misses)
     applied = []
     for record in by_name["all"]["records"]:
-        alone = fixed.get(record["fix"]) if record["fix"] in fixed else fixed["all"]
+        alone = fixed[record["fix"]] if record["fix"] in fixed else fixed["all"]
         chains = resolved(misses, (alone.get("report") or {}).get("near_misses") or [])
         nodes = sorted({n for site in record["sites"] for n in site["nodes"]})
         applied.append({"fix": record["fix"], "chains": [chain_of(m) for m in chains], "nodes": nodes,

@@ -4,12 +4,14 @@ chain at a node (``prediction.predict``), and one near-miss as the report carrie
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 from dataclasses import dataclass, field
 
 from ..model.chain import Chain
 from ..model.graph import Graph, Node
 from .prediction import predict
+from ..model.results import SettingDict
 from .preconditions import Context
 
 SETTING_KINDS = ("env", "grappler", "device")  # what the engine can change on a model it did not write
@@ -26,20 +28,20 @@ class Where:
     cpu_flags: set = field(default_factory=set)
 
     @staticmethod
-    def of(result: dict) -> "Where":
+    def of(result: Mapping[str, Any]) -> "Where":
         config, fp = result.get("config") or {}, result.get("fingerprint") or {}
         return Where(config.get("device", "cpu"), bool(fp.get("onednn")), dict(config.get("env") or {}),
                      dict(config.get("grappler") or {}), set(fp.get("cpu_flags") or ()))
 
 
-def rules(chain: Chain, node: Node, where: Where) -> tuple[list[str], list[list[dict]], list[str]]:
+def rules(chain: Chain, node: Node, where: Where) -> tuple[list[str], list[list[SettingDict]], list[str]]:
     """The remapper's failing conditions for ``chain`` at ``node`` here: (what they need, in words; the
     alternatives made only of settings, as candidates to run; the code changes the other fixes name)."""
     p = {"dtype": node.dtype or "float32", "data_format": node.attr.get("data_format", "NHWC") or "NHWC"}
     ctx = Context(chain, p, where.device, where.onednn, where.env, where.switches, where.cpu_flags)
     failing = [check for check in predict(ctx).checks if check.ok is False]
     needs = [check.detail for check in failing]
-    candidates: list[list[dict]] = []
+    candidates: list[list[SettingDict]] = []
     code: list[str] = []
     for check in failing:
         found = False
@@ -55,7 +57,7 @@ def rules(chain: Chain, node: Node, where: Where) -> tuple[list[str], list[list[
 
 
 def record(kind: str, nodes: list[str], chain_text: str, form: str, needs: str, code_change: str,
-           candidates: Sequence[list[dict]] = (), *, after_fused: bool = False) -> dict:
+           candidates: Sequence[list[SettingDict]] = (), *, after_fused: bool = False) -> dict:
     """One near-miss as the report carries it. ``fix`` and ``changes`` are settled by ``apply_checks``."""
     return {"kind": kind, "nodes": list(nodes), "chain": chain_text, "form": form, "needs": needs,
             "fix": code_change, "changes": [], "candidates": [list(c) for c in candidates],

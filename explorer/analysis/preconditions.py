@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..model.chain import ACTIVATION_LABELS, Chain
+from ..model.results import CheckDict, SettingDict
 
 FUSED_OP = {"MatMul": "_FusedMatMul", "Conv2D": "_FusedConv2D",
             "DepthwiseConv2dNative": "_FusedDepthwiseConv2dNative", "Conv3D": "_FusedConv3D"}
@@ -34,7 +35,7 @@ class Setting:
     name: str  # the flag, switch, parameter or field; "device" for a device
     value: object = None  # the value to set; None: back to TensorFlow's default (unset the flag or switch)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> SettingDict:
         return {"kind": self.kind, "name": self.name, "value": self.value}
 
 
@@ -52,7 +53,7 @@ class Fix:
     def __bool__(self) -> bool:
         return bool(self.text)
 
-    def changes(self) -> list[list[dict]]:
+    def changes(self) -> list[list[SettingDict]]:
         return [[s.to_dict() for s in alternative] for alternative in self.alternatives]
 
 
@@ -93,13 +94,9 @@ class Check:
     name: str  # what is checked, e.g. "data type"
     ok: bool | None  # None: the rules cannot tell here
     detail: str  # the finding in plain words
-    fix: "Fix" = None  # the change that would make it pass (NO_FIX when it holds)
+    fix: Fix = NO_FIX  # the change that would make it pass (NO_FIX when it holds)
 
-    def __post_init__(self):
-        if self.fix is None:
-            self.fix = NO_FIX
-
-    def to_dict(self) -> dict:
+    def to_dict(self) -> CheckDict:
         return {"name": self.name, "ok": self.ok, "detail": self.detail, "fix": self.fix.text,
                 "changes": self.fix.changes()}
 
@@ -128,7 +125,7 @@ def onednn_dtype_ok(ctx: Context, dtype: str) -> tuple[bool, str]:
     if dtype == "float16":
         ok = bool({"avx512bw"} <= ctx.cpu_flags and ctx.cpu_flags & {"avx512_fp16", "amx_fp16"}) or \
             "avx_ne_convert" in ctx.cpu_flags
-        return ok, NO_FIX if ok else ("this CPU lacks AVX512-FP16/AMX-FP16, so oneDNN cannot run float16 here and "
+        return ok, "" if ok else ("this CPU lacks AVX512-FP16/AMX-FP16, so oneDNN cannot run float16 here and "
                                   "the remapper skips every float16 node")
     return False, f"oneDNN fusions do not take {dtype}"
 
@@ -182,7 +179,7 @@ def act_into_contraction(ctx: Context) -> tuple[bool | None, list[Check], str]:
     label = "_MklSwish" if act == "Swish" else ONEDNN_ACTS.get(act, (act,))[0]
     if act in ONEDNN_ACTS:
         _, contractions = ONEDNN_ACTS[act]
-        ok = ctx.on_cpu and ctx.onednn and c.contraction in contractions
+        ok: bool | None = ctx.on_cpu and ctx.onednn and c.contraction in contractions
         checks.append(Check(f"{ACTIVATION_LABELS[act]} joins the contraction", ok,
                             f"oneDNN folds it into {' or '.join(contractions)}+BiasAdd" if ok else
                             f"it joins a fused {' or '.join(contractions)} only with oneDNN on CPU",

@@ -34,6 +34,8 @@ def _predict_kind(ctx: Context) -> Prediction:
     blocked = any(ch.ok is False for ch in checks)
     certain = ctx.on_cpu
     onednn_ok = ctx.on_cpu and ctx.onednn and onednn_dtype_ok(ctx, p.get("dtype", "float32"))[0]
+    full: tuple[str, tuple[str, ...]] | None
+    fusions: list[tuple[str, tuple[str, ...]]]
     if c.kind == "hash_bucket":
         full = ("_TensorToHashBucketFast", ())
         fusions = [full]
@@ -65,10 +67,10 @@ def _predict_kind(ctx: Context) -> Prediction:
                    "layer_norm": ("_MklLayerNorm", ()),
                    "instance_norm": ("_MklFusedInstanceNorm", (c.activation,) if c.activation != "none" else ())}[c.kind]
         full = (op, ops)
+        fusions = [full] if onednn_ok else []
         checks.append(Check("oneDNN on this CPU", onednn_ok if ctx.on_cpu else False,
                             f"{op} is a oneDNN kernel" + ("" if onednn_ok else "; it needs oneDNN on a CPU with the dtype"),
                             NO_FIX if onednn_ok else fix("set TF_ENABLE_ONEDNN_OPTS=1 (CPU, float32)", [env("TF_ENABLE_ONEDNN_OPTS", "1")])))
-        fusions = [full] if onednn_ok else []
         if not ctx.on_cpu:
             certain = True
     if blocked:

@@ -94,8 +94,9 @@ def assign(graph: Graph, prefix: tuple[str, ...], depth: int, opened=frozenset()
         if n.name in scope or scope_path(n.name) or not (n.dtype == "resource" or n.op in CONST_OPS):
             continue
         homes = {scope.get(dst) for dst, _ in consumers.get(n.name, ())}
-        if len(homes) == 1 and None not in homes:
-            scope[n.name] = homes.pop()
+        home = homes.pop() if len(homes) == 1 else None
+        if home is not None:
+            scope[n.name] = home
     return scope
 
 

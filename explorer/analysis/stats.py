@@ -11,7 +11,7 @@ when it resamples: drift that hits both members of a pair cancels instead of wid
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -119,7 +119,7 @@ def _ratio_of_medians(unfused, fused, axis=-1):
     return np.median(unfused, axis=axis) / np.median(fused, axis=axis)
 
 
-def speedup(fused_ns: Sequence[int], unfused_ns: Sequence[int], *, confidence: float = 0.95,
+def speedup(fused_ns: Sequence[int] | np.ndarray, unfused_ns: Sequence[int] | np.ndarray, *, confidence: float = 0.95,
             seed: int = 0, resamples: int = 2000) -> dict:
     """How many times faster the fused graph is: median(unfused) / median(fused), with a CI.
 
@@ -192,7 +192,7 @@ def format_speedup(sp: dict) -> str:
     return f"{_fmt(est, decimals)}× ({pct} CI {_fmt(lo, decimals)}–{_fmt(hi, decimals)})"
 
 
-def split_samples(raw: dict) -> tuple[list, list]:
+def split_samples(raw: Mapping[str, Any]) -> tuple[list, list]:
     """(fused, unfused) nanosecond lists from a bench result or from its ``samples_ns`` dict."""
     if not isinstance(raw, dict):
         raise SampleError(f"expected a bench result dict, got {type(raw).__name__}")
@@ -202,7 +202,7 @@ def split_samples(raw: dict) -> tuple[list, list]:
     return list(samples["fused"]), list(samples["unfused"])
 
 
-def bench_summary(raw: dict, *, confidence: float = 0.95, seed: int = 0, resamples: int = 2000) -> dict:
+def bench_summary(raw: Mapping[str, Any], *, confidence: float = 0.95, seed: int = 0, resamples: int = 2000) -> dict:
     """The worker's bench result reduced to per-variant summaries, the speedup and a noise flag."""
     fused, unfused = split_samples(raw)
     summaries = {"fused": summarize(fused), "unfused": summarize(unfused)}

@@ -8,8 +8,10 @@ rules and the graph disagree, both (the graph is what happened).
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from ..model.graph import Graph
-from ..model.results import Explanation, InspectResult
+from ..model.results import Explanation, InspectResult, SettingDict
 from ..model.spec import resolve
 from .fusion import is_fused_node
 from .prediction import Prediction, predict
@@ -21,7 +23,7 @@ def observed_fusions(optimized: Graph, traced: Graph | None = None) -> list[tupl
 
     A plain LeakyRelu counts when the traced graph had none (the remapper made it from Mul+Maximum).
     """
-    found = []
+    found: list[tuple[str, tuple[str, ...]]] = []
     made_leaky = traced is not None and "LeakyRelu" not in traced.ops
     for n in optimized.nodes:
         if n.op == "LeakyRelu" and made_leaky:
@@ -83,11 +85,16 @@ def explain(result: InspectResult) -> Explanation:
     }
 
 
-def _remedies(failing: list) -> dict:
+class _Remedies(TypedDict):
+    fixes: list[str]
+    changes: list[list[SettingDict]]
+
+
+def _remedies(failing: list) -> _Remedies:
     """The failing checks' fixes: as words ("fixes", one per fix) and as settings ("changes", one list of
     settings per way to make a check pass, each way once)."""
     fixes = [ch.fix for ch in failing if ch.fix]
-    changes = []
+    changes: list[list[SettingDict]] = []
     for f in fixes:
         for alternative in f.changes():
             if alternative not in changes:
@@ -101,7 +108,7 @@ def _fmt(fusions) -> str:
     return ", ".join(f"{op} [{', '.join(ops)}]" if ops else op for op, ops in fusions)
 
 
-def _explain_decomposition(result: dict, pred: Prediction) -> dict:
+def _explain_decomposition(result: InspectResult, pred: Prediction) -> Explanation:
     """The constant batch norm: success is the FusedBatchNorm being gone, not a fused node appearing."""
     optimized = Graph.from_dict(result["stages"]["optimized"])
     gone = not any(op.startswith("FusedBatchNorm") for op in optimized.ops)

@@ -122,7 +122,7 @@ def xla_fusions(module: dict, nodes: list[dict]) -> list[dict]:
                     unresolved.append(m["op_name"])
             if category == "outside" and not ops and not unresolved:
                 continue  # a reshape or broadcast of an argument: plumbing too
-            tf_ops = sorted(ops, key=order.get)
+            tf_ops = sorted(ops, key=lambda op: order.get(op, len(order)))
             groups.append({
                 "node": ins["name"], "kind": kind, "category": category, "words": words,
                 "opcode": ins["opcode"], "computation": comp["name"], "shape": ins["shape"],

@@ -8,6 +8,7 @@ port and whether it is a control edge, so nothing downstream ever parses TF inpu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 # Stage ids, in pipeline order, with the words the page and the CLI use for them.
 STAGES = {
@@ -62,7 +63,7 @@ class Node:
         }
 
     @staticmethod
-    def from_dict(d: dict) -> "Node":
+    def from_dict(d: Mapping[str, Any]) -> "Node":
         return Node(
             name=d["name"], op=d["op"], device=d.get("device", ""), dtype=d.get("dtype", ""),
             inputs=tuple(Edge(e["src"], int(e.get("port", 0)), bool(e.get("control", False))) for e in d.get("inputs", ())),
@@ -112,7 +113,7 @@ class Graph:
         return {"stage": self.stage, "nodes": [n.to_dict() for n in self.nodes]}
 
     @staticmethod
-    def from_dict(d: dict) -> "Graph":
+    def from_dict(d: Mapping[str, Any]) -> "Graph":
         return Graph(tuple(Node.from_dict(n) for n in d.get("nodes", ())), d.get("stage", ""))
 
 

@@ -74,7 +74,7 @@ class PresetLink(_Params):
     def from_query(self, params: dict) -> tuple[dict, list[str]]:
         preset = PRESETS.get(params.get("preset", ""))
         if preset is None:
-            raise SpecError("preset", f"unknown preset {_short(params.get('preset'))!r}")
+            raise SpecError("preset", f"unknown preset {_short(str(params.get('preset', '')))!r}")
         return self._params_from({"preset": preset.id}, params, preset.chain.param_names(), preset.title)
 
 

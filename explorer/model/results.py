@@ -168,6 +168,10 @@ class InspectResult(TypedDict, total=False):
     limits: list[str]
     method: str
     unfused_optimized: GraphDict
+    # an import traced with its unknown dimensions fixed (worker.models), and how that changed the fusions
+    as_served: GraphDict
+    dims: dict  # analysis.dims.compare
+    xla_clusters: list[dict]  # XLA's clusters of the graph (worker.xla), when it formed some
     # from the engine
     config: dict
     worker: WorkerInfo
@@ -219,6 +223,13 @@ class BenchResult(TypedDict, total=False):
     measured_at: str
     summary: dict  # analysis.stats.bench_summary
     proof_summary: dict
+    comparison: str  # what a configuration that itself switches fusion off compares (analysis.annotate.compared)
+    nothing_to_compare: str
+    first_variant: str
+    # several fresh processes (analysis.annotate.annotate_replicated)
+    mode: str
+    processes: int
+    per_process: list[dict]
 
 
 class SweepResult(TypedDict):

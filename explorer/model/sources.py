@@ -178,5 +178,5 @@ def source_for_data(data) -> Source | None:
 
 def is_spec(value) -> bool:
     """A checked spec of some source (what ``resolve`` returns), as opposed to JSON data."""
-    source = sources().get(getattr(value, "source_id", None))
+    source = sources().get(getattr(value, "source_id", ""))
     return source is not None and isinstance(value, hook(source.spec_type))
