@@ -8,7 +8,7 @@ TensorFlow is not on the lent GPU machines (shared/reference/measured-gpu.md), s
 it. Its two sides:
 
 * predicted: the explorer's own roofline (analysis.gpu_roofline) on TensorFlow's graphs for each case, as the
-  simulated GPU made them (Grappler on a virtual GPU, recorded here with --record into gpu_predict_graphs.json,
+  simulated GPU made them (Grappler on a virtual GPU, recorded here with --record into explorer/model/gpu_measured_graphs.json,
   so the GPU machine needs no TensorFlow);
 * measured: the same recorded graphs replayed kernel by kernel through the libraries TensorFlow's kernels call
   (benchmarks/gpu_kernels.py: cuBLASLt with its bias/activation epilogue, cuDNN's fused convolution-bias-ReLU,
@@ -18,7 +18,7 @@ it. Its two sides:
   there to measure).
 
 Each row prints predicted against measured and the error; the run (date, GPU, driver, library versions, every
-row) is appended to gpu_measurements.json, with the per-kernel costs the measurements imply: on the device
+row) is appended to explorer/model/gpu_measurements.json, with the per-kernel costs the measurements imply: on the device
 beyond the roofline (what the profiles call the launch) and on the host (the framework's dispatch).
 """
 
@@ -38,10 +38,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_kernels, beside it
 
 from explorer.analysis import gpu_roofline  # noqa: E402  (pure Python: no TensorFlow)
-from explorer.model.gpu_profiles import PROFILES, canonical  # noqa: E402
+from explorer.model.gpu_profiles import PROFILES, canonical, profile_for  # noqa: E402
 
-GRAPHS = Path(__file__).with_name("gpu_predict_graphs.json")
-MEASUREMENTS = Path(__file__).with_name("gpu_measurements.json")
+GRAPHS = ROOT / "explorer" / "model" / "gpu_measured_graphs.json"  # the explorer shows them (analysis.gpu_measured)
+MEASUREMENTS = ROOT / "explorer" / "model" / "gpu_measurements.json"
 FLAGS = {"TF_USE_CUBLASLT": "1", "TF_ENABLE_ONEDNN_OPTS": "0"}
 RECORD_PROFILE = "h100"  # Grappler's decisions are those of every compute capability 8.0+ profile
 
@@ -66,7 +66,6 @@ CASES = {
     **{f"relu f32 {n}^3": ("matmul_bias_relu", {"m": n, "k": n, "n": n}) for n in (256, 1024, 2048, 6144)},
     **{f"gelu f32 {n}^3": ("matmul_bias_gelu_approx", {"m": n, "k": n, "n": n}) for n in (1024, 2048, 6144)},
 }
-GPU_NAMES = (("H200", "h200"), ("H100", "h100"), ("A100", "a100"), ("L4", "l4"), ("T4", "t4"), ("V100", "v100"))
 
 
 # ---- the predicted side ------------------------------------------------------------------------
@@ -127,13 +126,6 @@ def gpu_identity() -> dict:
     except ImportError:
         pass
     return out
-
-
-def profile_for(gpu: str | None) -> str | None:
-    for word, name in GPU_NAMES:
-        if gpu and word in gpu.upper():
-            return name
-    return None
 
 
 def measure(case: str, reps: int) -> dict:

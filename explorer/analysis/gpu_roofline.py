@@ -22,6 +22,7 @@ a bound, and the page and the command line say so wherever they show it.
 from __future__ import annotations
 
 from ..model.gpu_profiles import EFFICIENCY, MEASURED_AGAINST, OVERHEAD, PROFILES, canonical
+from . import gpu_measured
 from .traffic import op_account
 
 # Ops TensorFlow runs on a GPU without a kernel of their own (the output aliases the input's buffer, or
@@ -29,7 +30,7 @@ from .traffic import op_account
 NO_KERNEL_OPS = frozenset({"Reshape", "Squeeze", "ExpandDims", "Shape", "ShapeN", "Size", "Rank", "StopGradient",
                            "Snapshot", "PreventGradient", "EnsureShape"})
 CONTRACTIONS = ("MatMul", "Conv2D", "Conv3D", "Einsum")  # op names holding these run on tensor cores
-LABEL = "Predicted (a roofline on the data-sheet figures, not measured)"
+LABEL = "Predicted (a roofline on the data-sheet figures, calibrated on a measured H100; not measured here)"
 
 UNITS = {"fp64": "FP64", "fp64_tc": "FP64 tensor cores", "fp32": "FP32 CUDA cores", "tf32_tc": "TF32 tensor cores",
          "fp16": "FP16 CUDA cores", "fp16_tc": "FP16 tensor cores", "bf16_tc": "BF16 tensor cores"}
@@ -186,6 +187,7 @@ def answer(result: dict, profile: str | None = None) -> dict:
             "config": config, "spec": result.get("spec"),
             "fusions": [f.get("description") for f in result.get("fusions") or []],
             "prediction": predict(result, profile, config.get("env")),
+            "measured": gpu_measured.find(result, profile),
             "limits": ["Nothing ran: the times are a roofline prediction from the simulated graphs and the GPU's "
                        "data-sheet figures, not a measurement.", *(result.get("limits") or [])]}
 
@@ -198,6 +200,8 @@ def answer_words(a: dict) -> str:
         lines.append("no prediction: this result carries no per-op tensors (rerun with --no-cache)")
     else:
         lines += words(a["prediction"])
+    if a.get("measured"):
+        lines.append(gpu_measured.words(a["measured"]).replace("**", ""))
     return "\n".join(lines) + "\n"
 
 

@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ..analysis import gpu_roofline
+from ..analysis import gpu_measured, gpu_roofline
 from ..analysis.annotate import annotate_bench, annotate_replicated
 from ..analysis.replicated import QUICK_MODE, quick
 from ..errors import ExplorerError, SpecError
@@ -225,8 +225,12 @@ def prediction_fields(inspect_result: dict | None) -> dict:
     p = gpu_roofline.predict(inspect_result)
     if p is None:
         return {}
+    measured = gpu_measured.find(inspect_result or {})
     return {"predicted_speedup": p["speedup"], "predicted_fused_us": p["fused_us"],
-            "predicted_unfused_us": p["unfused_us"], "prediction": f"{p['label']}, on {p['profile']['label']}"}
+            "predicted_unfused_us": p["unfused_us"], "prediction": f"{p['label']}, on {p['profile']['label']}",
+            "measured_gpu_speedup": measured["speedup"] if measured else None,
+            "measured_gpu": f"{measured['gpu']}, {measured['dates'][0][:10]} (device time; {gpu_measured.HOW_SHORT})"
+                            if measured else None}
 
 
 def nothing_to_compare(row: dict, bench_result: dict | None) -> str:

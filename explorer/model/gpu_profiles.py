@@ -17,7 +17,7 @@ aliases, so links, lesson files and scripts written with them keep working.
 
 from __future__ import annotations
 
-# What the roofline adds to the data sheets, calibrated on a real GPU (benchmarks/gpu_measurements.json: an
+# What the roofline adds to the data sheets, calibrated on a real GPU (explorer/model/gpu_measurements.json: an
 # NVIDIA H100 80GB HBM3, 2026-11-27, through cuBLASLt 13.1 and cuDNN 9.19 from PyTorch 2.11; TensorFlow is not
 # on that machine). A kernel's device time is its roofline at the fractions of the peaks real kernels reached
 # there, plus the launch; TensorFlow's executor dispatches ops from the host while earlier kernels run, so an op
@@ -36,8 +36,8 @@ EFFICIENCY = {"memory": 0.87, "tf32_tc": 0.79, "fp16_tc": 0.74, "bf16_tc": 0.74,
                         "assumed the same for the other GPUs and units (100 % where not measured)"}
 
 # How the calibrated roofline did against the kept measurements (benchmarks/gpu_predict.py --stored --markdown).
-MEASURED_AGAINST = ("on an NVIDIA H100 (2026-11-27, 19 cases through cuBLASLt and cuDNN, benchmarks/gpu_measurements"
-                    ".json) this roofline came within 16-18 % of the measured device time (median), but fused kernels "
+MEASURED_AGAINST = ("on an NVIDIA H100 (2026-11-27, 19 cases through cuBLASLt and cuDNN, explorer/model/gpu_"
+                    "measurements.json) this roofline came within 16-18 % of the measured device time (median), but fused kernels "
                     "ran up to 65 % slower than predicted, so the predicted speedups were a median 1.5× (0.96-4.3×) the "
                     "measured ones, and at 256³ a fused matmul + bias + ReLU was slower than the unfused ops (0.84×): "
                     "read a predicted speedup as an upper estimate")
@@ -123,6 +123,14 @@ PROFILES: dict[str, dict] = {
 }
 
 ALIASES = {"volta": "v100", "ampere": "a100", "hopper": "h100"}  # the first profiles' names, still accepted
+
+
+def profile_for(gpu_name: str | None) -> str | None:
+    """The profile of a GPU by the name its driver gives (nvidia-smi: "NVIDIA H100 80GB HBM3"), or None."""
+    for word in ("H200", "H100", "A100", "L4", "T4", "V100"):
+        if gpu_name and word in gpu_name.upper():
+            return word.lower()
+    return None
 
 
 def canonical(name: str) -> str:

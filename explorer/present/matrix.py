@@ -12,7 +12,7 @@ from .machine import describe
 COLUMNS = ("preset", "label", "status", "verdict", "fused_op", "because", "speedup", "ci_low", "ci_high", "processes",
            "pairs", "between_share", "device", "env", "grappler", "params", "cached", "reason", "machine", "node",
            "retried", "model", "predicted_speedup",
-           "agreement")  # new columns go last: scripts read these by position too
+           "agreement", "measured_gpu_speedup")  # new columns go last: scripts read these by position too
 
 
 def cell_words(row: dict) -> str:
@@ -43,7 +43,9 @@ def retry_words(row: dict) -> str:
 
 def speedup_words(row: dict) -> str:
     if row.get("speedup") is None and row.get("predicted_speedup") is not None:  # a simulated GPU: nothing ran
-        return f"predicted {row['predicted_speedup']:.2f}× (a roofline on the data sheet, not measured)"
+        measured = (f"; measured {row['measured_gpu_speedup']:.2f}× on a real GPU ({row['measured_gpu']})"
+                    if row.get("measured_gpu_speedup") else "")
+        return f"predicted {row['predicted_speedup']:.2f}× (a roofline on the data sheet, not measured){measured}"
     if row.get("speedup") is None:
         if (row.get("bench_error") or "").startswith("nothing to compare"):
             return "none: nothing fused to compare"  # the cell's result says why in full

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..analysis import gpu_roofline
+from ..analysis import gpu_measured, gpu_roofline
 from ..errors import ExplorerError
 from ..model.evidence import PREDICTED
 from ..model.spec import PARAMS
@@ -52,6 +52,9 @@ def panel(engine, choice: Choice, result: dict) -> None:
                 f"{p['unfused_us']:.1f} µs** ({_kernels(p['kernel_count']['unfused'])}) · **predicted speedup "
                 f"{speedup}**" + (f" · kernels removed: {', '.join(f'`{k}`' for k in p['removed_kernels'][:8])}"
                                   if p["removed_kernels"] else ""))
+    measured = gpu_measured.find(result, p["profile"]["profile"])
+    if measured:
+        st.success(gpu_measured.words(measured))
     for note in p["notes"]:
         st.caption(f"Predicted: {note}.")
     many = max(p["kernel_count"].values()) > MANY_KERNELS

@@ -72,3 +72,19 @@ def test_the_size_sweep_on_the_simulated_gpu_predicts_where_fusion_stops_paying(
     speedups = list(table["speedup (predicted)"])
     assert speedups[0] > speedups[-1] >= 1.0  # a long k is the matmul's time: the epilogue's share shrinks
     assert any(c.value.startswith("Predicted: ") and "H100" not in c.value and "h100" in c.value for c in at.caption)
+
+
+def test_graphs_that_ran_on_a_real_gpu_show_that_measurement_beside_the_prediction(make_app):
+    # matmul_bias_relu at 64×64×64 is one of the graphs replayed on an H100 (explorer/model/gpu_measurements.json)
+    sizes = {state.param_key("matmul_bias_relu", name): 64 for name in ("m", "k", "n")}
+    at = make_app(**{state.PRESET: "matmul_bias_relu", **sizes,
+                     state.env_key("TF_USE_CUBLASLT"): "1", state.env_key("TF_ENABLE_ONEDNN_OPTS"): "0"}).run()
+    at.radio(key=state.DEVICE).set_value("gpu-sim").run()
+    at.selectbox(key=state.GPU_PROFILE).set_value("h100").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    measured = [s.value for s in at.success if s.value.startswith("Measured on a real GPU (NVIDIA H100")]
+    assert len(measured) == 1, [s.value for s in at.success]
+    assert re.search(r"\*\*\d+\.\d\d×\*\*", measured[0]) and "not TensorFlow's own kernels" in measured[0]
+    at.selectbox(key=state.GPU_PROFILE).set_value("a100").run()  # measured on an H100 only: nothing claimed
+    assert not [s for s in at.success if s.value.startswith("Measured on a real GPU")]
+    assert all(evidence.carries_evidence(s) for s in gpu_statements(at))

@@ -1,7 +1,7 @@
 """benchmarks/gpu_predict.py where there is no GPU: its prediction side (the explorer's roofline on the recorded
 simulated graphs, no TensorFlow), its refusal without a GPU, and the helpers its measured side uses. The
 measured side itself needs an NVIDIA GPU and PyTorch (benchmarks/gpu_kernels.py): it ran on a lent H100, and its
-measurements are kept in benchmarks/gpu_measurements.json, which these tests hold the profiles' calibration to."""
+measurements are kept in explorer/model/gpu_measurements.json, which these tests hold the profiles' calibration to."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def test_the_measured_sides_helpers():
 
 
 def stored_runs() -> list[dict]:
-    return json.loads((ROOT / "benchmarks" / "gpu_measurements.json").read_text())
+    return json.loads((ROOT / "explorer" / "model" / "gpu_measurements.json").read_text())
 
 
 def test_the_real_gpu_measurements_kept_say_where_and_cover_every_case():

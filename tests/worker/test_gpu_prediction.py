@@ -137,13 +137,30 @@ def test_the_matrix_gpu_cells_carry_the_prediction(engine):
     words = table.speedup_words(sim)
     assert words.startswith("predicted ") and "not measured" in words
     header = table.to_csv(rows).splitlines()[0].split(",")
-    assert header[-2:] == ["predicted_speedup", "agreement"]  # new columns go last, in the order they came
+    assert header[-3:] == ["predicted_speedup", "agreement", "measured_gpu_speedup"]  # new columns go last
+    assert sim["measured_gpu_speedup"] is None  # 4096×64×256 never ran on a real GPU: nothing claimed
+
+
+def test_a_simulated_inspect_of_graphs_that_ran_on_an_h100_carries_that_measurement(engine):
+    from explorer.analysis import gpu_measured, gpu_roofline
+
+    env = {"TF_USE_CUBLASLT": "1", "TF_ENABLE_ONEDNN_OPTS": "0"}
+    result = engine.inspect({"preset": "matmul_bias_relu", "params": {"m": 4096, "k": 256, "n": 1024}},
+                            Config.make("gpu-sim:h100", env))
+    answer = gpu_roofline.answer(result)
+    measured = answer["measured"]
+    assert measured["case"] == "relu f32 4096x256x1024" and measured["evidence"] == "measured"
+    assert measured["speedup"] > 1 and answer["prediction"]["speedup"] > 1
+    assert "Measured on a real GPU (NVIDIA H100" in gpu_roofline.answer_words(answer)
+    other = engine.inspect({"preset": "matmul_bias_relu", "params": {"m": 4096, "k": 256, "n": 1024}},
+                           Config.make("gpu-sim:t4", env))
+    assert gpu_measured.find(other) is None and gpu_roofline.answer(other)["measured"] is None
 
 
 def test_the_graphs_gpu_predict_records_are_todays_simulation(engine):
     # benchmarks/gpu_predict.py predicts on a GPU machine without TensorFlow from graphs recorded here: they must
     # be what the simulated GPU makes today (rerun `benchmarks/gpu_predict.py --record` when this fails)
-    recorded = json.loads((ROOT / "benchmarks" / "gpu_predict_graphs.json").read_text())
+    recorded = json.loads((ROOT / "explorer" / "model" / "gpu_measured_graphs.json").read_text())
     for case in ("relu f32 4096x256x1024", "conv3x3 f32 8x56x56x64"):
         entry = recorded["cases"][case]
         result = engine.inspect({"preset": entry["preset"], "params": entry["params"]},

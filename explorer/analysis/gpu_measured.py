@@ -1,0 +1,72 @@
+"""Whether the simulated GPU's graphs of a result are graphs that were measured on a real GPU, and what ran.
+
+A prediction says what a roofline expects; where the very same graphs (the same ops, fused ops, dtypes and
+shapes, fused and unfused) were replayed on a real GPU (model.gpu_measured), the page and the command line
+show that measurement beside the prediction, with the GPU, the date and the libraries, and how it was run.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from ..model import gpu_measured
+from ..model.gpu_profiles import canonical, profile_for
+
+VARIANTS = ("fused", "unfused")
+
+
+def signature(ops: list[dict]) -> tuple:
+    """A graph's GPU ops as what a kernel replay depends on: op, fused ops and every tensor's dtype and shape."""
+    return tuple((op["op"], tuple(op.get("fused_ops") or ()),
+                  tuple((t[0], tuple(t[1])) for t in (op.get("inputs") or []) if t),
+                  tuple((t[0], tuple(t[1])) for t in (op.get("outputs") or []) if t))
+                 for op in ops if op.get("device", "GPU") == "GPU")
+
+
+def _case_of(tensors: dict) -> str | None:
+    wanted = tuple(signature(tensors.get(v) or []) for v in VARIANTS)
+    for case, recorded in gpu_measured.graphs()["cases"].items():
+        if tuple(signature(recorded["tensors"][v]) for v in VARIANTS) == wanted:
+            return case
+    return None
+
+
+def find(result: dict, profile: str | None = None) -> dict | None:
+    """The real-GPU measurement of this result's simulated graphs on ``profile``'s GPU, or None when those graphs
+    were not measured there."""
+    tensors = result.get("tensors") or {}
+    if not all(tensors.get(v) for v in VARIANTS):
+        return None
+    profile = canonical(profile or (result.get("profile") or {}).get("name")
+                        or str(result.get("device", "")).partition(":")[2] or "h100")
+    case = _case_of(tensors)
+    if case is None:
+        return None
+    rows = [(run, row["measured"]) for run in gpu_measured.runs() for row in run["rows"]
+            if row["case"] == case and "unsupported" not in row["measured"]
+            and profile_for(run.get("gpu")) == profile]
+    if not rows:
+        return None
+    run = rows[0][0]
+    device = {v: statistics.median(m[v]["device_us"] for _, m in rows) for v in VARIANTS}
+    eager = {v: statistics.median(m[v]["eager_us"] for _, m in rows) for v in VARIANTS}
+    return {
+        "evidence": "measured", "case": case, "gpu": run["gpu"], "driver": run["driver"],
+        "dates": sorted({r["date"] for r, _ in rows}), "runs": len(rows),
+        "libraries": {k: v for k, v in (run.get("libraries") or {}).items() if k in ("nvidia-cublas", "nvidia-cudnn-cu13", "torch", "cuda")},
+        "how": gpu_measured.HOW,
+        "device_us": device, "eager_us": eager,
+        "speedup": device["unfused"] / device["fused"], "eager_speedup": eager["unfused"] / eager["fused"],
+        "kernels": {v: rows[0][1][v].get("kernels") or [] for v in VARIANTS},
+    }
+
+
+def words(m: dict) -> str:
+    """One sentence, with its evidence first."""
+    libraries = ", ".join(f"{k} {v}" for k, v in m["libraries"].items())
+    ran = len(m["kernels"]["fused"])
+    return (f"Measured on a real GPU ({m['gpu']}, {', '.join(d[:10] for d in m['dates'][:1])}; {libraries}; "
+            f"{m['runs']} run{'s' if m['runs'] != 1 else ''}): these very graphs took {m['device_us']['fused']:.1f} µs "
+            f"fused ({ran} kernel{'s' if ran != 1 else ''} ran) against {m['device_us']['unfused']:.1f} µs unfused on "
+            f"the device, **{m['speedup']:.2f}×**; with PyTorch's dispatch from Python {m['eager_speedup']:.2f}×. "
+            f"How: {m['how']}; not TensorFlow's own kernels or executor.")
