@@ -35,7 +35,7 @@ def prediction_figure(p: dict, *, height: int = 300) -> go.Figure:
                 y=[variant], x=[k["overhead_us"]], orientation="h", name="launch + dispatch overhead",
                 legendgroup="overhead", showlegend="overhead" not in shown,
                 marker=dict(color=OVERHEAD_COLOR, line=dict(color="white", width=1)),
-                hovertemplate=f"{variant}: {k['name']} overhead {k['overhead_us']:.1f} µs (assumed)<extra></extra>"))
+                hovertemplate=f"{variant}: {k['name']} overhead {k['overhead_us']:.1f} µs (launch measured on an H100, dispatch assumed)<extra></extra>"))
             shown.add("overhead")
     for variant in ("unfused", "fused"):
         total = p[f"{variant}_us"]
