@@ -7,13 +7,17 @@ answer is kept per session, and the responsible node's standalone script is offe
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import streamlit as st
 
 from ..errors import ExplorerError
 from ..model.devices import is_simulated
 from ..present import agreement as words
 from ..present.diagnose_text import ALONE_WORDS
-from . import frame
+from . import frame, upload
+from .fixes import download_model
 
 RESULTS = "diagnose.results"
 KEEP = 4
@@ -43,8 +47,10 @@ def _run(engine, choice, key: str) -> None:
         def progress(p: dict) -> None:
             status.update(label=p.get("message") or "working…")
 
+        session = upload.session_directory()  # a rewritten model is kept there, within the session's quota
+        out = os.path.join(tempfile.mkdtemp(prefix="diagnose-", dir=session), "model-fold-batchnorm")
         try:
-            found = engine.diagnose(choice.spec, choice.config, reps=5, on_progress=progress)
+            found = engine.diagnose(choice.spec, choice.config, reps=5, out=out, on_progress=progress)
         except ExplorerError as exc:
             status.update(label="The diagnosis could not run", state="error")
             frame.show_error(exc, "Diagnosing the fusion failed")
@@ -78,3 +84,8 @@ def show(found: dict) -> None:
              "unfused ms": (w.get("timing") or {}).get("unfused_ms")} for w in found.get("ways") or ()]
     if rows:
         st.dataframe(rows, hide_index=True, width="stretch")
+    for way in found.get("ways") or ():
+        if way.get("model_out") and way.get("runs") and way.get("agrees"):
+            download_model(way, f"diagnose.{way['way']}", f"the model with {way['way']}",
+                           f"The model rewritten so that only the fusion that breaks it is prevented ({way['words']}), "
+                           "run here and checked against its unfused graph")

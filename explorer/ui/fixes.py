@@ -167,7 +167,7 @@ def show(engine, result: dict, fixed: dict, config, key: str) -> None:
         st.caption(f"Timed interleaved with the model as imported in {fix_text.runs_words(sp)}. Outputs: "
                    f"{fix_text.agreement_words(fixed)}. Memory traffic: "
                    f"{fix_text.bytes_words(saved, fixed.get('bytes_written_before'))}.")
-    _download(fixed, key)
+    download_model(fixed, key)
     if st.toggle("Show both models' graphs after Grappler, side by side", key=f"{key}.graphs"):
         _graphs(engine, result, fixed, config)
 
@@ -213,7 +213,9 @@ def _graphs(engine, result: dict, fixed: dict, config) -> None:
                 st.graphviz_chart(dot, width="stretch")
 
 
-def _download(fixed: dict, key: str) -> None:
+def download_model(fixed: dict, key: str, what: str = "the fixed model",
+                   why: str = "The model with all the fixes applied, as this page ran it") -> None:
+    """A button that downloads the rewritten copy at ``fixed["model_out"]`` (a SavedModel zipped), if it is there."""
     path = fixed.get("model_out")
     if not path or not os.path.exists(path):
         return
@@ -229,8 +231,6 @@ def _download(fixed: dict, key: str) -> None:
     else:
         with open(path, "rb") as handle:
             payload, file_name, mime = handle.read(), name, "application/octet-stream"
-    st.download_button(f"Download the fixed model ({'SavedModel, .zip' if os.path.isdir(path) else 'GraphDef'})",
+    st.download_button(f"Download {what} ({'SavedModel, .zip' if os.path.isdir(path) else 'GraphDef'})",
                        data=payload, file_name=file_name, mime=mime, on_click="ignore", key=f"{key}.download",
-                       icon=":material/download:",
-                       help="The model with all the fixes applied, as this page ran it: import it again here, or "
-                            "serve it.")
+                       icon=":material/download:", help=f"{why}: import it again here, or serve it.")

@@ -46,3 +46,18 @@ def test_a_fusion_that_works_is_no_fault(engine):
     assert [n["op"] for n in result["nodes"]] == ["_FusedConv2D"]
     assert result["pinned"] is None and result["ways"] == []
     assert result["xla"]["fault"] is None and result["xla"]["agreement"]["agree"]  # XLA too, against the same reference
+
+
+def test_an_imported_fused_batch_norm_is_folded_away_as_the_way_that_keeps_the_remapper(engine, faulty_models, tmp_path):
+    # Conv2D + FusedBatchNorm (an op with is_training false) + Tanh: folding the batch norm into the convolution's
+    # weights and bias prevents only the fusion that breaks: the remapper fuses Conv2D + BiasAdd instead (TF 2.21
+    # lets Tanh join a MatMul's fusion only), and the model runs and agrees
+    entry = next(e for e in CORPUS if e["name"] == "import_conv_bn_tanh")
+    out = str(tmp_path / "folded")
+    result = diagnose.run(engine, spec(entry, faulty_models), ONEDNN_ON, ways=True, reps=3, out=out)
+    ways = {w["way"]: w for w in result["ways"]}
+    fold = ways["fold-batchnorm"]
+    assert fold["runs"] and fold["agrees"], fold
+    assert fold["fused"] == ["_FusedConv2D [BiasAdd]"], fold["fused"]
+    assert fold["model_out"] and fold["model_out"].endswith(".pb") and (tmp_path / "folded.pb").stat().st_size > 0
+    assert fold["timing"]["configured_ms"] > 0

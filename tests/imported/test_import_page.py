@@ -266,3 +266,20 @@ def test_a_setting_fix_is_timed_against_the_current_setting(models):
     line = next(m.value for m in at.markdown if m.value.startswith("`TF_ENABLE_ONEDNN_OPTS=1`:"))
     assert "against the current setting" in line and "replicated over 2 rounds" in line
     assert any(w in line for w in ("it is faster here", "slower with it here", "not measurably faster here"))
+
+
+def test_a_broken_import_is_diagnosed_and_the_model_with_only_that_fusion_prevented_offered(tmp_path):
+    # the corpus's frozen Conv2D + FusedBatchNorm + Tanh: oneDNN on, the remapper's fusion fails; folding the batch
+    # norm away prevents only that fusion, runs and agrees, and the page offers that model for download
+    from tests.faulty.corpus import make_imports
+
+    data = (make_imports(tmp_path) / "conv_bn_tanh.pb").read_bytes()
+    at = upload(page("1"), "conv_bn_tanh.pb", data)
+    assert not at.exception
+    at = at.button(key="diagnose.run").click().run(timeout=900)
+    assert not at.exception
+    ways = next(d.value for d in at.dataframe if "way around" in d.value.columns)
+    folded = ways[ways["way around"].str.contains("the batch norm folded into the convolution")]
+    assert len(folded) == 1 and bool(folded["runs"].iloc[0]) and bool(folded["agrees"].iloc[0]), ways
+    buttons = [b for b in at.get("download_button") if "fold-batchnorm" in str(b.proto.label)]
+    assert len(buttons) == 1 and "GraphDef" in buttons[0].proto.label, [b.proto.label for b in at.get("download_button")]

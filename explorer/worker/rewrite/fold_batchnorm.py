@@ -1,7 +1,8 @@
-"""fold-batchnorm: a batch norm written as arithmetic after a contraction, folded into its weights and a BiasAdd.
+"""fold-batchnorm: a batch norm after a contraction, folded into its weights and a BiasAdd.
 
 In inference a batch norm is y = x·s + t with s = γ/√(σ²+ε) and t = β − μ·s, constants per channel
-(Keras 3 writes it as Mul then AddV2; a frozen graph as Mul by a Const then AddV2). After a Conv2D,
+(Keras 3 writes it as Mul then AddV2; a frozen graph as Mul by a Const then AddV2, or as one
+FusedBatchNorm op with is_training false, whose scale, offset, mean and variance are its inputs). After a Conv2D,
 DepthwiseConv2dNative or MatMul, with or without a bias b before it:
 
     (x ⊛ w + b)·s + t  =  x ⊛ (w·s) + (b·s + t)
@@ -25,6 +26,7 @@ from .model import Model, as_bias_add, attr
 NAME = "fold-batchnorm"
 CONTRACTIONS = ("Conv2D", "DepthwiseConv2dNative", "MatMul")
 ADDS = ("AddV2", "Add")
+BATCH_NORMS = ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3")
 
 
 def find(model: Model) -> list[dict]:
@@ -44,6 +46,12 @@ def find(model: Model) -> list[dict]:
                 bias_input = other
                 chain.append(nxt)
                 nxt = _only(users, nxt.name)
+        if nxt is not None and nxt.op in BATCH_NORMS:
+            site = _batch_norm_op(model, nodes, chain, nxt, bias_input)
+            if site is not None:
+                site["why"] = site["why"] or _refusal(model, node, chain + [nxt], nodes, controlled)
+                sites.append(site)
+            continue
         if nxt is None or nxt.op != "Mul":
             continue
         scale = _other(nxt, chain[-1])
@@ -60,12 +68,36 @@ def find(model: Model) -> list[dict]:
     return sites
 
 
+def _batch_norm_op(model: Model, nodes: dict, chain: list, bn, bias_input: str | None) -> dict | None:
+    """A FusedBatchNorm op reading the chain's output, with constant statistics: a site (``why`` set when it
+    cannot be folded), or None when it is not an inference batch norm of that output."""
+    if bn.input[0].split(":")[0] != chain[-1].name or bn.input[0].endswith((":1", ":2")):
+        return None
+    stats = list(bn.input[1:5])
+    if len(stats) != 4 or not all(model.constant_valued(t, nodes) for t in stats):
+        return None  # its statistics come from the input: a batch norm in training
+    why = None
+    others = [i for n in model.graph_def.node for i in n.input
+              if i.split(":")[0].lstrip("^") == bn.name and i not in (bn.name, f"{bn.name}:0")]
+    others += [t for t in model.outputs if t.split(":")[0] == bn.name and t not in (bn.name, f"{bn.name}:0")]
+    if others:
+        why = f"{bn.name}'s other outputs (its batch statistics) or a control edge are read"
+    elif attr(bn, "is_training").b:
+        why = f"{bn.name} normalises with the batch's own statistics (is_training)"
+    elif attr(bn, "data_format").s not in (b"", b"NHWC"):
+        why = f"{bn.name} is channels-first ({attr(bn, 'data_format').s.decode()}): folding writes NHWC biases"
+    return {"nodes": [n.name for n in chain] + [bn.name], "contraction": chain[0].name,
+            "bias_node": chain[1].name if bias_input else None, "bias": bias_input, "batch_norm": stats,
+            "epsilon": attr(bn, "epsilon").f, "scale": None, "shift": None, "why": why}
+
+
 def apply(model: Model, targets: set[str] | None = None) -> tuple[list[dict], list[dict]]:
     """Fold every foldable site (or those whose contraction is in ``targets``): (sites folded, sites left
     with the reason)."""
     sites = [s for s in find(model) if targets is None or s["contraction"] in targets]
     ready = [s for s in sites if s["why"] is None]
-    tensors = [t for s in ready for t in (_filter(model, s), s["bias"], s["scale"], s["shift"]) if t]
+    tensors = [t for s in ready for t in (_filter(model, s), s["bias"], s["scale"], s["shift"], *s.get("batch_norm", ()))
+               if t]
     values = model.values(tensors) if tensors else {}
     done, left = [], [s for s in sites if s["why"] is not None]
     for site in ready:
@@ -82,7 +114,14 @@ def _fold(model: Model, site: dict, values: dict) -> str | None:
     filter_tensor = _filter(model, site)
     w = values[filter_tensor].astype(np.float64)
     channels = _channels(conv, w)
-    scale, shift = (_per_channel(values[site[k]], channels) for k in ("scale", "shift"))
+    if site.get("batch_norm"):  # a FusedBatchNorm op: s = γ/√(σ²+ε), t = β − μ·s
+        gamma, beta, mean, variance = (_per_channel(values[t], channels) for t in site["batch_norm"])
+        if gamma is None or beta is None or mean is None or variance is None:
+            return "the batch norm's statistics are not one value per output channel"
+        scale = gamma / np.sqrt(variance + site["epsilon"])
+        shift = beta - mean * scale
+    else:
+        scale, shift = (_per_channel(values[site[k]], channels) for k in ("scale", "shift"))
     if scale is None or shift is None:
         return "the batch norm's scale or shift is not one value per output channel"
     bias = _per_channel(values[site["bias"]], channels) if site["bias"] else np.zeros(channels)
@@ -97,15 +136,15 @@ def _fold(model: Model, site: dict, values: dict) -> str | None:
     weight = model.weight(f"{conv.name}/folded_filter", folded, dtype, like=filter_tensor)
     conv.input[1] = weight
     new_bias = model.weight(f"{conv.name}/folded_bias", bias * scale + shift, dtype, like=filter_tensor)
-    mul, add = site["nodes"][-2:]
+    replaced = site["nodes"][-1:] if site.get("batch_norm") else site["nodes"][-2:]  # the op, or its Mul and Add
     if site["bias_node"]:  # the layer's own bias (a BiasAdd, or an Add that becomes one) takes the folded bias
         node = model.nodes()[site["bias_node"]]
     else:
         node = model.graph_def.node.add(name=model.unique(f"{conv.name}/BiasAdd"))
         node.attr["T"].type = dtype.as_datatype_enum
     as_bias_add(node, conv.name, new_bias)
-    model.reroute(f"{add}:0", f"{node.name}:0")
-    model.remove([mul, add])
+    model.reroute(f"{replaced[-1]}:0", f"{node.name}:0")
+    model.remove(replaced)
     return None
 
 
