@@ -60,26 +60,33 @@ def op_flops(op: dict) -> int:
         filt = inputs[1][1]  # HWIO (depthwise: HWCM): each output element sums H·W(·I) products
         per_output = math.prod(filt[:-2]) if "Depthwise" in kind else math.prod(filt[:-1])
         return 2 * out * per_output + epilogue * out
-    if kind in REDUCTIONS:
+    base = kind.removeprefix("_MklNative").removeprefix("_Mkl")  # oneDNN's kernel of the same op, the same FLOPs
+    if base in REDUCTIONS:
         return _elements(inputs[0]) if inputs else 0
-    return out * ELEMENTWISE_FLOPS.get(kind, 1)
+    return out * ELEMENTWISE_FLOPS.get(base, 1)
 
 
 def op_account(op: dict) -> dict:
     reads = [_size(t) for t in op.get("inputs", [])]
     writes = [_size(t) for t in op.get("outputs", [])]
-    unknown = sum(1 for t in op.get("inputs", []) + op.get("outputs", []) if _unknown(t))
+    # What moves data: every input and the first output. A further output of unknown shape (FusedBatchNorm's
+    # reserve space in inference) is left out and noted, as it stands apart from the figures.
+    outputs = op.get("outputs", [])
+    unknown = sum(1 for t in op.get("inputs", []) + outputs[:1] if _unknown(t))
+    aside = sum(1 for t in outputs[1:] if _unknown(t))
     read_b, write_b = sum(b or 0 for b in reads), sum(b or 0 for b in writes)
     return {"name": op["name"], "op": op["op"], "fused_ops": list(op.get("fused_ops", [])),
             "reads": read_b, "writes": write_b, "bytes": read_b + write_b, "flops": op_flops(op),
-            "output_shape": (op.get("outputs") or [[None, None]])[0][1], "unknown_tensors": unknown}
+            "output_shape": (op.get("outputs") or [[None, None]])[0][1], "unknown_tensors": unknown,
+            "uncounted_outputs": aside}
 
 
 def variant_account(tensors: list[dict]) -> dict:
     ops = [op_account(op) for op in tensors]
     return {"ops": ops, "reads": sum(o["reads"] for o in ops), "writes": sum(o["writes"] for o in ops),
             "bytes": sum(o["bytes"] for o in ops), "flops": sum(o["flops"] for o in ops),
-            "unknown_tensors": sum(o["unknown_tensors"] for o in ops)}
+            "unknown_tensors": sum(o["unknown_tensors"] for o in ops),
+            "uncounted_outputs": sum(o["uncounted_outputs"] for o in ops)}
 
 
 def removed_intermediates(unfused: dict, fused: dict) -> list[dict]:
@@ -105,8 +112,8 @@ def saving(tensors: dict) -> dict:
 
 def not_known(unknown: int) -> str:
     """The one line said where a traffic figure cannot be known."""
-    return (f"not known: {unknown} tensor{'s' if unknown != 1 else ''} of a shape no run fixed (a dimension the model "
-            "leaves open, never fed)")
+    return (f"not known: {unknown} tensor{'s' if unknown != 1 else ''} of a shape neither the model nor the values fed "
+            "fix")
 
 
 def size_text(nbytes: int | None, unknown: int = 0) -> str:
@@ -204,6 +211,8 @@ def report(result: dict, profile: dict | None) -> dict | None:
         account["measured_ms"] = (summary.get(v) or {}).get("median_ms")
         account["p10_ms"] = (summary.get(v) or {}).get("p10_ms")
         account["p90_ms"] = (summary.get(v) or {}).get("p90_ms")
+        if account["uncounted_outputs"]:
+            out["notes"].append(f"{v}: {account['uncounted_outputs']} tensor(s) of unknown shape are not counted")
     if out["unknown_tensors"]:  # an estimate of part of the run beside the time of all of it compares nothing
         out["notes"].append("no time estimate: the traffic is " + not_known(out["unknown_tensors"]))
         return out
