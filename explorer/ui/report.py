@@ -160,7 +160,7 @@ def to_csv(rows: list[dict]) -> str:
 
 
 def _totals(totals: dict) -> None:
-    cols = st.columns(5)
+    cols = st.columns([1, 1, 1, 1, 1.6])  # the last holds a size in MiB under a long label
     cols[0].metric("Ops as traced", totals.get("ops_traced", "?"))
     cols[1].metric("After Grappler", totals.get("ops_optimized", "?"))
     cols[2].metric("Executed", totals.get("ops_executed", "?"))

@@ -47,7 +47,7 @@ def panel(engine, result: dict) -> None:
         if report.get("unknown_tensors"):  # a sum of the known part would be a figure of another model
             st.info(f"Memory traffic and FLOPs: {traffic.not_known(report['unknown_tensors'])}.", icon=":material/help:")
             return
-        c1, c2, c3, c4 = st.columns(4)
+        c1, c2, c3, c4 = st.columns([1, 1, 1.4, 1])  # room for "Intermediates no longer written"
         c1.metric("Fused traffic", traffic.size_text(f["bytes"]), help="bytes read + written by its ops, per call")
         c2.metric("Unfused traffic", traffic.size_text(u["bytes"]))
         c3.metric("Intermediates no longer written", traffic.size_text(report["removed_bytes"]),
