@@ -56,7 +56,8 @@ def annotate(result: InspectResult) -> InspectResult:
             key = f"{before}->{after}"
             found = find_fusions(graphs[before], graphs[after])
             if (before, after) == ("traced", "optimized"):
-                result["report"] = report(graphs, found, Where.of(result), result.get("xla_clusters") or ())
+                result["report"] = report(graphs, found, Where.of(result), result.get("xla_clusters") or (),
+                                          result.get("executed_tensors"))
             fusions[key] = [fusion_dict(f) for f in found]
             renames[key] = [list(r) for r in find_renames(graphs[before], graphs[after], found)]
     result["fusions"] = fusions.get("traced->optimized", [])

@@ -10,6 +10,7 @@ the bootstrap interval of one process).
 
 from __future__ import annotations
 
+from . import traffic
 from .fix_plan import advice, chain_of, resolved, scope_of
 from .model_report import tensor_bytes
 from .op_time import IDLE_OPS, ranked
@@ -26,10 +27,16 @@ def fused_kernels(result: dict) -> int:
     return int(((result.get("report") or {}).get("totals") or {}).get("fused_kernels") or 0)
 
 
-def bytes_written(result: dict) -> int | None:
-    """Bytes the executed graph's ops write per call (each op's first output, from the traced shapes): the
-    difference between two models is the memory traffic one saves. Nodes Grappler made (no traced shape:
-    shape arithmetic, folded constants) are left out; None without an executed graph."""
+def bytes_written(result: dict, ran: bool = True) -> int | None:
+    """Bytes the executed graph's ops write per call: the difference between two models is the memory traffic
+    one saves. With ``ran``, from the tensors that ran (``traffic``'s account of the executed graph; None where a
+    shape is not known). Otherwise, or for a result without them (the remapper off), each op's first output from
+    the traced shapes, nodes Grappler made (no traced shape: shape arithmetic, folded constants) left out; None
+    without an executed graph."""
+    tensors = result.get("executed_tensors")
+    if ran and tensors:
+        account = traffic.variant_account(tensors["fused"])
+        return None if account["unknown_tensors"] else account["writes"]
     executed = (result.get("stages") or {}).get("executed")
     if not executed:
         return None
@@ -51,12 +58,13 @@ def assemble(before: dict, variants: list[dict], fixed: dict[str, dict], bench: 
     "agreement": {variant: agreement}}; its pairs None when nothing was timed."""
     misses = (before.get("report") or {}).get("near_misses") or []
     by_name = {v["name"]: v for v in variants}
-    written_before = bytes_written(before)
+    ran = all(r.get("executed_tensors") for r in (before, *fixed.values()))  # one way of counting for all
+    written_before = bytes_written(before, ran)
 
     def entry(name: str) -> dict:
         result = fixed[name]
         gone = resolved(misses, (result.get("report") or {}).get("near_misses") or [])
-        after = bytes_written(result)
+        after = bytes_written(result, ran)
         out = {"fixes": by_name[name]["fixes"], "fusions_after": fusions(result),
                "fused_kernels_after": fused_kernels(result), "chains_resolved": [chain_of(m) for m in gone],
                "bytes_saved": written_before - after if written_before is not None and after is not None else None}

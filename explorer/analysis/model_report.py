@@ -17,6 +17,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 from ..model.graph import Graph, Node
+from . import traffic
 from .fusion import CONST_OPS, Fusion, is_fused_node
 from .near_miss import Where, near_misses
 
@@ -88,10 +89,13 @@ def saved_bytes(fusions: list[Fusion], traced: Graph) -> int | None:
 
 
 def report(graphs: dict[str, Graph], fusions: list[Fusion], where: Where | bool | None,
-           clusters: Sequence[dict] = ()) -> dict:
+           clusters: Sequence[dict] = (), tensors: dict | None = None) -> dict:
     """The whole-model report of an inspect result's stages and its traced -> optimized fusions.
 
-    ``where``: the configuration the rules read (``near_miss.Where``; a bare bool is oneDNN on a CPU)."""
+    ``where``: the configuration the rules read (``near_miss.Where``; a bare bool is oneDNN on a CPU).
+    ``tensors``: both runs' executed tensors at the shapes that ran (``result["executed_tensors"]``): the
+    intermediates no longer written are then ``traffic.saving``'s, the figure the benchmark's account shows;
+    without them (the remapper off: no second run), the traced graph's absorbed nodes'."""
     if not isinstance(where, Where):
         where = Where(onednn=bool(where))
     optimized = graphs.get("optimized")
@@ -101,7 +105,12 @@ def report(graphs: dict[str, Graph], fusions: list[Fusion], where: Where | bool 
         totals["fused_kernels"] = sum(1 for n in optimized.nodes if is_fused_node(n))
         left = Counter(n.op for n in optimized.nodes if n.op in CONTRACTIONS)
         totals["contractions_unfused"] = dict(left)
-    totals["intermediate_bytes_saved"] = saved_bytes(fusions, traced) if traced is not None else None
+    if tensors:
+        saved = traffic.saving(tensors)
+        totals["intermediate_bytes_saved"] = None if saved["unknown_tensors"] else saved["removed_bytes"]
+        totals["unknown_tensors"] = saved["unknown_tensors"]
+    else:
+        totals["intermediate_bytes_saved"] = saved_bytes(fusions, traced) if traced is not None else None
     must = [c for c in clusters if c.get("kind") == "must-compile"]
     if must:
         totals["xla_must_compile"] = dict(Counter(op["op"] for c in must for op in c["ops"]))

@@ -36,6 +36,11 @@ def _size(tensor) -> int | None:
     return tensor[2] if tensor and len(tensor) > 2 else None
 
 
+def _unknown(tensor) -> bool:
+    """A tensor whose shape no run fixed (a string or resource tensor of known shape has no size, and is not)."""
+    return not tensor or len(tensor) < 2 or tensor[1] is None
+
+
 def _elements(tensor) -> int:
     shape = tensor[1] if tensor and len(tensor) > 1 else None
     return math.prod(shape) if shape is not None else 0
@@ -55,26 +60,33 @@ def op_flops(op: dict) -> int:
         filt = inputs[1][1]  # HWIO (depthwise: HWCM): each output element sums H·W(·I) products
         per_output = math.prod(filt[:-2]) if "Depthwise" in kind else math.prod(filt[:-1])
         return 2 * out * per_output + epilogue * out
-    if kind in REDUCTIONS:
+    base = kind.removeprefix("_MklNative").removeprefix("_Mkl")  # oneDNN's kernel of the same op, the same FLOPs
+    if base in REDUCTIONS:
         return _elements(inputs[0]) if inputs else 0
-    return out * ELEMENTWISE_FLOPS.get(kind, 1)
+    return out * ELEMENTWISE_FLOPS.get(base, 1)
 
 
 def op_account(op: dict) -> dict:
     reads = [_size(t) for t in op.get("inputs", [])]
     writes = [_size(t) for t in op.get("outputs", [])]
-    unknown = sum(1 for b in reads + writes if b is None)
+    # What moves data: every input and the first output. A further output of unknown shape (FusedBatchNorm's
+    # reserve space in inference) is left out and noted, as it stands apart from the figures.
+    outputs = op.get("outputs", [])
+    unknown = sum(1 for t in op.get("inputs", []) + outputs[:1] if _unknown(t))
+    aside = sum(1 for t in outputs[1:] if _unknown(t))
     read_b, write_b = sum(b or 0 for b in reads), sum(b or 0 for b in writes)
     return {"name": op["name"], "op": op["op"], "fused_ops": list(op.get("fused_ops", [])),
             "reads": read_b, "writes": write_b, "bytes": read_b + write_b, "flops": op_flops(op),
-            "output_shape": (op.get("outputs") or [[None, None]])[0][1], "unknown_tensors": unknown}
+            "output_shape": (op.get("outputs") or [[None, None]])[0][1], "unknown_tensors": unknown,
+            "uncounted_outputs": aside}
 
 
 def variant_account(tensors: list[dict]) -> dict:
     ops = [op_account(op) for op in tensors]
     return {"ops": ops, "reads": sum(o["reads"] for o in ops), "writes": sum(o["writes"] for o in ops),
             "bytes": sum(o["bytes"] for o in ops), "flops": sum(o["flops"] for o in ops),
-            "unknown_tensors": sum(o["unknown_tensors"] for o in ops)}
+            "unknown_tensors": sum(o["unknown_tensors"] for o in ops),
+            "uncounted_outputs": sum(o["uncounted_outputs"] for o in ops)}
 
 
 def removed_intermediates(unfused: dict, fused: dict) -> list[dict]:
@@ -82,6 +94,45 @@ def removed_intermediates(unfused: dict, fused: dict) -> list[dict]:
     unfused ops whose names are gone from the fused graph (a fused node keeps its last op's name)."""
     kept = {o["name"] for o in fused["ops"]}
     return [{"name": o["name"], "op": o["op"], "bytes": o["writes"]} for o in unfused["ops"] if o["name"] not in kept]
+
+
+def saving(tensors: dict) -> dict:
+    """What fusion saves a model, the one figure every tab and the command line show: both variants' accounts
+    (``tensors``: {"fused", "unfused"} executed tensors, at the shapes that ran), the intermediates the fused
+    graph no longer writes, the traffic saved in all, and how many tensors' shapes no run fixed (then the
+    byte figures are not known, whatever the sums say)."""
+    variants = {v: variant_account(tensors[v]) for v in ("fused", "unfused")}
+    removed = removed_intermediates(variants["unfused"], variants["fused"])
+    return {"variants": variants, "removed": removed, "removed_bytes": sum(r["bytes"] for r in removed),
+            "saved_bytes": variants["unfused"]["bytes"] - variants["fused"]["bytes"],
+            "unknown_tensors": sum(a["unknown_tensors"] for a in variants.values())}
+
+
+# ---- the words ----------------------------------------------------------------------------------
+
+def not_known(unknown: int) -> str:
+    """The one line said where a traffic figure cannot be known."""
+    return (f"not known: {unknown} tensor{'s' if unknown != 1 else ''} of a shape neither the model nor the values fed "
+            "fix")
+
+
+def size_text(nbytes: int | None, unknown: int = 0) -> str:
+    """A traffic figure as every tab and the command line word it: in MiB, so that figures side by side compare
+    at a glance, to three significant figures ('0.0868 MiB', '1.25 MiB', '2384 MiB'); 'not known' where a
+    tensor's shape is."""
+    if unknown or nbytes is None:
+        return "not known"
+    mib = nbytes / MIB
+    if not mib:
+        return "0 MiB"
+    return f"{mib:.{max(0, 2 - math.floor(math.log10(abs(mib))))}f} MiB"
+
+
+def flops_text(flops: float) -> str:
+    """'918 kFLOP', '2.15 GFLOP': three significant figures in the unit a reader takes in at once."""
+    units = ("FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP")
+    i = min(int(math.log(max(flops, 1), 1000)), len(units) - 1)
+    return f"{flops / 1000 ** i:.3g} {units[i]}"
 
 
 # ---- the machine's speeds ----------------------------------------------------------------------
@@ -148,24 +199,23 @@ def report(result: dict, profile: dict | None) -> dict | None:
     if not all((proof.get(v) or {}).get("tensors") for v in ("fused", "unfused")):
         return None
     summary = result.get("summary") or {}
-    variants = {v: variant_account(proof[v]["tensors"]) for v in ("fused", "unfused")}
-    removed = removed_intermediates(variants["unfused"], variants["fused"])
-    out = {
-        "variants": variants,
-        "removed": removed,
-        "removed_bytes": sum(r["bytes"] for r in removed),
-        "saved_bytes": variants["unfused"]["bytes"] - variants["fused"]["bytes"],
+    out = saving({v: proof[v]["tensors"] for v in ("fused", "unfused")})
+    variants = out["variants"]
+    out.update({
         "machine": None,
         "model": "per-op roofline: each op takes max(its bytes ÷ the bandwidth at its working set, its FLOPs ÷ the "
                  "matmul rate); a variant's ops add up (they run one after another)",
         "notes": [],
-    }
+    })
     for v, account in variants.items():
         account["measured_ms"] = (summary.get(v) or {}).get("median_ms")
         account["p10_ms"] = (summary.get(v) or {}).get("p10_ms")
         account["p90_ms"] = (summary.get(v) or {}).get("p90_ms")
-        if account["unknown_tensors"]:
-            out["notes"].append(f"{v}: {account['unknown_tensors']} tensor(s) of unknown shape are not counted")
+        if account["uncounted_outputs"]:
+            out["notes"].append(f"{v}: {account['uncounted_outputs']} tensor(s) of unknown shape are not counted")
+    if out["unknown_tensors"]:  # an estimate of part of the run beside the time of all of it compares nothing
+        out["notes"].append("no time estimate: the traffic is " + not_known(out["unknown_tensors"]))
+        return out
     device = (result.get("fingerprint") or {}).get("device", "cpu")
     if profile is None or device != "cpu":
         out["notes"].append("no time estimate: " + ("the bandwidth probe measures the host CPU's memory, not a GPU's"
@@ -212,10 +262,11 @@ def sweep_rows(points: list[dict]) -> list[dict]:
 def words(t: dict) -> list[str]:
     """The report as the command line prints it (and the page's caption)."""
     f, u = t["variants"]["fused"], t["variants"]["unfused"]
-    lines = [f"traffic  fused {f['bytes'] / MIB:.2f} MiB, {f['flops'] / 1e9:.3g} GFLOP · unfused {u['bytes'] / MIB:.2f} "
-             f"MiB, {u['flops'] / 1e9:.3g} GFLOP · fusion no longer writes {t['removed_bytes'] / MIB:.2f} MiB of "
-             f"intermediates ({', '.join(r['op'] for r in t['removed']) or 'none'}); "
-             f"{t['saved_bytes'] / MIB:.2f} MiB less traffic in all"]
+    if t.get("unknown_tensors"):
+        return [f"traffic  {not_known(t['unknown_tensors'])}; no time estimate"]
+    lines = [f"traffic  fused {size_text(f['bytes'])}, {flops_text(f['flops'])} · unfused {size_text(u['bytes'])}, "
+             f"{flops_text(u['flops'])} · fusion no longer writes {size_text(t['removed_bytes'])} of intermediates "
+             f"({', '.join(r['op'] for r in t['removed']) or 'none'}); {size_text(t['saved_bytes'])} less traffic in all"]
     m = t.get("machine")
     if m is None:
         return lines + [f"  ({n})" for n in t["notes"]]

@@ -157,6 +157,7 @@ class InspectResult(TypedDict, total=False):
     elided_bytes: dict[str, int]  # per stage, the constant bytes left out of its pbtxt
     output_shapes: list[list[int]]
     agreement: AgreementCheck  # the fused graph against the unfused one, same inputs
+    executed_tensors: dict  # {"fused", "unfused"}: each executed op's tensors at the shapes fed (worker.shapes)
     model_info: dict  # an imported model's inputs, signatures and outputs (worker.models.describe)
     function_graphs: int
     grappler: GrapplerAccount

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..analysis import traffic
 from ..analysis.fix_plan import layers, scope_of
 from . import machine
 
@@ -34,15 +35,11 @@ def agreement_words(result: dict) -> str:
             f"tolerance {result['tolerance']:g}, same seeded inputs)")
 
 
-def size_words(nbytes: float) -> str:
-    return f"{nbytes / 2**20:.2f} MiB" if abs(nbytes) >= 2**19 else f"{nbytes / 1024:.1f} KiB"
-
-
 def bytes_words(saved: int | None, before: int | None) -> str:
     if saved is None or before is None:
         return "unknown"
-    return (f"{size_words(before)} written per call by the model's ops → {size_words(before - saved)} "
-            f"({size_words(saved)} saved)")
+    return (f"{traffic.size_text(before)} written per call by the model's ops → {traffic.size_text(before - saved)} "
+            f"({traffic.size_text(saved)} saved)")
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:

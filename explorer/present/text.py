@@ -113,7 +113,7 @@ def report_lines(report: dict) -> list[str]:
     saved = totals.get("intermediate_bytes_saved")
     out.append(f"\nWhole model: {totals.get('ops_traced', '?')} ops traced, {totals.get('ops_optimized', '?')} after Grappler, "
                f"{totals.get('ops_executed', '?')} executed; {totals.get('fused_kernels', 0)} fused kernels"
-               + (f"; {saved / 2**20:.2f} MiB of intermediate tensors no longer written" if saved else ""))
+               + (f"; {traffic.size_text(saved)} of intermediate tensors no longer written" if saved else ""))
     left = totals.get("contractions_unfused") or {}
     if left:
         out.append("Contractions left unfused: " + ", ".join(f"{op} ×{n}" for op, n in sorted(left.items())))

@@ -19,7 +19,7 @@ import zipfile
 
 import streamlit as st
 
-from ..analysis import fix_plan
+from ..analysis import fix_plan, traffic
 from ..errors import ExplorerError
 from ..analysis.fusion import is_fused_node
 from ..engine import uploads
@@ -144,7 +144,7 @@ def show(engine, result: dict, fixed: dict, config, key: str) -> None:
                    f"max abs diff {fixed['max_abs_diff']:.2g}" if fixed.get("max_abs_diff") is not None else None,
                    delta_color="off", delta_arrow="off", help=fix_text.agreement_words(fixed))
     saved = fixed.get("bytes_saved")
-    cols[3].metric("Memory traffic saved", fix_text.size_words(saved) if saved is not None else "?",
+    cols[3].metric("Memory traffic saved", traffic.size_text(saved),
                    help=fix_text.bytes_words(saved, fixed.get("bytes_written_before")))
     for applied in fixed["applied"]:
         st.markdown(f"**{applied['fix']}** · {fix_text.plural(len(applied['chains']), 'near-miss', 'near-misses')} "
@@ -187,7 +187,7 @@ def _alone(entry: dict) -> dict:
     return {"fix": entry["fix"], "speedup": f"{sp['estimate']:.2f}×" if sp else "—",
             "95% CI": f"{sp['ci_low']:.2f}–{sp['ci_high']:.2f}" if sp and sp.get("ci_low") else "—",
             "fused kernels": entry.get("fused_kernels_after"),
-            "traffic saved": fix_text.size_words(entry["bytes_saved"]) if entry.get("bytes_saved") is not None else "?"}
+            "traffic saved": traffic.size_text(entry.get("bytes_saved"))}
 
 
 def _graphs(engine, result: dict, fixed: dict, config) -> None:

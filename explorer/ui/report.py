@@ -16,7 +16,7 @@ from collections import Counter
 
 import streamlit as st
 
-from ..analysis import op_time
+from ..analysis import op_time, traffic
 from ..analysis.model_report import layer_of, shared_scope
 from . import fixes, setting_time
 from . import op_time as op_time_panel
@@ -32,12 +32,6 @@ KINDS = {  # a near-miss's kind, in words
     "einsumdense-batchmatmul": "EinsumDense's BatchMatMul",
     "einsum": "Einsum",
 }
-
-
-def _mib(nbytes: int | None) -> str:
-    if nbytes is None:
-        return "unknown"
-    return f"{nbytes / 2**20:.2f} MiB" if nbytes >= 2**16 else f"{nbytes / 1024:.1f} KiB"
 
 
 def scope_prefix(report: dict) -> str:
@@ -166,18 +160,27 @@ def to_csv(rows: list[dict]) -> str:
 
 
 def _totals(totals: dict) -> None:
-    cols = st.columns(5)
+    cols = st.columns([1, 1, 1, 1, 1.6])  # the last holds a size in MiB under a long label
     cols[0].metric("Ops as traced", totals.get("ops_traced", "?"))
     cols[1].metric("After Grappler", totals.get("ops_optimized", "?"))
     cols[2].metric("Executed", totals.get("ops_executed", "?"))
     cols[3].metric("Fused kernels", totals.get("fused_kernels", 0))
-    cols[4].metric("Intermediates not written", _mib(totals.get("intermediate_bytes_saved")),
-                   help="Bytes of the tensors the fused kernels no longer write to memory: every absorbed op's "
-                        "output but the last, from the traced shapes (per call, batch as run).")
+    cols[4].metric("Intermediates no longer written", traffic.size_text(totals.get("intermediate_bytes_saved")),
+                   help=_saved_help(totals))
     left = totals.get("contractions_unfused") or {}
     if left:
         st.caption("Contractions left unfused after Grappler: "
                    + ", ".join(f"{op} ×{n}" for op, n in sorted(left.items())) + ".")
+
+
+def _saved_help(totals: dict) -> str:
+    if "unknown_tensors" not in totals:  # no remapper-off run to compare with (the remapper is off)
+        return ("Bytes of the tensors the fused kernels no longer write, per call: every absorbed op's output but the "
+                "last, from the traced shapes at the batch run.")
+    unknown = totals["unknown_tensors"]
+    return ("Bytes of the tensors the fused graph no longer writes, per call, against the same model run with the "
+            "remapper off, at the shapes that ran (the figure Fused vs unfused shows)"
+            + (f"; {traffic.not_known(unknown)}" if unknown else "") + ".")
 
 
 def _must_compile(result: dict, key: str) -> None:

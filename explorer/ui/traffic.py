@@ -44,13 +44,16 @@ def panel(engine, result: dict) -> None:
         st.markdown("**Why fusion pays: memory traffic** — what each variant's executed ops read and write "
                     "(from their shapes and dtypes) and what that needs on this machine")
         f, u = report["variants"]["fused"], report["variants"]["unfused"]
-        c1, c2, c3, c4 = st.columns(4)
-        c1.metric("Fused traffic", f"{f['bytes'] / traffic.MIB:.2f} MiB", help="bytes read + written by its ops")
-        c2.metric("Unfused traffic", f"{u['bytes'] / traffic.MIB:.2f} MiB")
-        c3.metric("Intermediates no longer written", f"{report['removed_bytes'] / traffic.MIB:.2f} MiB",
-                  help="outputs of the unfused ops the fused graph no longer has: "
+        if report.get("unknown_tensors"):  # a sum of the known part would be a figure of another model
+            st.info(f"Memory traffic and FLOPs: {traffic.not_known(report['unknown_tensors'])}.", icon=":material/help:")
+            return
+        c1, c2, c3, c4 = st.columns([1, 1, 1.4, 1])  # room for "Intermediates no longer written"
+        c1.metric("Fused traffic", traffic.size_text(f["bytes"]), help="bytes read + written by its ops, per call")
+        c2.metric("Unfused traffic", traffic.size_text(u["bytes"]))
+        c3.metric("Intermediates no longer written", traffic.size_text(report["removed_bytes"]),
+                  help="outputs of the unfused ops the fused graph no longer has, per call: "
                        + (", ".join(f"{r['op']} ({r['name']})" for r in report["removed"]) or "none"))
-        c4.metric("FLOPs (unfused)", f"{u['flops'] / 1e9:.3g} G",
+        c4.metric("FLOPs (unfused)", traffic.flops_text(u["flops"]),
                   help="MatMul 2·m·k·n, Conv2D 2 × outputs × filter height·width·input channels, elementwise "
                        "one per element (a tanh counts one)")
         if report.get("machine") is None:

@@ -64,11 +64,20 @@ def describe_inputs(spec, names: list[str], args: list) -> dict:
     return dict(made, tensors=tensors)
 
 
-def called(rt: Runtime, fn, args, switches: dict, remapping: bool | None = None):
+def called(rt: Runtime, fn, args, switches: dict, remapping: bool | None = None, executed: list | None = None):
     """(outputs, error): fn called once with the switches as set (``remapping`` False: the remapper off, for the
-    reference); a call TensorFlow fails leaves nothing pending (``flush_run_metadata``)."""
+    reference); a call TensorFlow fails leaves nothing pending (``flush_run_metadata``). ``executed``, a list:
+    the call's graphs are collected and its executed graph appended (the traffic account's unfused graph)."""
     tf = rt.tf
     try:
+        if executed is not None:
+            try:
+                stages, out, _ = rt.capture(fn, args, switches, remapping)
+            except RuntimeError:  # no graphs recorded for the call (or mixed with another's): called plainly
+                pass
+            else:
+                executed.append(stages["executed"])
+                return outputs(tf, out), None
         rt.set_grappler(switches, remapping)
         return outputs(tf, rt.call(fn, args)), None
     except tf.errors.OpError as exc:
@@ -130,9 +139,10 @@ def edge_inputs(spec, body, args: list, tf) -> list[tuple[str, str, list]]:
 
 
 def check(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: dict, fused, fused_exc,
-          stages: dict | None, wanted: bool = True) -> dict | None:
+          stages: dict | None, wanted: bool = True, executed: list | None = None) -> dict | None:
     """The agreement check of one inspect (see the module's docstring); None when the model fails with the
-    remapper off too (then it is the model that fails, not the fusion: the caller reports TensorFlow's error)."""
+    remapper off too (then it is the model that fails, not the fusion: the caller reports TensorFlow's error).
+    ``executed``: a list that receives the reference run's executed graph."""
     started = time.perf_counter()
     base = {"reference": REFERENCE, "inputs": describe_inputs(spec, names, args), "edges": []}
     if switches.get("remapping") == "off" or not wanted:
@@ -146,7 +156,7 @@ def check(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: d
     ops = sorted({n.op for g in graphs for n in g.node})
     tf32 = rt.tf32_active()
     fused_error = error_record(fused_exc, stages) if fused_exc is not None else None
-    reference, reference_error = called(rt, fn, args, switches, False)
+    reference, reference_error = called(rt, fn, args, switches, False, executed)
     base["reference_seconds"] = round(time.perf_counter() - started, 4)  # its own Grappler run and kernels
     base["reference_shapes"] = [[int(d) for d in r.shape] for r in reference] if reference is not None else None
     main = judged(fused, fused_error, reference, reference_error, ops, tf32)

@@ -14,7 +14,7 @@ from ..model.graph import BOILERPLATE_OPS
 from ..model.results import Agreement, BenchResult
 from . import models, timing
 from .runtime import Runtime
-from .shapes import executed_tensors
+from .shapes import executed_tensors, fed_shapes
 
 
 def run(rt: Runtime, request: dict) -> BenchResult:
@@ -26,7 +26,8 @@ def run(rt: Runtime, request: dict) -> BenchResult:
     proof, outputs = {}, {}
     for name, remap in variants.items():
         proof[name], outputs[name], stages = timing.prove(rt, fns[name], setup, remap)
-        proof[name]["tensors"] = executed_tensors(tf, stages["executed"])  # what each op reads and writes (analysis.traffic)
+        # what each op reads and writes (analysis.traffic), with the shapes of the values fed
+        proof[name]["tensors"] = executed_tensors(tf, stages["executed"], fed_shapes(setup.args))
     schedule = setup.schedule(variants)
 
     def set_options(name):

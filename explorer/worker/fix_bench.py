@@ -16,7 +16,7 @@ from ..model.spec import resolve
 from . import models, timing
 from .bench import agreement, model_instantiations
 from .runtime import Runtime
-from .shapes import executed_tensors
+from .shapes import executed_tensors, fed_shapes
 
 
 def run(rt: Runtime, request: dict) -> dict:
@@ -41,7 +41,7 @@ def run(rt: Runtime, request: dict) -> dict:
     proof, outputs, traced = {}, {}, {}
     for name in names:
         proof[name], outputs[name], stages = timing.prove(rt, fns[name], setup, None, optimized=False)
-        proof[name]["tensors"] = executed_tensors(tf, stages["executed"])
+        proof[name]["tensors"] = executed_tensors(tf, stages["executed"], fed_shapes(args))
         traced[name] = stages["traced"]
     agrees = {name: agreement(outputs[name], outputs[names[0]], "float32") for name in names[1:]}
     if setup.reps == 0:  # a check only: what each ran and how its outputs compare, nothing timed

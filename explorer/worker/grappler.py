@@ -23,6 +23,7 @@ from .elide import (MAX_DUMPED_CONSTANT_BYTES, constant_bytes, elide_constants, 
 from . import agreement, models
 from .models.graph_function import static_dims
 from .runtime import Runtime, as_list
+from .shapes import executed_tensors, fed_shapes
 from .xla import clusters as xla_clusters
 
 MAIN_PREFIX = models.graph_function.NAME_PREFIX  # the model's function, traced or registered
@@ -70,10 +71,11 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
     rt.reset_grappler()
     parsed, log = request_log(rt)
     passes = pass_graphs(rt, parsed)
+    reference_executed: list = []  # the remapper-off run's executed graph, made by the agreement check
     with rt.without_dumps():
         fused = None if fused_exc is not None else agreement.outputs(rt.tf, out)
         checked = agreement.check(rt, spec, body, fn, names, args, switches, fused, fused_exc, stages,
-                                  wanted=request.get("agreement", "on") != "off")
+                                  wanted=request.get("agreement", "on") != "off", executed=reference_executed)
     rt.log.read()  # the reference run's own Grappler lines are not this inspect's log
     if checked is None:  # it fails with the remapper off too: the model's failure, not the fusion's
         raise fused_exc
@@ -103,6 +105,11 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
         },
         "fingerprint": rt.fingerprint,
     }
+    if fused_exc is None and reference_executed:
+        # what each executed op of both runs reads and writes, at the shapes fed (analysis.traffic)
+        fed = fed_shapes(args)
+        result["executed_tensors"] = {"fused": executed_tensors(rt.tf, stages["executed"], fed),
+                                      "unfused": executed_tensors(rt.tf, reference_executed[0], fed)}
     described = models.describe(spec, rt.tf)
     if described is not None:
         result["model_info"] = described

@@ -12,16 +12,19 @@ from __future__ import annotations
 from ..model.graph import BOILERPLATE_OPS, short_device
 
 
-def executed_tensors(tf, graph_def) -> list[dict]:
+def executed_tensors(tf, graph_def, fed=None) -> list[dict]:
     """Per executed compute op: name, op, fused_ops, and its inputs' and outputs' [dtype, shape, bytes].
 
+    ``fed``: the shapes of the values the call was given, in argument order. A model served with an
+    unknown dimension (an import's batch) runs a graph whose ``_Arg`` shapes leave it open; these are
+    the shapes that ran, so every tensor downstream gets its real size.
     A shape TF cannot infer is ``None`` (bytes ``None``): the traffic model counts it as unknown.
     An empty list when the graph cannot be imported (an op this build does not register).
     """
     graph = tf.Graph()
     try:
         with graph.as_default():
-            tf.graph_util.import_graph_def(graph_def, name="")
+            tf.graph_util.import_graph_def(with_fed_shapes(tf, graph_def, fed) if fed else graph_def, name="")
     except Exception:  # noqa: BLE001 - the account is an extra; the benchmark stands without it
         return []
     ops = []
@@ -32,6 +35,27 @@ def executed_tensors(tf, graph_def) -> list[dict]:
         ops.append({"name": op.name, "op": op.type, "fused_ops": fused,
                     "inputs": [_tensor(t) for t in op.inputs], "outputs": [_tensor(t) for t in op.outputs]})
     return ops
+
+
+def with_fed_shapes(tf, graph_def, fed):
+    """A copy of ``graph_def`` whose argument nodes record the shapes of the values fed (index i: ``fed[i]``);
+    a resource handle (a variable passed after the inputs) keeps its own."""
+    copy = tf.compat.v1.GraphDef()
+    copy.CopyFrom(graph_def)
+    for node in copy.node:
+        if node.op != "_Arg" or node.attr["T"].type == tf.resource.as_datatype_enum:
+            continue
+        index = node.attr["index"].i
+        if index < len(fed) and fed[index] is not None:
+            shapes = node.attr["_output_shapes"].list
+            del shapes.shape[:]
+            shapes.shape.add().CopyFrom(tf.TensorShape(fed[index]).as_proto())
+    return copy
+
+
+def fed_shapes(args) -> list:
+    """The shapes of a call's argument values (None for one that is not a tensor)."""
+    return [list(a.shape) if hasattr(a, "shape") else None for a in args]
 
 
 def _tensor(t) -> list:

@@ -195,3 +195,55 @@ def test_the_view_is_kept_across_a_redraw_of_the_same_graphs(view):
         && Math.round(JSON.parse(sessionStorage.getItem(key)).k * 100) + '%' === z)""", arg=zoomed)
     _open(view, document)  # the page reran: the same drawing in a new document
     assert view.locator("#fx-zoom").inner_text() == zoomed
+
+
+# The page's own backgrounds (Streamlit's light and dark themes), under the frame's transparent body.
+PAGE_BACKGROUND = {"light": (255, 255, 255), "dark": (14, 17, 23)}
+
+
+def _luminance(rgb) -> float:
+    def channel(c):
+        c /= 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (channel(c) for c in rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _contrast(a, b) -> float:
+    high, low = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_find_nodes_outline_stands_out_on_every_kind_of_node_in_both_themes(browser, theme):
+    """Issue 31: Find nodes' outline must be seen on every node whatever its diff colour (fused, absorbed, changed,
+    unchanged) and under a lesson's halo, on the dark theme too: at least 3:1 against the node's fill and
+    against the page (WCAG's contrast for what is not text)."""
+    from devkit.browser import new_context
+
+    before = Graph((Node("x", "_Arg"), Node("w", "_Arg"), Node("b", "_Arg"),
+                    Node("mm", "MatMul", inputs=(Edge("x"), Edge("w"))),
+                    Node("ba", "BiasAdd", inputs=(Edge("mm"), Edge("b"))), Node("r", "Relu", inputs=(Edge("ba"),)),
+                    Node("t", "Tanh", inputs=(Edge("r"),)), Node("s", "Square", inputs=(Edge("t"),))))
+    after = Graph((Node("x", "_Arg"), Node("w", "_Arg"), Node("b", "_Arg"),
+                   Node("r", "_FusedMatMul", inputs=(Edge("x"), Edge("w"), Edge("b")), fused_ops=("BiasAdd", "Relu")),
+                   Node("t", "Tanh", inputs=(Edge("r"),)), Node("s", "Mul", inputs=(Edge("t"), Edge("t")))))
+    marks = [html_id(name, side) for name, side in (("mm", "b-"), ("t", "b-"), ("s", "b-"), ("r", "a-"), ("s", "a-"))]
+    context = new_context(browser, viewport={"width": 1280, "height": 720}, color_scheme=theme)
+    page = context.new_page()
+    try:
+        _open(page, _drawing(before, after, marks=marks, focus=[html_id("t", "b-")], theme=theme))
+        colours = page.evaluate("""ids => ids.map(id => {
+            const shape = document.getElementById(id).querySelector('path, polygon, ellipse');
+            const rgb = v => (v.match(/\\d+(\\.\\d+)?/g) || []).slice(0, 3).map(Number);
+            const style = getComputedStyle(shape);
+            return {id, stroke: rgb(style.stroke), fill: rgb(style.fill), width: parseFloat(style.strokeWidth)};
+        })""", marks)
+    finally:
+        context.close()
+    fills = {tuple(c["fill"]) for c in colours}
+    assert len(fills) >= 3, colours  # the marks sit on nodes of several diff colours
+    for c in colours:
+        assert c["width"] >= 4, c
+        assert _contrast(c["stroke"], c["fill"]) >= 3, c
+        assert _contrast(c["stroke"], PAGE_BACKGROUND[theme]) >= 3, c

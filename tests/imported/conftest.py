@@ -31,6 +31,14 @@ def models(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def unknown_batch_models(tmp_path_factory) -> Path:
+    """Two tiny models served with an unknown batch (make_models.unknown_batch), without the big export."""
+    directory = tmp_path_factory.mktemp("unknown_batch")
+    _tf("unknown-batch", str(directory))
+    return directory
+
+
+@pytest.fixture(scope="session")
 def direct_counts(models):
     """{onednn "0"|"1": {model: {format: {fused op or contraction: count}}}} from TensorFlow alone."""
     return {flag: json.loads(_tf("count-all", str(models), env={"TF_ENABLE_ONEDNN_OPTS": flag}).splitlines()[-1])

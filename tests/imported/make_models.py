@@ -5,6 +5,7 @@
                                           # zero convolution biases), plus the malicious models
     python make_models.py count FORMAT PATH   # a direct TensorFlow run: fused ops in the optimized graph
     python make_models.py count-all DIR       # the same for every model and format of ``export``
+    python make_models.py unknown-batch DIR   # two tiny models served with an unknown batch (traffic tests)
 
 ``count`` is the tests' oracle: TensorFlow on its own (no explorer code), under whatever
 TF_ENABLE_ONEDNN_OPTS the caller sets, prints {op[fused_ops]: count} of the optimized graph.
@@ -151,6 +152,36 @@ def export(directory: str) -> None:
     keras.Model(inp, out).save(os.path.join(directory, "lambda.keras"))
 
 
+def unknown_batch(directory: str) -> None:
+    """Two tiny models whose batch is left unknown (their sizes worked out by hand in test_import_traffic):
+    ``conv_relu.pb``, a frozen GraphDef of Conv2D 3x3 (3 -> 8 channels, SAME) + BiasAdd + Relu on [?, 16, 16, 3],
+    and ``dense_relu_savedmodel``, a SavedModel of MatMul [?, 8] x [8, 4] + BiasAdd + Relu over variables."""
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.default_rng(5)
+    filters = tf.constant(rng.standard_normal((3, 3, 3, 8)).astype(np.float32))
+    bias = tf.constant(rng.uniform(0.1, 0.5, 8).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 16, 16, 3], tf.float32, name="image")])
+    def conv(x):
+        return tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, filters, 1, "SAME"), bias))
+
+    with open(os.path.join(directory, "conv_relu.pb"), "wb") as handle:
+        handle.write(conv.get_concrete_function().graph.as_graph_def().SerializeToString())
+
+    dense = tf.Module()
+    dense.w = tf.Variable(rng.standard_normal((8, 4)).astype(np.float32))
+    dense.b = tf.Variable([0.1, 0.2, 0.3, 0.4])
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 8], tf.float32, name="x")])
+    def serve(x):
+        return {"y": tf.nn.relu(tf.nn.bias_add(tf.matmul(x, dense.w), dense.b))}
+
+    dense.serve = serve
+    tf.saved_model.save(dense, os.path.join(directory, "dense_relu_savedmodel"), signatures={"serving_default": serve})
+
+
 def writing_savedmodel(tf, path: str, target: str) -> None:
     """A SavedModel whose serving signature writes ``target`` (tests/security's corpus uses it too)."""
     module = tf.Module()
@@ -221,6 +252,8 @@ FILES = {"graphdef": "{}.pb", "savedmodel": "{}_savedmodel", "keras": "{}.keras"
 if __name__ == "__main__":
     if sys.argv[1] == "export":
         export(sys.argv[2])
+    elif sys.argv[1] == "unknown-batch":
+        unknown_batch(sys.argv[2])
     elif sys.argv[1] == "count-all":  # count-all DIR: every model in every format, one process
         counts = {name: {fmt: count(fmt, os.path.join(sys.argv[2], pattern.format(name)))
                          for fmt, pattern in FILES.items()} for name in ("small", "mobilenetv2")}

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from explorer.analysis import traffic
 from explorer.present import traffic_charts
 
@@ -69,3 +71,27 @@ def test_sweep_figure_rings_the_points_whose_estimate_is_above():
     fig = json.loads(traffic_charts.sweep_estimate_figure(rows, "m").to_json())
     rings = [d for d in fig["data"] if d["name"] == "estimate above measured: not a bound"]
     assert rings and all(list(d["x"]) == [1] for d in rings)
+
+
+def test_a_shape_no_run_fixed_gives_one_line_and_no_estimate_to_compare():
+    """Issue 31: an unknown batch never fed left every activation uncounted, and the page printed "FLOPs 5e-08 G"
+    and "measured 1758.99× the estimate" (a time of the whole run against an estimate of its weights)."""
+    r = result(5.0, 6.0)
+    unknown = ["float32", None, None]
+    for variant in ("fused", "unfused"):
+        for op in r["proof"][variant]["tensors"]:
+            op["inputs"] = [unknown] + op["inputs"][1:]
+    report = traffic.report(r, PROFILE)
+    assert report["unknown_tensors"] == 3 and report["machine"] is None and "saving" not in report
+    assert all("relation" not in v for v in report["variants"].values())
+    assert traffic.words(report) == ["traffic  not known: 3 tensors of a shape neither the model nor the values fed "
+                                     "fix; no time estimate"]
+    with pytest.raises(ValueError, match="no estimate"):
+        traffic_charts.estimate_figure(report)
+
+
+def test_one_wording_of_a_traffic_figure():
+    assert [traffic.size_text(n) for n in (14400, 65536, 353152, 0, -65536, 2_500_000_000)] == [
+        "0.0137 MiB", "0.0625 MiB", "0.337 MiB", "0 MiB", "-0.0625 MiB", "2384 MiB"]
+    assert traffic.size_text(None) == traffic.size_text(65536, unknown=2) == "not known"
+    assert [traffic.flops_text(f) for f in (576, 917504, 2.1e9)] == ["576 FLOP", "918 kFLOP", "2.1 GFLOP"]

@@ -1,0 +1,35 @@
+"""The page's memory-traffic figures of an import served with an unknown batch (issue 31), through the real page
+(AppTest, the page's own engine) with test_import_page's upload helpers and server folders."""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer.ui import state
+from tests.imported.test_import_page import _page_engine, page, upload  # noqa: F401 - _page_engine: its folders
+
+pytestmark = pytest.mark.tf
+
+
+def test_an_unknown_batch_has_one_traffic_figure_in_every_tab(unknown_batch_models):
+    """Issue 31: an import with an unknown batch showed "0.01 MiB", "32 KiB" and "112 KiB" for one model, and FLOPs
+    of 5e-08 G. The frozen Conv2D+BiasAdd+Relu fed a batch of 8: each tab that shows what fusion saves shows the
+    one figure worked out by hand, from the shapes that ran. oneDNN on (set, so on every CPU): its remapper-off
+    graph runs Conv2D+BiasAdd as one kernel already, so fusion saves BiasAdd's [8,16,16,8] float32 output alone
+    (64 KiB), not the traced graph's two intermediates."""
+    at = upload(page("1"), "conv_relu.pb", (unknown_batch_models / "conv_relu.pb").read_bytes())
+    at.sidebar.number_input(key=state.UNKNOWN_DIM).set_value(8)
+    for key, value in ((state.BENCH_REPS, 5), (state.BENCH_WARMUP, 1), (state.BENCH_SECONDS, 20)):
+        at.session_state[key] = value
+    at = at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "fed as [8, 16, 16, 3]" in "\n".join(c.value for c in at.sidebar.caption)
+    at = at.button(key="bench.run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    shown = [(tab.label, m.value) for tab in at.tabs for m in tab.metric if m.label == "Intermediates no longer written"]
+    assert [label for label, _ in shown] == ["Fusion report", "Fused vs unfused"], shown
+    assert {value for _, value in shown} == {"0.0625 MiB"}, shown  # 8·16·16·8 float32 = 65,536 bytes
+    metrics = {m.label: m.value for m in at.metric}
+    # x 24,576 + filter 864 + bias 32 + output 65,536 bytes; 2·16,384 outputs·27 products + bias and relu
+    assert metrics["Fused traffic"] == "0.0868 MiB" and metrics["FLOPs (unfused)"] == "918 kFLOP"
+    assert any("Measured time beside" in c.proto.spec for c in at.get("plotly_chart"))  # every shape known: estimated
