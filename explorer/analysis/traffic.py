@@ -117,15 +117,20 @@ def not_known(unknown: int) -> str:
 
 
 def size_text(nbytes: int | None, unknown: int = 0) -> str:
-    """A traffic figure as every tab and the command line word it: in MiB, so that figures side by side compare
-    at a glance, to three significant figures ('0.0868 MiB', '1.25 MiB', '2384 MiB'); 'not known' where a
-    tensor's shape is."""
+    """A traffic figure as every tab and the command line word it: bytes below a KiB, then KiB, MiB or GiB to
+    three significant figures ('576 B', '88.9 KiB', '1.25 MiB', '2.33 GiB'); 'not known' where a tensor's
+    shape is. One function, so one model's figure reads the same on every tab."""
     if unknown or nbytes is None:
         return "not known"
-    mib = nbytes / MIB
-    if not mib:
-        return "0 MiB"
-    return f"{mib:.{max(0, 2 - math.floor(math.log10(abs(mib))))}f} MiB"
+    size, unit = float(nbytes), "B"
+    for bigger in ("KiB", "MiB", "GiB"):
+        if abs(size) < 1000:  # "0.977 MiB", never "1024 KiB"
+            break
+        size, unit = size / 1024, bigger
+    if unit == "B" or not size:
+        return f"{size:.0f} {unit}"
+    digits = max(0, 2 - math.floor(math.log10(abs(size))))
+    return f"{size:.{digits}f} {unit}"
 
 
 def flops_text(flops: float) -> str:

@@ -21,11 +21,6 @@ DRAM_COLOR = "#D55E00"  # Okabe-Ito vermillion
 ABOVE_COLOR = "#CC0000"
 
 
-def _size(b: float) -> str:
-    """A working-set size on the bandwidth curve's axis (a size, not a traffic figure: short, and never 1.02e+03)."""
-    return f"{b / traffic.MIB:.3g} MiB" if b >= traffic.MIB / 10 else f"{b / 1024:.3g} KiB"
-
-
 def estimate_figure(report: dict, *, height: int = 420) -> go.Figure:
     """Measured median (p10–p90) beside the two estimates, for each variant and for the saving."""
     if report.get("machine") is None:
@@ -89,7 +84,7 @@ def bandwidth_figure(profile: dict, report: dict | None = None, *, height: int =
         used = " (the estimate uses this)" if curve == traffic.BANDWIDTH_CURVE else ""
         fig.add_trace(go.Scatter(
             x=xs, y=[p[f"{curve}_gbs"] for p in points], name=curve + used, mode="lines+markers",
-            line=dict(color=color, dash=dash, width=2), text=[_size(x) for x in xs],
+            line=dict(color=color, dash=dash, width=2), text=[traffic.size_text(x) for x in xs],
             hovertemplate=f"{curve}<br>working set %{{text}}<br>%{{y:.1f}} GB/s<extra></extra>"))
     if report is not None and report.get("machine"):
         for name in ("unfused", "fused"):
@@ -106,7 +101,7 @@ def bandwidth_figure(profile: dict, report: dict | None = None, *, height: int =
         fig.add_annotation(x=math.log10(size), y=1, yref="paper", text=level, showarrow=False, yanchor="bottom",
                            font=dict(size=11, color=NEUTRAL_COLOR))
     fig.update_xaxes(type="log", title_text="working set (all arrays together)",
-                     tickvals=xs, ticktext=[_size(x) for x in xs])
+                     tickvals=xs, ticktext=[traffic.size_text(x) for x in xs])
     fig.update_yaxes(title_text="GB/s", rangemode="tozero")
     fp = profile.get("fingerprint") or {}
     title = (f"Memory bandwidth of {fp.get('cpu_model') or 'this CPU'}"

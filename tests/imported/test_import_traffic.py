@@ -50,7 +50,7 @@ def test_a_graphdefs_unknown_batch_is_counted_at_the_batch_fed(engine, unknown_b
     for v in (fused, unfused):
         assert v["est_ms"] > 0 and v["relation"]["code"] in ("below", "above")
     assert not any("unknown" in n or "not known" in n for n in report["notes"]), report["notes"]
-    assert traffic.words(report)[0].startswith("traffic  fused 0.0868 MiB, 918 kFLOP · unfused 0.337 MiB, 918 kFLOP")
+    assert traffic.words(report)[0].startswith("traffic  fused 88.9 KiB, 918 kFLOP · unfused 345 KiB, 918 kFLOP")
 
 
 def test_a_savedmodels_unknown_batch_is_counted_at_the_batch_fed(engine, unknown_batch_models):

@@ -28,8 +28,8 @@ def test_an_unknown_batch_has_one_traffic_figure_in_every_tab(unknown_batch_mode
     assert not at.exception and not at.error, [e.value for e in at.error]
     shown = [(tab.label, m.value) for tab in at.tabs for m in tab.metric if m.label == "Intermediates no longer written"]
     assert [label for label, _ in shown] == ["Fusion report", "Fused vs unfused"], shown
-    assert {value for _, value in shown} == {"0.0625 MiB"}, shown  # 8·16·16·8 float32 = 65,536 bytes
+    assert {value for _, value in shown} == {"64.0 KiB"}, shown  # 8·16·16·8 float32 = 65,536 bytes
     metrics = {m.label: m.value for m in at.metric}
     # x 24,576 + filter 864 + bias 32 + output 65,536 bytes; 2·16,384 outputs·27 products + bias and relu
-    assert metrics["Fused traffic"] == "0.0868 MiB" and metrics["FLOPs (unfused)"] == "918 kFLOP"
+    assert metrics["Fused traffic"] == "88.9 KiB" and metrics["FLOPs (unfused)"] == "918 kFLOP"
     assert any("Measured time beside" in c.proto.spec for c in at.get("plotly_chart"))  # every shape known: estimated

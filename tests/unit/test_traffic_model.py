@@ -91,7 +91,7 @@ def test_a_shape_no_run_fixed_gives_one_line_and_no_estimate_to_compare():
 
 
 def test_one_wording_of_a_traffic_figure():
-    assert [traffic.size_text(n) for n in (14400, 65536, 353152, 0, -65536, 2_500_000_000)] == [
-        "0.0137 MiB", "0.0625 MiB", "0.337 MiB", "0 MiB", "-0.0625 MiB", "2384 MiB"]
+    assert [traffic.size_text(n) for n in (576, 14400, 65536, 353152, 0, -65536, 1_310_720, 2_500_000_000)] == [
+        "576 B", "14.1 KiB", "64.0 KiB", "345 KiB", "0 B", "-64.0 KiB", "1.25 MiB", "2.33 GiB"]
     assert traffic.size_text(None) == traffic.size_text(65536, unknown=2) == "not known"
     assert [traffic.flops_text(f) for f in (576, 917504, 2.1e9)] == ["576 FLOP", "918 kFLOP", "2.1 GFLOP"]
