@@ -3,12 +3,9 @@
 After inspect's call with the configuration as set (the "fused" run), the same function is called with
 Grappler's remapper off (the "reference": the other switches as set, same process, same seeded inputs;
 TensorFlow instantiates the function again for the other options, with no new trace) and every output is
-compared (``analysis.agreement``). It runs in a thread of its own (``start``) while inspect converts the
-fused run's graphs: the reference's Grappler run and kernels are TensorFlow's C++, which runs without Python's
-lock, beside the conversion, which is Python. Where the model's signature leaves a dimension open, or its inputs are
+compared (``analysis.agreement``). Where the model's signature leaves a dimension open, or its inputs are
 integers or booleans, edge inputs a user's data can reach are tried too (a dimension of 1, an empty one,
-zeros, large magnitudes). Grappler's options are global in TensorFlow and read into each thread's own call
-options: the check's calls carry theirs (``Runtime.call_options``), the global ones are left as they were.
+zeros, large magnitudes). Grappler's options are global: they are put back to TensorFlow's defaults after.
 
 The result is ``InspectResult["agreement"]`` (``model.results.AgreementCheck``): a status, the verdict's
 headline, how the inputs were made, the comparison, each run's error and the failing node it names.
@@ -18,7 +15,6 @@ from __future__ import annotations
 
 import re
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -68,22 +64,18 @@ def describe_inputs(spec, names: list[str], args: list) -> dict:
     return dict(made, tensors=tensors)
 
 
-def call_options(rt: Runtime, switches: dict) -> dict:
-    """{"fused": the switches as set, "reference": the same with the remapper off}: each call's options
-    (``Runtime.call_options``), made in the thread that owns Grappler's global options."""
-    return {"fused": rt.call_options(switches), "reference": rt.call_options(switches, False)}
-
-
-def called(rt: Runtime, fn, args, options):
-    """(outputs, error): fn called once with ``options`` (``call_options``), in whichever thread; a call
-    TensorFlow fails leaves nothing pending (``flush_run_metadata``)."""
+def called(rt: Runtime, fn, args, switches: dict, remapping: bool | None = None):
+    """(outputs, error): fn called once with the switches as set (``remapping`` False: the remapper off, for the
+    reference); a call TensorFlow fails leaves nothing pending (``flush_run_metadata``)."""
     tf = rt.tf
     try:
-        with rt.calling_with(options):
-            return outputs(tf, rt.call(fn, args)), None
+        rt.set_grappler(switches, remapping)
+        return outputs(tf, rt.call(fn, args)), None
     except tf.errors.OpError as exc:
         rt.flush_run_metadata()
         return None, error_record(exc)
+    finally:
+        rt.reset_grappler()
 
 
 def bench_agreement(fused: list, reference: list, ops, tf32: bool) -> dict:
@@ -150,32 +142,10 @@ def edge_inputs(spec, body, args: list, tf) -> list[tuple[str, str, list]]:
     return cases
 
 
-def start(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: dict, fused, fused_exc,
-          stages: dict | None, wanted: bool = True) -> Future:
-    """``check`` started in a thread of its own (its future: the check, None, or the error it raised); made at
-    once when there is nothing to run. The caller waits for it before anything else calls TensorFlow's
-    functions or collects run metadata (``flush_run_metadata`` may run in it)."""
-    if switches.get("remapping") == "off" or not wanted:
-        done: Future = Future()
-        try:
-            done.set_result(check(rt, spec, body, fn, names, args, switches, fused, fused_exc, stages, wanted))
-        except Exception as exc:  # noqa: BLE001 - handed to the caller as check's own error
-            done.set_exception(exc)
-        return done
-    options = call_options(rt, switches)
-    executor = ThreadPoolExecutor(1, thread_name_prefix="agreement")
-    try:
-        return executor.submit(check, rt, spec, body, fn, names, args, switches, fused, fused_exc, stages, True,
-                               options)
-    finally:
-        executor.shutdown(wait=False)
-
-
 def check(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: dict, fused, fused_exc,
-          stages: dict | None, wanted: bool = True, options: dict | None = None) -> dict | None:
+          stages: dict | None, wanted: bool = True) -> dict | None:
     """The agreement check of one inspect (see the module's docstring); None when the model fails with the
-    remapper off too (then it is the model that fails, not the fusion: the caller reports TensorFlow's error).
-    ``options``: ``call_options`` made by the thread that owns Grappler's options (made here if None)."""
+    remapper off too (then it is the model that fails, not the fusion: the caller reports TensorFlow's error)."""
     started = time.perf_counter()
     base = {"reference": REFERENCE, "inputs": describe_inputs(spec, names, args), "edges": []}
     if switches.get("remapping") == "off" or not wanted:
@@ -189,8 +159,7 @@ def check(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: d
     ops = sorted({n.op for g in graphs for n in g.node})
     tf32 = rt.tf32_active()
     fused_error = error_record(fused_exc, stages) if fused_exc is not None else None
-    options = options or call_options(rt, switches)
-    reference, reference_error = called(rt, fn, args, options["reference"])
+    reference, reference_error = called(rt, fn, args, switches, False)
     base["reference_seconds"] = round(time.perf_counter() - started, 4)  # its own Grappler run and kernels
     base["reference_shapes"] = [[int(d) for d in r.shape] for r in reference] if reference is not None else None
     main = judged(fused, fused_error, reference, reference_error, ops, tf32)
@@ -200,8 +169,8 @@ def check(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: d
     if main["status"] == "agrees":
         for case, words, inputs in edge_inputs(spec, body, args, rt.tf):
             edge_started = time.perf_counter()
-            edge_fused, edge_fused_error = called(rt, fn, inputs, options["fused"])
-            edge_ref, edge_ref_error = called(rt, fn, inputs, options["reference"])
+            edge_fused, edge_fused_error = called(rt, fn, inputs, switches)
+            edge_ref, edge_ref_error = called(rt, fn, inputs, switches, False)
             edge = judged(edge_fused, edge_fused_error, edge_ref, edge_ref_error, ops, tf32)
             edges.append(dict(edge, case=case, inputs=words, shapes=[[int(d) for d in a.shape] for a in inputs],
                               seconds=round(time.perf_counter() - edge_started, 4)))
@@ -220,7 +189,7 @@ def after_abort(rt: Runtime, spec, fn, names: list[str], args: list, switches: d
     """The check of a model whose fused run killed the worker (``how``: the engine's words): the unfused run
     alone, in a new worker. Raises TensorFlow's error when the unfused run fails too."""
     started = time.perf_counter()
-    reference, reference_error = called(rt, fn, args, rt.call_options(switches, False))
+    reference, reference_error = called(rt, fn, args, switches, False)
     if reference_error is not None:
         raise RuntimeError(f"the model fails with the remapper off too: {reference_error['message']}")
     fused_error = {"type": "abort", "message": how, "node": None, "op": None}

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import wait as futures_wait
 from contextlib import nullcontext
 from dataclasses import replace as dataclass_replace
 
@@ -69,55 +68,27 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
             stages, out, entries, fused_exc = exc.failed_stages, None, 1, exc
     t2 = time.perf_counter()
     rt.reset_grappler()
-    lines = rt.log.read()  # this call's log, before the check's own Grappler run writes to the same file
+    parsed, log = request_log(rt)
+    passes = pass_graphs(rt, parsed)
     with rt.without_dumps():
         fused = None if fused_exc is not None else agreement.outputs(rt.tf, out)
-        checking = agreement.start(rt, spec, body, fn, names, args, switches, fused, fused_exc, stages,
-                                   wanted=request.get("agreement", "on") != "off")
-        try:  # the graphs converted here while the check calls the model in its own thread
-            parsed, log = request_log(rt, lines)
-            result = converted(rt, spec, fn, args, body, stages, parsed, log, (skipped, deferred, nodes))
-        finally:
-            t3 = time.perf_counter()
-            futures_wait([checking])
-        checked = checking.result()
-    t4 = time.perf_counter()
+        checked = agreement.check(rt, spec, body, fn, names, args, switches, fused, fused_exc, stages,
+                                  wanted=request.get("agreement", "on") != "off")
     rt.log.read()  # the reference run's own Grappler lines are not this inspect's log
     if checked is None:  # it fails with the remapper off too: the model's failure, not the fusion's
         raise fused_exc
-    result.update(agreement=checked, function_graphs=entries,
-                  output_shapes=[list(t.shape) for t in as_list(out)] if out is not None else
-                  checked.get("reference_shapes") or [])
-    described = models.describe(spec, rt.tf)
-    if described is not None:
-        result["model_info"] = described
-    if getattr(spec, "fixed_dims", False) and models.unknown_dims(spec, rt.tf):
-        result["as_served"] = as_served(rt, spec, switches)
-    # capture_s: the call that runs Grappler (and, before, the trace: kept as one figure for older readers).
-    # agreement_s: the check's own seconds, beside the conversion; agreement_wait_s: what inspect waited for it.
-    result["timings"] = {"build_s": round(t1 - t0, 4), "capture_s": round(t2 - t0, 4), "run_s": round(t2 - t1, 4),
-                         "agreement_s": checked["seconds"], "agreement_wait_s": round(t4 - t3, 4),
-                         "convert_s": round(time.perf_counter() - t2 - (t4 - t3), 4),
-                         "import_s": round(rt.import_s, 3)}
-    return result
-
-
-def converted(rt: Runtime, spec, fn, args, body, stages: dict, parsed: dict, log: list[str], pass_dumps: tuple) -> dict:
-    """Inspect's result made from the fused call's graphs and log; its outputs' shapes, agreement and count of
-    function graphs are left None, in their places, for the caller (``pass_dumps``: skipped, deferred, nodes)."""
-    skipped, deferred, nodes = pass_dumps
-    passes = pass_graphs(rt, parsed)
     shapes = traced_shapes(fn, args, body, rt.tf)
     graphs = {name: with_shapes(rt.graph_to_dict(g, name), shapes) for name, g in stages.items()}
     elided = {name: elide_constants(g) for name, g in stages.items()}  # after graph_to_dict: it reads shapes only
-    return {
+    result = {
         "spec": spec.to_dict(),
         "stages": graphs,
         "pbtxt": {name: graph_text(g) for name, g in stages.items()},
         "elided_bytes": elided,
-        "output_shapes": None,
-        "agreement": None,
-        "function_graphs": None,
+        "output_shapes": [list(t.shape) for t in as_list(out)] if out is not None else
+                         checked.get("reference_shapes") or [],
+        "agreement": checked,
+        "function_graphs": entries,
         # auto-clustering's clusters, if it is on, and the model's own functions that XLA must compile
         "xla_clusters": xla_clusters(rt, stages["optimized"]) + must_compile(rt, stages["optimized"], fn),
         "grappler": {
@@ -132,6 +103,17 @@ def converted(rt: Runtime, spec, fn, args, body, stages: dict, parsed: dict, log
         },
         "fingerprint": rt.fingerprint,
     }
+    described = models.describe(spec, rt.tf)
+    if described is not None:
+        result["model_info"] = described
+    if getattr(spec, "fixed_dims", False) and models.unknown_dims(spec, rt.tf):
+        result["as_served"] = as_served(rt, spec, switches)
+    # capture_s: the call that runs Grappler (and, before, the trace: kept as one figure for older readers).
+    result["timings"] = {"build_s": round(t1 - t0, 4), "capture_s": round(t2 - t0, 4), "run_s": round(t2 - t1, 4),
+                         "agreement_s": checked["seconds"],
+                         "convert_s": round(time.perf_counter() - t2 - checked["seconds"], 4),
+                         "import_s": round(rt.import_s, 3)}
+    return result
 
 
 def simulate(rt: Runtime, request: dict) -> InspectResult:
@@ -177,10 +159,9 @@ def after_abort(rt: Runtime, request: dict) -> InspectResult:
     return result
 
 
-def request_log(rt: Runtime, lines: list[str] | None = None) -> tuple[dict, list[str]]:
-    """This request's stderr (or ``lines`` read from it) parsed, and its lines as shown (without the graph-dump
-    notices)."""
-    log = rt.log.read() if lines is None else lines
+def request_log(rt: Runtime) -> tuple[dict, list[str]]:
+    """This request's stderr parsed, and its lines as shown (without the graph-dump notices)."""
+    log = rt.log.read()
     return grappler_log.parse_log(log), [line for line in log if "dump_graph.cc" not in line][-4000:]
 
 

@@ -75,27 +75,6 @@ class Runtime:
         self.tf.config.optimizer.set_experimental_options(options)
         return options
 
-    def call_options(self, switches: dict, remapping: bool | None = None):
-        """The function-call options a call with these Grappler switches gets, to hand to another thread
-        (``calling_with``): TensorFlow reads its global options into each thread's own call options, so a
-        thread that holds its own runs with them while this one goes on."""
-        self.set_grappler(switches, remapping)
-        try:
-            return self.context.context().function_call_options
-        finally:
-            self.reset_grappler()
-
-    @contextmanager
-    def calling_with(self, options):
-        """This thread's function calls made with ``options`` (``call_options``) meanwhile; then the global
-        options again."""
-        ctx = self.context.context()
-        ctx.function_call_options = options
-        try:
-            yield
-        finally:
-            ctx.function_call_options = None  # rebuilt from the global options at the next call
-
     def recover(self) -> None:
         """After a request that failed: TensorFlow's defaults again, and nothing of the failed call pending."""
         self.reset_grappler()
