@@ -196,12 +196,13 @@ class VariantProof(TypedDict):
     optimized_ops: list[str]
 
 
-class Agreement(TypedDict):
+class Agreement(TypedDict, total=False):
     max_abs: float
     max_rel: float
     tolerance: float
     within_tolerance: bool
     tf32: bool
+    comparison: dict  # the bench's fused against unfused: analysis.agreement.compare, as inspect's check
 
 
 class BenchResult(TypedDict, total=False):

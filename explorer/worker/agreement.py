@@ -87,6 +87,19 @@ def called(rt: Runtime, fn, args, switches: dict, remapping: bool | None = None,
         rt.reset_grappler()
 
 
+def bench_agreement(fused: list, reference: list, ops, tf32: bool) -> dict:
+    """The benchmark's ``Agreement`` of its fused and unfused variants, judged as inspect's check judges them
+    (``analysis.agreement.compare``, tolerance by dtype and ops): the largest differences over the outputs, the
+    worst output's tolerance, and the whole comparison beside them."""
+    comparison = compare_outputs.compare(fused, reference, ops=ops, tf32=tf32)
+    outs = comparison["outputs"]
+    worst = outs[comparison["worst"]] if comparison["worst"] is not None else None
+    return {"max_abs": max((o["max_abs"] for o in outs), default=0.0),
+            "max_rel": max((o["max_rel"] for o in outs), default=0.0),
+            "tolerance": worst["tolerance"]["rtol"] if worst else 0.0, "within_tolerance": comparison["agree"],
+            "tf32": any("TF32" in b for o in outs for b in o["tolerance"]["basis"]), "comparison": comparison}
+
+
 def judged(fused, fused_error, reference, reference_error, ops, tf32) -> dict:
     """One pair of runs on one set of inputs, judged: a status and what it rests on."""
     if fused_error and reference_error:

@@ -12,6 +12,7 @@ import time
 
 from ..model.graph import BOILERPLATE_OPS
 from ..model.results import Agreement, BenchResult
+from . import agreement as checked_outputs
 from . import models, timing
 from .runtime import Runtime
 from .shapes import executed_tensors, fed_shapes
@@ -23,9 +24,10 @@ def run(rt: Runtime, request: dict) -> BenchResult:
     setup = timing.prepare(rt, request)
     variants = {"fused": True, "unfused": False}
     fns = {name: models.function(setup.body, tf, served=True) for name in variants}
-    proof, outputs = {}, {}
+    proof, outputs, ops = {}, {}, set()
     for name, remap in variants.items():
-        proof[name], outputs[name], stages = timing.prove(rt, fns[name], setup, remap)
+        proof[name], outputs[name], stages = timing.prove(rt, fns[name], setup, remap, float64=False)
+        ops |= {n.op for g in stages.values() if g is not None for n in g.node}  # the tolerance reads them
         # what each op reads and writes (analysis.traffic), with the shapes of the values fed
         proof[name]["tensors"] = executed_tensors(tf, stages["executed"], fed_shapes(setup.args))
     schedule = setup.schedule(variants)
@@ -45,7 +47,7 @@ def run(rt: Runtime, request: dict) -> BenchResult:
     rt.reset_grappler()
     reinstantiated = model_instantiations(metadata.function_graphs, stages["traced"])
     fused_out, unfused_out = outputs["fused"], outputs["unfused"]
-    agrees = agreement(fused_out, unfused_out, setup.spec.p.get("dtype", "int64"), tf32=rt.tf32_active())
+    agrees = checked_outputs.bench_agreement(fused_out, unfused_out, sorted(ops), rt.tf32_active())
     rt.log.read()  # drop the (long) log of the benchmark's instantiations
     return {
         "spec": setup.spec.to_dict(),
@@ -74,6 +76,8 @@ def model_instantiations(function_graphs, traced) -> int:
                if not model_ops or model_ops & {n.op for n in g.pre_optimization_graph.node})
 
 
+# The outputs of a setting-fix or another compiler against TensorFlow's (fix_bench, xla_bench); the fused
+# and unfused variants are judged as inspect's check judges them (agreement.bench_agreement).
 # Largest difference still counted as agreement, by dtype. Integer outputs (the hash-bucket
 # model) must match exactly. TF32 keeps 10 mantissa bits, so float32 on a TF32 GPU gets a
 # tolerance between float32's and bfloat16's.
