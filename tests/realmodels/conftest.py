@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -66,14 +67,36 @@ def saved_model_spec(directory: Path, name: str, **extra) -> dict:
 def inspected(engine, networks):
     """inspected(network, onednn "0"|"1", checked=False, **import options) -> the engine's result, computed once;
     ``checked``: with its near-misses' setting-fixes settled by running them (``Engine.check_fixes``, what the
-    fusion report asks for)."""
+    fusion report asks for).
+
+    The first call asks for every network as served under both settings: a thread per setting, each in
+    NETWORKS' order on that setting's worker, so the two workers (and both cores) inspect at once; a call
+    waits for its own result."""
     cache = {}
+    threads = {flag: ThreadPoolExecutor(1) for flag in ("0", "1")}
+
+    def inspect(name: str, onednn: str, **extra):
+        spec, config = saved_model_spec(networks, name, **extra), {"env": {"TF_ENABLE_ONEDNN_OPTS": onednn}}
+        return engine.inspect(spec, config)
 
     def get(name: str, onednn: str, checked: bool = False, **extra):
+        if not cache:
+            for network in NETWORKS:
+                for flag, thread in threads.items():
+                    cache[(network, flag, False, ())] = thread.submit(inspect, network, flag)
         key = (name, onednn, checked, tuple(sorted(extra.items())))
         if key not in cache:
             spec, config = saved_model_spec(networks, name, **extra), {"env": {"TF_ENABLE_ONEDNN_OPTS": onednn}}
             result = get(name, onednn, **extra) if checked else engine.inspect(spec, config)
-            cache[key] = engine.check_fixes(spec, config, result) if checked else result
-        return cache[key]
-    return get
+            cache[key] = done(engine.check_fixes(spec, config, result) if checked else result)
+        return cache[key].result()
+
+    yield get
+    for thread in threads.values():
+        thread.shutdown(cancel_futures=True)
+
+
+def done(result) -> Future:
+    future = Future()
+    future.set_result(result)
+    return future
