@@ -36,14 +36,33 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(getattr(pytest.mark, mark))
 
 
+# Warm workers the session's engine keeps. The tests ask for about a dozen configurations in turns (oneDNN on
+# and off, simulated GPUs, XLA's flags): a server's pool of 4 stopped the common ones for the rare and started
+# them again, each time a TensorFlow import (~4 s of CPU). The memory budget counts caps, not use: an idle
+# worker holds well under 1 GB, and 8 of them fit a 24 GiB CI machine beside everything else.
+TEST_WORKERS = 8
+
+
+def many_worker_limits():
+    """The Limits of an engine that serves many tests: TEST_WORKERS warm workers, each with a server's cap."""
+    from explorer.engine.runner import Limits
+
+    return Limits(max_workers=TEST_WORKERS, memory_budget=TEST_WORKERS * Limits().memory_bytes)
+
+
+@pytest.fixture(scope="session")
+def worker_limits():
+    return many_worker_limits()
+
+
 @pytest.fixture(scope="session")
 def engine():
     """One engine without a result cache for the worker, imported and real-network tests that only inspect,
-    benchmark and fix: its warm workers (one per device and flag set) serve them all, so each configuration
-    imports TensorFlow once per session. Tests that crash, hang or count workers make their own; the
-    security and GPU tests have their own. Nothing starts until a test asks for it."""
+    benchmark and fix: its warm workers (one per device and flag set, TEST_WORKERS of them) serve them all, so
+    each configuration imports TensorFlow once per session. Tests that crash, hang or count workers make their
+    own; the security and GPU tests have their own. Nothing starts until a test asks for it."""
     from explorer.engine import Engine
 
-    engine = Engine(cache_dir=None)
+    engine = Engine(many_worker_limits(), cache_dir=None)
     yield engine
     engine.close()

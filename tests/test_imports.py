@@ -174,14 +174,19 @@ def _forbidden(module: str) -> tuple[str, ...]:
     return ("tensorflow",) if group(module) == "explorer.ui" else HEAVY
 
 
-# One interpreter per group checks every module: it imports only what the group may load anyway (nothing,
-# or streamlit for the page), then forks a fresh child per module, so each module's own imports are seen
-# from a clean state at the cost of a fork instead of an interpreter start.
+# One interpreter per group checks every module: it imports only what the group may load anyway (the
+# third-party packages the checked modules import at module level, and streamlit for the page), then forks a fresh
+# child per module, so each module's own imports are seen from a clean state at the cost of a fork instead of
+# an interpreter start, and no child imports numpy or plotly again. A preload that loads a heavy module fails.
 CHECK = """
 import importlib, json, os, sys
-preload, modules, heavy = sys.argv[1], sys.argv[2].split(","), sys.argv[3:]
-if preload:
-    importlib.import_module(preload)
+preload, modules, heavy = sys.argv[1].split(","), sys.argv[2].split(","), sys.argv[3:]
+for name in filter(None, preload):
+    had = set(sys.modules)
+    importlib.import_module(name)
+    loaded = [m for m in heavy if m in sys.modules and m not in had]
+    if loaded and name not in heavy:
+        sys.exit(f"preloading {name} loaded {loaded}: every module that imports {name} imports it too")
 before = set(sys.modules)
 found = {}
 for module in modules:
@@ -204,14 +209,28 @@ print(json.dumps(found))
 """
 
 
+def third_party_imports(modules: list[str]) -> list[str]:
+    """The third-party packages (neither the standard library, explorer nor a heavy one) that ``modules``
+    import at module level, i.e. that importing them loads anyway."""
+    found = set()
+    for module in modules:
+        for node in ast.parse(MODULES[module].read_text()).body:
+            if isinstance(node, ast.Import):
+                found |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                found.add(node.module.split(".")[0])
+    return sorted(found - set(sys.stdlib_module_names) - {"explorer", "__future__", *HEAVY})
+
+
 @pytest.fixture(scope="module")
 def imported() -> dict:
     """{module: {"loaded": [heavy modules its import loaded]} or {"error": ...}}, every importable module."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     found = {}
-    for preload, modules in (("", [m for m in _importable() if group(m) != "explorer.ui"]),
-                             ("streamlit", [m for m in _importable() if group(m) == "explorer.ui"])):
-        proc = subprocess.run([sys.executable, "-c", CHECK, preload, ",".join(modules), *HEAVY],
+    for preload, modules in (([], [m for m in _importable() if group(m) != "explorer.ui"]),
+                             (["streamlit"], [m for m in _importable() if group(m) == "explorer.ui"])):
+        preload += third_party_imports(_importable())
+        proc = subprocess.run([sys.executable, "-c", CHECK, ",".join(preload), ",".join(modules), *HEAVY],
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         found.update(json.loads(proc.stdout.strip().splitlines()[-1]))

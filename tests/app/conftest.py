@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
 APP = str(ROOT / "app.py")
 
 # Small sizes: the graphs are the same as at full size, and runs stay quick.
@@ -30,12 +31,26 @@ SMALL = {
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _engine_cache(tmp_path_factory):
-    os.environ["EXPLORER_CACHE_DIR"] = str(tmp_path_factory.mktemp("explorer-cache"))
-    yield
+def _engine_cache(tmp_path_factory, worker_limits):
+    from explorer.engine import Engine
     from explorer.ui import cached
 
+    os.environ["EXPLORER_CACHE_DIR"] = str(tmp_path_factory.mktemp("explorer-cache"))
+    # The page's engine, made as a server makes its own before the first page (cached.engine takes it), with a
+    # test session's pool (tests/conftest.py): the pages ask for a dozen configurations in turns.
+    engine = Engine(worker_limits, cache_dir=os.environ["EXPLORER_CACHE_DIR"])
+    cached._started.append(engine)  # noqa: SLF001 - where serve.py's engine waits; no public call takes limits
+    yield
     cached.shutdown()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After the last page test here, the page's workers stop: the tests that follow start their own."""
+    if nextitem is None or Path(str(nextitem.fspath)).resolve().parent != HERE:
+        from explorer.ui import cached
+
+        cached.shutdown()
 
 
 @pytest.fixture

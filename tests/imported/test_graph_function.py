@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -98,21 +99,41 @@ worker.protocol.send(report)
 
 
 @pytest.fixture(scope="module")
-def graphs(tmp_path_factory) -> Path:
+def graphs(tmp_path_factory, request) -> Path:
     directory = tmp_path_factory.mktemp("graphs")
-    proc = subprocess.run([sys.executable, "-c", MAKE_GRAPHS, str(directory)], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = subprocess.Popen([sys.executable, "-c", MAKE_GRAPHS, str(directory)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    try:
+        request.getfixturevalue("models")  # the session's models are exported meanwhile: two processes at once
+        _, stderr = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 0, stderr[-3000:]
     return directory
 
 
+def _paths(models, graphs) -> list[Path]:
+    return [models / "mobilenetv2_savedmodel", models / "small_savedmodel", models / "mobilenetv2.pb",
+            models / "small.pb", graphs / "lists.pb", graphs / "calls.pb"]
+
+
+@pytest.fixture(scope="module")
+def compared(models, graphs) -> dict:
+    """{onednn "0"|"1": the finished COMPARE process}: a process per setting, both at once (each is mostly one
+    core's work)."""
+    def compare(onednn):
+        return subprocess.run([sys.executable, "-c", COMPARE, json.dumps([str(p) for p in _paths(models, graphs)])],
+                              cwd=ROOT, capture_output=True, text=True, timeout=600,
+                              env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "TF_ENABLE_ONEDNN_OPTS": onednn})
+    with ThreadPoolExecutor(2) as pool:
+        return dict(zip(("0", "1"), pool.map(compare, ("0", "1"))))
+
+
 @pytest.mark.parametrize("onednn", ["0", "1"])
-def test_a_registered_function_def_runs_what_tf_function_runs(models, graphs, onednn):
-    paths = [models / "mobilenetv2_savedmodel", models / "small_savedmodel", models / "mobilenetv2.pb",
-             models / "small.pb", graphs / "lists.pb", graphs / "calls.pb"]
-    proc = subprocess.run([sys.executable, "-c", COMPARE, json.dumps([str(p) for p in paths])], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "TF_ENABLE_ONEDNN_OPTS": onednn})
+def test_a_registered_function_def_runs_what_tf_function_runs(graphs, models, compared, onednn):
+    paths = _paths(models, graphs)
+    proc = compared[onednn]
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert set(report) == {p.name for p in paths}

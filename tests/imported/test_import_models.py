@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -88,13 +89,17 @@ def test_cli_inspect_and_bench_take_a_model(models, direct_counts):
 
 def test_cli_pass_graphs_of_a_big_model_on_request_and_xla_on_an_import(models):
     path = str(models / "mobilenetv2_savedmodel")
-    first = json.loads(run_cli("inspect", "--model", path, "--no-cache", "--json").stdout)["grappler"]
+    commands = (("inspect", "--model", path, "--no-cache", "--json"),
+                ("inspect", "--model", path, "--no-cache", "--json", "--pass-graphs"),
+                ("inspect", "--model", str(models / "small.pb"), "--compiler", "xla", "--no-cache"))
+    with ThreadPoolExecutor(2) as pool:  # inspections, no timing: two commands at once
+        deferred, out, xla = pool.map(lambda args: run_cli(*args), commands)
+    first = json.loads(deferred.stdout)["grappler"]
     assert first["pass_graphs_deferred"] and first["pass_graphs"] == {}
-    out = run_cli("inspect", "--model", path, "--no-cache", "--json", "--pass-graphs")
     assert out.returncode == 0, out.stderr
     full = json.loads(out.stdout)["grappler"]
     assert not full["pass_graphs_deferred"] and full["pass_graphs"]
-    out = run_cli("inspect", "--model", str(models / "small.pb"), "--compiler", "xla", "--no-cache")
+    out = xla
     assert out.returncode == 0, out.stderr
     assert "XLA fusions (optimised HLO -> the traced TF ops its metadata names):" in out.stdout
 

@@ -23,10 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 @pytest.fixture(scope="module")
-def mobilenet(tmp_path_factory, script):
-    directory = tmp_path_factory.mktemp("mobilenet")
-    script("export", str(directory), "mobilenetv2")
-    return directory
+def mobilenet(networks):
+    return networks  # exported with the session's networks (conftest.EXPORTS)
 
 
 def total(counts: dict) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -23,13 +24,15 @@ def run(*args, timeout=300):
 def test_inspect_and_bench_a_stack_file(tmp_path):
     path = tmp_path / "block.json"
     path.write_text(run("stacks", "layout_fp32").stdout)
-    out = run("inspect", "--spec", str(path), "--no-cache", "--json")
+    commands = (("inspect", "--spec", str(path), "--no-cache", "--json"),
+                ("inspect", "--spec", str(path), "--no-cache", "--export", str(tmp_path / "bundle")))
+    with ThreadPoolExecutor(2) as pool:  # inspections, no timing: both commands at once
+        out, text = pool.map(lambda args: run(*args), commands)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["spec"] == {"stack": stack_examples.example("layout_fp32")}
     assert len(result["fusions"]) == 2 and all("Conv2D + BiasAdd + Relu" in f["description"] for f in result["fusions"])
     assert "explanation" not in result
-    text = run("inspect", "--spec", str(path), "--no-cache", "--export", str(tmp_path / "bundle"))
     assert text.returncode == 0 and "Fusions (traced -> after Grappler)" in text.stdout
     assert json.loads((tmp_path / "bundle" / "stack.json").read_text()) == stack_examples.example("layout_fp32")
     bench = run("bench", "--spec", str(path), "--reps", "3", "--warmup", "1", "--json")

@@ -12,6 +12,7 @@ import json
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -177,12 +178,15 @@ def run_cli(*args):
 
 
 def test_cli_inspect_xla_json_and_both_with_a_refused_model():
-    out = run_cli("inspect", "matmul_bias_gelu_exact", "--set", "m=8", "--set", "k=4", "--set", "n=4",
-                  "--compiler", "xla", "--no-cache", "--json")
+    commands = (("inspect", "matmul_bias_gelu_exact", "--set", "m=8", "--set", "k=4", "--set", "n=4",
+                 "--compiler", "xla", "--no-cache", "--json"),
+                ("inspect", "hash_bucket", "--set", "m=8", "--set", "n=4", "--compiler", "both", "--no-cache"))
+    with ThreadPoolExecutor(2) as pool:  # inspections, no timing: both commands at once
+        out, both = pool.map(lambda args: run_cli(*args), commands)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert set(data["hlo"]) == {"hlo", "optimized_hlo"} and data["fusions"] and data["accounting"]
-    out = run_cli("inspect", "hash_bucket", "--set", "m=8", "--set", "n=4", "--compiler", "both", "--no-cache")
+    out = both
     assert out.returncode == 0, out.stderr
     assert "Fusions (traced -> after Grappler):" in out.stdout
     assert "XLA: XLA cannot compile this model" in out.stdout and "AsString" in out.stdout
