@@ -15,6 +15,12 @@ from dataclasses import dataclass, field
 from ..errors import SpecError
 from .devices import check_device
 
+# "Leave TensorFlow's default" for an env flag or a Grappler switch: one value (a sidebar choice, a link's env flag,
+# a matrix axis's value). "default" is how the page spelled it before, still read wherever a value is read.
+UNSET = "unset"
+UNSET_SPELLINGS = (UNSET, "default")
+UNSET_WORDS = {"env": "unset", "grappler": "default"}  # how a comparison says it (compare's "remapping: default → off")
+
 
 @dataclass(frozen=True)
 class EnvFlag:
@@ -173,7 +179,7 @@ class Config:
                 raise SpecError(f"grappler.{name}", f"unknown Grappler switch; known: {', '.join(GRAPPLER_SWITCHES)}")
             if isinstance(value, bool):
                 value = "on" if value else "off"
-            if value in (None, "", "default"):
+            if value in (None, "", *UNSET_SPELLINGS):
                 continue
             if value not in SWITCH_VALUES:
                 raise SpecError(f"grappler.{name}", f"value {value!r} not accepted; use on or off")
@@ -226,7 +232,7 @@ class Config:
 
     def with_switch(self, name: str, value: str | None) -> "Config":
         sw = self.grappler_dict
-        if value in (None, "", "default"):
+        if value in (None, "", *UNSET_SPELLINGS):
             sw.pop(name, None)
         else:
             sw[name] = value

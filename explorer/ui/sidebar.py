@@ -13,8 +13,8 @@ import streamlit as st
 
 from ..errors import SpecError
 from ..model.catalog import PRESETS, Preset
-from ..model.devices import DEVICES, GPU_PROFILES, is_simulated, no_gpu_words
-from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config
+from ..model.devices import DEVICES, GPU_PROFILES, Device, is_simulated, no_gpu_words
+from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, UNSET_WORDS, Config
 from ..model.hooks import hook
 from ..model.sources import Source, source_for_data, sources
 from ..model.spec import resolve
@@ -62,8 +62,8 @@ class Choice:
 
 def device_label(device: str) -> str:
     """'CPU', 'GPU' or 'GPU, simulated (ampere)' for a Config's device string."""
-    base, _, profile = device.partition(":")
-    return DEVICE_LABELS.get(base, base) + (f" ({profile})" if profile else "")
+    d = Device.of(device)
+    return DEVICE_LABELS.get(d.kind, d.kind) + (f" ({d.profile})" if d.profile else "")
 
 
 def no_gpu_reason(fingerprint: dict | None) -> str | None:
@@ -127,7 +127,7 @@ def _configuration(fingerprint: dict | None) -> tuple[Config | None, list[str]]:
         st.caption(f"Simulated: Grappler's real GPU decisions on a virtual {profiles[profile].get('model', profile)}. "
                    "Nothing runs, so times are predicted from the data sheet (a roofline), never measured. "
                    f"{profiles[profile].get('notes', '')}")
-        device = f"gpu-sim:{profile}"
+        device = str(Device("gpu-sim", profile))
     elif device == "gpu" and fingerprint and fingerprint.get("gpus"):
         st.caption(f"GPU:0 {gpu_words(fingerprint['gpus'][0])} · CUDA {fingerprint.get('cuda_version') or '?'}, "
                    f"cuDNN {fingerprint.get('cudnn_version') or '?'} · TF32 {'on' if fingerprint.get('tf32') else 'off'}")
@@ -151,7 +151,8 @@ def _configuration(fingerprint: dict | None) -> tuple[Config | None, list[str]]:
         grappler = {}
         for switch in GRAPPLER_SWITCHES.values():
             grappler[switch.name] = st.radio(f"`{switch.name}`: {switch.meaning}", (state.UNSET, "on", "off"),
-                                             key=state.switch_key(switch.name), horizontal=True)
+                                             key=state.switch_key(switch.name), horizontal=True,
+                                             format_func=lambda v: UNSET_WORDS["grappler"] if v == state.UNSET else v)
     try:
         config = Config.make(device, {k: v for k, v in env.items() if v != state.UNSET},
                              {k: v for k, v in grappler.items() if v != state.UNSET})
@@ -171,7 +172,7 @@ def _flag(flag) -> str:
     options = (state.UNSET, *flag.values)
     widget = st.radio if all(len(v) <= 3 for v in flag.values) else st.selectbox  # long values read better in a list
     kwargs = {"horizontal": True} if widget is st.radio else {}
-    value = widget(flag.name, options, key=state.env_key(flag.name), format_func=lambda v: "unset" if v == state.UNSET else v,
+    value = widget(flag.name, options, key=state.env_key(flag.name), format_func=lambda v: UNSET_WORDS["env"] if v == state.UNSET else v,
                    help=f"{flag.meaning}\n\nUnset: {flag.default_note}.", **kwargs)
     st.caption(f"{flag.meaning} *{FLAG_DEVICE[flag.device]}; unset: {flag.default_note}.*")
     return value

@@ -10,13 +10,12 @@ import streamlit as st
 
 from ..model.catalog import PRESETS
 from ..model.experiment_parts import Bench
-from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, server_env_defaults
+from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, UNSET, server_env_defaults
 from ..model.spec import DEFAULT_PARAMS
 from ..model.stack import to_text
 from ..model.stack_examples import example
 
 DEFAULT_PRESET = "matmul_bias_gelu_approx"  # shows a fusion on load: MatMul+BiasAdd+GELU -> _FusedMatMul
-UNSET = "default"  # the choice of an env flag or Grappler switch that leaves TensorFlow's default
 
 # The model (sidebar).
 MODE = "model.mode"  # "preset", "chain", "stack" or "import"
