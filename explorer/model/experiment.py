@@ -85,6 +85,22 @@ class Experiment:
     def replace(self, **changes) -> "Experiment":
         return replace(self, **changes)
 
+    def with_setting(self, kind: str, name: str, value) -> "Experiment":
+        """This experiment with one setting changed (a fix's: ``kind`` env, grappler, device, param or chain; a
+        ``value`` of None leaves TensorFlow's default). SpecError when the result is not a valid experiment."""
+        config = self.config
+        if kind == "env":
+            return replace(self, config=config.with_env(name, value))
+        if kind == "grappler":
+            return replace(self, config=config.with_switch(name, value))
+        if kind == "device":
+            return replace(self, config=Config.make(value, config.env_dict, config.grappler_dict))
+        if kind == "param":
+            return replace(self, model=dict(self.model, params=dict(self.model.get("params") or {}, **{name: value})))
+        if kind == "chain" and isinstance(self.model.get("chain"), dict):
+            return replace(self, model=dict(self.model, chain=dict(self.model["chain"], **{name: value})))
+        raise SpecError(kind, f"not a setting this experiment can change ({name})")
+
     # ---- links -----------------------------------------------------------------------------------
     def to_query(self, base: "Experiment | None" = None) -> dict[str, str | list[str]]:
         """Query parameters of a page link: what differs from ``base`` (the server's defaults), in a fixed order;

@@ -102,7 +102,7 @@ def _share(engine, choice: sidebar.Choice, result: dict | None) -> None:
                     or bench.measured(engine, choice.model, choice.config))
     with st.expander("Share or keep this experiment: its link, Save experiment, Open experiment",
                      icon=":material/share:"):
-        share.panel(link.current(choice.spec), result, measured)
+        share.panel(link.on_screen(), result, measured)
 
 
 def _fingerprint(engine) -> dict | None:

@@ -9,7 +9,7 @@ import streamlit as st
 from ..errors import ExplorerError
 from ..model.experiment import Experiment
 from ..present.markdown import escaped, without_images
-from . import link, state
+from . import experiment, link, state
 
 OPEN_KEY = "experiment.open"  # the "Open experiment" uploader
 WITH_RESULTS = "experiment.with_results"
@@ -60,7 +60,7 @@ def _open() -> None:
     except ExplorerError as exc:
         st.session_state[OPENED] = ("error", f"{escaped(upload.name)} was not opened: {without_images(str(exc))}")
         return
-    link.apply(exp)
+    experiment.apply(exp)
     st.session_state[OPENED] = ("success", f"Opened {escaped(upload.name)}: the sidebar and the tabs show its experiment.")
 
 

@@ -9,6 +9,7 @@ from explorer.errors import SpecError
 from explorer.model.devices import DEFAULT_PROFILE, GPU_PROFILES, Device, check_device, is_simulated
 from explorer.model.experiment import Experiment
 from explorer.model.flags import UNSET, UNSET_SPELLINGS, Config
+from explorer.model.stack_examples import example
 
 
 @pytest.mark.parametrize("text, kind, profile", [
@@ -51,3 +52,21 @@ def test_a_link_leaves_a_flag_unset_with_the_one_value():
     query = Experiment().to_query(base)
     assert query["TF_ENABLE_ONEDNN_OPTS"] == UNSET
     assert Experiment.from_query(query, base) == (Experiment(), [])
+
+
+def test_a_fix_setting_changes_one_part_of_the_experiment():
+    exp = Experiment(model={"preset": "matmul_bias_relu", "params": {"m": 64}})
+    assert exp.with_setting("env", "TF_ENABLE_ONEDNN_OPTS", "0").config.env == (("TF_ENABLE_ONEDNN_OPTS", "0"),)
+    off = exp.with_setting("grappler", "remapping", "off")
+    assert off.config.grappler == (("remapping", "off"),) and off.with_setting("grappler", "remapping", None) == exp
+    assert exp.with_setting("device", "", "gpu-sim:h100").config.device == "gpu-sim:h100"
+    bigger = exp.with_setting("param", "m", 128)
+    assert bigger.model["params"]["m"] == 128 and bigger.model["preset"] == "matmul_bias_relu"
+    assert bigger.replace(model=exp.model) == exp  # nothing else changed
+    chain = Experiment(model={"chain": {"contraction": "MatMul", "bias": "BiasAdd", "activation": "Relu"}})
+    assert chain.with_setting("chain", "activation", "Tanh").model["chain"]["activation"] == "Tanh"
+    stack = Experiment(model={"stack": example("layout_fp32")})
+    for exp_, kind, name, value in ((stack, "chain", "activation", "Tanh"), (exp, "size", "m", 1),
+                                    (exp, "param", "m", -3)):
+        with pytest.raises(SpecError):  # not a setting of this model, or not a value it takes
+            exp_.with_setting(kind, name, value)
