@@ -16,9 +16,10 @@ from ..errors import SpecError
 from .devices import check_device
 
 # "Leave TensorFlow's default" for an env flag or a Grappler switch: one value (a sidebar choice, a link's env flag,
-# a matrix axis's value). "default" is how the page spelled it before, still read wherever a value is read.
+# a matrix axis's value). "default", how the page spelled it before, is still read where it was (a Config's switch).
 UNSET = "unset"
-UNSET_SPELLINGS = (UNSET, "default")
+FORMER_UNSET = "default"
+UNSET_SPELLINGS = (UNSET, FORMER_UNSET)
 UNSET_WORDS = {"env": "unset", "grappler": "default"}  # how a comparison says it (compare's "remapping: default → off")
 
 
@@ -179,7 +180,7 @@ class Config:
                 raise SpecError(f"grappler.{name}", f"unknown Grappler switch; known: {', '.join(GRAPPLER_SWITCHES)}")
             if isinstance(value, bool):
                 value = "on" if value else "off"
-            if value in (None, "", *UNSET_SPELLINGS):
+            if value in (None, "", FORMER_UNSET):
                 continue
             if value not in SWITCH_VALUES:
                 raise SpecError(f"grappler.{name}", f"value {value!r} not accepted; use on or off")
@@ -232,7 +233,7 @@ class Config:
 
     def with_switch(self, name: str, value: str | None) -> "Config":
         sw = self.grappler_dict
-        if value in (None, "", *UNSET_SPELLINGS):
+        if value in (None, "", FORMER_UNSET):
             sw.pop(name, None)
         else:
             sw[name] = value

@@ -8,7 +8,7 @@ from explorer.engine.matrix import parse_vary, plan
 from explorer.errors import SpecError
 from explorer.model.devices import DEFAULT_PROFILE, GPU_PROFILES, Device, check_device, is_simulated
 from explorer.model.experiment import Experiment
-from explorer.model.flags import UNSET, UNSET_SPELLINGS, Config
+from explorer.model.flags import FORMER_UNSET, UNSET, UNSET_SPELLINGS, Config
 from explorer.model.stack_examples import example
 
 
@@ -38,9 +38,9 @@ def test_every_profile_is_a_device():
 
 def test_one_value_leaves_the_default_and_the_old_spelling_still_reads():
     assert UNSET in UNSET_SPELLINGS
-    for spelling in UNSET_SPELLINGS:  # "default" is how the page wrote a switch left alone before
-        assert Config.make("cpu", None, {"remapping": spelling}).grappler == ()
-        assert Config.make("cpu", None, {"remapping": "off"}).with_switch("remapping", spelling).grappler == ()
+    # "default" is how the page wrote a switch left alone before: a Config still takes it, as it did
+    assert Config.make("cpu", None, {"remapping": FORMER_UNSET}).grappler == ()
+    assert Config.make("cpu", None, {"remapping": "off"}).with_switch("remapping", FORMER_UNSET).grappler == ()
     cells = plan(["matmul_bias_relu"], [parse_vary("remapping=off,default")])
     assert [c.config.grappler for c in cells] == [(("remapping", "off"),), ()]
     cells = plan(["matmul_bias_relu"], [parse_vary(f"TF_ENABLE_ONEDNN_OPTS=0,{UNSET}")])
