@@ -20,32 +20,14 @@ from . import state
 
 def apply(exp: Experiment) -> None:
     """Put ``exp`` into the session state the sidebar and the tabs read. The model is loaded only when it is not the
-    one the sidebar built last (loading it again would rewrite a stack's text as typed, or ask for an upload)."""
+    one on screen (loading it again would rewrite a stack's text as typed, or ask for an upload)."""
     ss = st.session_state
-    if _built() != exp.model:
+    if ss.get(state.EXPERIMENT) is None or ss[state.EXPERIMENT].model != exp.model:
         if exp.source.page_load:
             hook(exp.source.page_load)(exp.model)
         else:
             ss[state.MODE] = exp.source.id
-    device = Device.of(exp.config.device)
-    ss[state.DEVICE] = device.kind
-    if device.profile:
-        ss[state.GPU_PROFILE] = device.profile
-    env, switches = exp.config.env_dict, exp.config.grappler_dict
-    for name in ENV_FLAGS:
-        ss[state.env_key(name)] = env.get(name, state.UNSET)
-    for name in GRAPPLER_SWITCHES:
-        ss[state.switch_key(name)] = switches.get(name, state.UNSET)
-    ss[state.XLA_ON] = exp.compiler != "grappler"
-    ss[state.TAB] = exp.tab
-    ss[state.STAGE_PAIR] = exp.stages
-    ss[state.FOLD], ss[state.GRAPH_VIEW] = exp.fold, exp.graph_view
-    ss[state.BENCH_REPS], ss[state.BENCH_WARMUP] = exp.bench.reps, exp.bench.warmup
-    ss[state.BENCH_SECONDS] = exp.bench.seconds
-    ss[state.BENCH_MODE] = "repeatable" if exp.bench.processes > 1 else "quick"
-    if exp.bench.processes > 1:
-        ss[state.BENCH_PROCESSES] = exp.bench.processes
-    ss[state.PRESENT], ss[state.LESSON], ss[state.LESSON_STEP] = exp.present, exp.lesson, exp.step
+    ss.update(state.experiment_keys(exp))
 
 
 def apply_settings(settings: list[dict]) -> None:
@@ -61,18 +43,25 @@ def apply_settings(settings: list[dict]) -> None:
     apply(exp)
 
 
-def _built() -> dict | None:
-    """The model the sidebar built last (its canonical form), or None before it built one."""
-    spec = st.session_state.get(state.MODEL_SPEC)
-    try:
-        return canonical_model(spec) if spec else None
-    except SpecError:
-        return None
+def on_screen() -> Experiment:
+    """The experiment on screen: the one this run's ``link.sync`` made (a fragment's view changes included)."""
+    return st.session_state.get(state.EXPERIMENT) or current()
 
 
-def current(spec: dict | None = None) -> Experiment:
-    """The experiment on screen: the model the sidebar built (``spec``, else the last one it built) and the rest
-    of the session state. A part that cannot be read (a test's odd value) keeps the server's default."""
+def config() -> Config:
+    """The configuration the sidebar's widgets hold; SpecError when one holds a value no Config takes."""
+    ss = st.session_state
+    kind = ss.get(state.DEVICE, "cpu")
+    device = Device(kind, ss.get(state.GPU_PROFILE) if kind == "gpu-sim" else None)
+    return Config.make(str(device), *({n: ss.get(key(n)) for n in names if ss.get(key(n), state.UNSET) != state.UNSET}
+                                      for names, key in ((ENV_FLAGS, state.env_key),
+                                                         (GRAPPLER_SWITCHES, state.switch_key))))
+
+
+def current(spec: dict | None = None, config_: Config | None = None) -> Experiment:
+    """The experiment on screen: the model and configuration the sidebar built (``spec``, ``config_``; else the last
+    model it built, and the widgets' configuration) and the rest of the session state. A part that cannot be read
+    (a test's odd value) keeps the server's default."""
     ss = st.session_state
     default = server_default()
     spec = spec if spec is not None else ss.get(state.MODEL_SPEC)
@@ -80,15 +69,10 @@ def current(spec: dict | None = None) -> Experiment:
         model = canonical_model(spec) if spec else default.model
     except SpecError:
         model = {ss.get(state.MODE, "preset"): None}  # the source chosen; what is in it cannot run
-    kind = ss.get(state.DEVICE, "cpu")
-    device = Device(kind, ss.get(state.GPU_PROFILE) if kind == "gpu-sim" else None)
     try:
-        config = Config.make(str(device), {n: ss.get(state.env_key(n)) for n in ENV_FLAGS
-                                           if ss.get(state.env_key(n), state.UNSET) != state.UNSET},
-                             {n: ss.get(state.switch_key(n)) for n in GRAPPLER_SWITCHES
-                              if ss.get(state.switch_key(n), state.UNSET) != state.UNSET})
+        config_ = config_ or config()
     except SpecError:
-        config = default.config
+        config_ = default.config
     processes = int(ss.get(state.BENCH_PROCESSES) or 1) if ss.get(state.BENCH_MODE) == "repeatable" else 1
     try:
         bench = Bench(*(Bench.checked(k, v) for k, v in (
@@ -100,6 +84,6 @@ def current(spec: dict | None = None) -> Experiment:
              "graph_view": ss.get(state.GRAPH_VIEW) or default.graph_view, "present": bool(ss.get(state.PRESENT)),
              "lesson": ss.get(state.LESSON), "step": ss.get(state.LESSON_STEP)}
     try:
-        return Experiment(model, config, "both" if ss.get(state.XLA_ON) else "grappler", bench=bench, **parts)
+        return Experiment(model, config_, "both" if ss.get(state.XLA_ON) else "grappler", bench=bench, **parts)
     except SpecError:
-        return Experiment(model, config, "both" if ss.get(state.XLA_ON) else "grappler", bench=bench)
+        return Experiment(model, config_, "both" if ss.get(state.XLA_ON) else "grappler", bench=bench)

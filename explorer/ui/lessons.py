@@ -17,7 +17,7 @@ from ..analysis.lesson_check import mismatches
 from ..errors import SpecError
 from ..model.lesson import MAX_FILE_BYTES, Lesson, read_lesson, seed_lessons
 from ..present.markdown import escaped, without_images
-from . import experiment, link, presenter, script_run, state
+from . import experiment, presenter, script_run, state
 
 
 CUSTOM = "lesson.custom"  # {lesson id: its file's text}: the lessons this session loaded from files
@@ -205,7 +205,7 @@ def check(where, lesson: Lesson, result: dict | None) -> None:
     step*, also when the change failed or cannot run: ``result`` None), or when TensorFlow did something other
     than what the step says."""
     number, step = lesson.step(st.session_state.get(state.LESSON_STEP))
-    now = link.on_screen()
+    now = experiment.on_screen()
     if now.model != step.experiment.model or now.config != step.experiment.config:
         with where.container():
             left, right = st.columns([5, 1.4], vertical_alignment="center")

@@ -20,7 +20,6 @@ from ..present.markdown import without_images
 from . import experiment, script_run, state
 
 BOUND = "link.bound"  # set on a session's first run: its link was read
-SHOWN = "link.experiment"  # the Experiment on screen at the end of the last full run
 BARE = "link.bare"  # the session's first run found no link: the browser checks whether Streamlit dropped one
 IGNORED = "link.ignored"  # what the link that opened the page left out (one line), shown while it is on screen
 
@@ -99,21 +98,17 @@ def ignored_note() -> str:
     return st.session_state.get(IGNORED) or ""
 
 
-def sync(spec: dict | None) -> Experiment:
-    """Write the experiment on screen into the address bar (a history entry when it changed), and return it."""
+def sync(spec: dict | None, config=None) -> Experiment:
+    """The experiment on screen, made once per run from what the sidebar built (``spec``, ``config``), written into
+    the address bar (a history entry when it changed); ``experiment.on_screen()`` hands it to the rest of the run."""
     ss = st.session_state
     ss[state.MODEL_SPEC] = spec
-    exp = experiment.current(spec)
-    if ss.get(SHOWN) is not None and exp != ss[SHOWN]:
+    exp = experiment.current(spec, config)
+    if ss.get(state.EXPERIMENT) is not None and exp != ss[state.EXPERIMENT]:
         ss[IGNORED] = ss[BARE] = None  # the user moved on from the link that was cut down (or dropped)
-    ss[SHOWN] = exp
+    ss[state.EXPERIMENT] = exp
     _write(exp)
     return exp
-
-
-def on_screen() -> Experiment:
-    """The experiment this run's ``sync`` wrote (the fragment's view changes included)."""
-    return st.session_state.get(SHOWN) or experiment.current()
 
 
 def write_view(**view) -> None:
@@ -121,13 +116,13 @@ def write_view(**view) -> None:
     ``graph_view``): the link says so too."""
     if not script_run.is_fragment_run():
         return  # a whole run: sync() writes the link at its end, from everything on screen
-    shown = st.session_state.get(SHOWN)
+    shown = st.session_state.get(state.EXPERIMENT)
     if shown is not None and any(getattr(shown, k) != v for k, v in view.items()):
         try:
             exp = shown.replace(**view)
         except SpecError:
             return  # a value no link can hold (a test's odd one): the link stays as it was
-        st.session_state[SHOWN] = exp
+        st.session_state[state.EXPERIMENT] = exp
         _write(exp)
 
 

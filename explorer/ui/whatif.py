@@ -13,10 +13,9 @@ import streamlit as st
 
 from ..analysis import stats
 from ..errors import ExplorerError
-from ..model.experiment_parts import Bench
 from ..model.flags import UNSET_WORDS, Config
 from ..model.spec import resolve
-from . import against, bench, cached, linked, state
+from . import against, bench, cached, experiment, linked, state
 from . import stages as stages_ui
 from .sidebar import Choice, device_label
 from .why import verdict_badge
@@ -222,9 +221,8 @@ def _pinned_result(engine, pinned: dict) -> dict | None:
 
 
 def _bench_both(engine, pinned: dict, current: dict) -> None:
-    reps = int(st.session_state.get(state.BENCH_REPS, Bench.reps))
-    warmup = int(st.session_state.get(state.BENCH_WARMUP, Bench.warmup))
-    seconds = float(st.session_state.get(state.BENCH_SECONDS, Bench.seconds))
+    form = experiment.on_screen().bench
+    reps, warmup, seconds = form.reps, form.warmup, float(form.seconds)
     for side in (pinned, current):
         if _measured(engine, side) is not None or side.get("simulated"):
             continue
