@@ -58,11 +58,6 @@ class Device:
         return f"{self.kind}:{self.profile}" if self.profile else self.kind
 
 
-def check_device(device) -> str:
-    """'cpu', 'gpu', 'gpu-sim' or 'gpu-sim:PROFILE' (canonical form: 'gpu-sim:<profile>')."""
-    return str(Device.parse(device))
-
-
 def is_simulated(device: str) -> bool:
     return Device.of(device).simulated
 

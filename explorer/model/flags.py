@@ -13,7 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from ..errors import SpecError
-from .devices import check_device
+from .devices import Device
 
 # "Leave TensorFlow's default" for an env flag or a Grappler switch: one value (a sidebar choice, a link's env flag,
 # a matrix axis's value). "default", how the page spelled it before, is still read where it was (a Config's switch).
@@ -162,7 +162,7 @@ class Config:
 
     @staticmethod
     def make(device: str = "cpu", env: dict | None = None, grappler: dict | None = None) -> "Config":
-        device = check_device(device)
+        device = str(Device.parse(device))  # canonical: a simulated GPU always names its profile
         env_items = []
         for name, value in (env or {}).items():
             flag = ENV_FLAGS.get(name)

@@ -1,6 +1,6 @@
 """The page's link: the address bar always holds the experiment on screen, and a link opens it (docs/experiments.md).
 
-The experiment on screen is ``ui.experiment``'s (``current``, ``apply``); ``base()`` is the server's default one.
+The experiment on screen is ``ui.experiment``'s (``current``, ``apply``); a link holds what differs from the server's default one.
 
 The binding: ``bind()`` runs first in every run and applies the address bar's link on a session's first run
 (a new browser, a reload) and on a run the browser's Back or Forward started; ``sync(choice)`` runs last
@@ -24,11 +24,6 @@ BARE = "link.bare"  # the session's first run found no link: the browser checks 
 IGNORED = "link.ignored"  # what the link that opened the page left out (one line), shown while it is on screen
 
 
-def base() -> Experiment:
-    """The server's default experiment: the page as a new session opens it (with the server's default flags)."""
-    return server_default()
-
-
 def bind() -> None:
     """Apply the address bar's link on a session's first run and on a Back/Forward run; see the module's doc."""
     ss = st.session_state
@@ -42,7 +37,7 @@ def bind() -> None:
     if first and not params:
         ss[IGNORED] = cut  # a bare page: the session's own state stays (a test may have set it)
         return
-    exp, ignored = Experiment.from_query(params, base())
+    exp, ignored = Experiment.from_query(params, server_default())
     experiment.apply(exp)
     ss[IGNORED] = " ".join(filter(None, (cut, without_images(ignored_line(ignored)))))
 
@@ -127,7 +122,7 @@ def write_view(**view) -> None:
 
 
 def _write(exp: Experiment) -> None:
-    query = exp.to_query(base())
+    query = exp.to_query(server_default())
     now = {k: st.query_params.get_all(k) for k in st.query_params}
     wanted = {k: v if isinstance(v, list) else [v] for k, v in query.items()}
     if now != wanted:
