@@ -21,6 +21,7 @@ a bound, and the page and the command line say so wherever they show it.
 
 from __future__ import annotations
 
+from ..model.devices import Device
 from ..model.gpu_profiles import EFFICIENCY, MEASURED_AGAINST, OVERHEAD, PROFILES, canonical
 from . import gpu_measured
 from .traffic import op_account
@@ -118,7 +119,7 @@ def predict(result: dict, profile: str | None = None, env: dict | None = None) -
     tensors = result.get("tensors") or {}
     if not (tensors.get("fused") and tensors.get("unfused")):
         return None
-    profile = profile or (result.get("profile") or {}).get("name") or result.get("device", "").partition(":")[2]
+    profile = profile or (result.get("profile") or {}).get("name") or Device.of(result.get("device")).profile or ""
     figures = profile_figures(profile)
     env = env if env is not None else (result.get("config") or {}).get("env") or result.get("env_flags") or {}
     tf32 = tf32_on(env) and "tf32_tc" in figures["peak_tflops"]

@@ -22,12 +22,11 @@ from ..analysis.replicated import QUICK_MODE, quick
 from ..errors import ExplorerError, SpecError
 from ..model.catalog import PRESETS
 from ..model.devices import NOTHING_TO_TIME, is_simulated
-from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config, parse_assignment
+from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, UNSET_SPELLINGS, Config, parse_assignment
 from ..model.spec import PARAMS, resolve
 
 MAX_CELLS = 256
-UNSET = ("default", "unset")
-NOT_RUNNABLE = ("invalid", "n/a")  # statuses the plan gives; every other cell runs (again, when run again)  # an env flag or switch left at TensorFlow's default
+NOT_RUNNABLE = ("invalid", "n/a")  # statuses the plan gives; every other cell runs (again, when run again)
 
 
 @dataclass(frozen=True)
@@ -55,9 +54,9 @@ def parse_vary(text: str) -> Axis:
         raise SpecError("--vary", f"{name!r} is neither an env flag ({', '.join(ENV_FLAGS)}), a Grappler switch "
                         f"({', '.join(GRAPPLER_SWITCHES)}), a model parameter ({', '.join(PARAMS)}) nor 'device'")
     for value in values:  # each value checked on its own, before anything runs
-        if kind == "env" and value not in UNSET:
+        if kind == "env" and value not in UNSET_SPELLINGS:
             Config.make("cpu", {name: value})
-        elif kind == "grappler" and value not in UNSET:
+        elif kind == "grappler" and value not in UNSET_SPELLINGS:
             Config.make("cpu", None, {name: value})
         elif kind == "param":
             PARAMS[name].check(value)
@@ -116,9 +115,9 @@ def plan(presets: list[str], axes: list[Axis], *, device: str = "cpu", env: dict
             skip = ""
             for axis, value in zip(axes, combo):
                 if axis.kind == "env":
-                    cell_env[axis.name] = "" if value in UNSET else value
+                    cell_env[axis.name] = "" if value in UNSET_SPELLINGS else value
                 elif axis.kind == "grappler":
-                    cell_sw[axis.name] = "default" if value in UNSET else value
+                    cell_sw[axis.name] = "" if value in UNSET_SPELLINGS else value
                 elif axis.kind == "device":
                     cell_device = value
                 elif axis.name in takes:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import glob
 import os
+from dataclasses import dataclass
 
 from ..errors import SpecError
 from .gpu_profiles import every_name
@@ -20,23 +21,45 @@ DEVICES = {
 }
 
 
-def check_device(device) -> str:
-    """'cpu', 'gpu', 'gpu-sim' or 'gpu-sim:PROFILE' (canonical form: 'gpu-sim:<profile>')."""
-    if not isinstance(device, str):
-        raise SpecError("device", f"expected a device name, got {device!r}")
-    base, _, profile = device.partition(":")
-    if base not in DEVICES or (profile and base != "gpu-sim"):
-        raise SpecError("device", f"unknown device {device!r}; choose cpu, gpu or gpu-sim[:PROFILE]")
-    if base == "gpu-sim":
+@dataclass(frozen=True)
+class Device:
+    """A device as one value: its kind ("cpu", "gpu" or "gpu-sim") and, for a simulated GPU, its profile. Written
+    as text ``kind[:profile]`` (a Config's device, a link's ``device=``); ``parse`` is where that text is read."""
+
+    kind: str = "cpu"
+    profile: str | None = None
+
+    @staticmethod
+    def parse(text) -> "Device":
+        """The device a text names, checked (a simulated GPU without a profile gets DEFAULT_PROFILE)."""
+        if not isinstance(text, str):
+            raise SpecError("device", f"expected a device name, got {text!r}")
+        kind, _, profile = text.partition(":")
+        if kind not in DEVICES or (profile and kind != "gpu-sim"):
+            raise SpecError("device", f"unknown device {text!r}; choose cpu, gpu or gpu-sim[:PROFILE]")
+        if kind != "gpu-sim":
+            return Device(kind)
         profile = profile or DEFAULT_PROFILE
         if profile not in GPU_PROFILES:
             raise SpecError("device", f"unknown GPU profile {profile!r}; choose one of {', '.join(GPU_PROFILES)}")
-        return f"gpu-sim:{profile}"
-    return base
+        return Device(kind, profile)
+
+    @staticmethod
+    def of(text: str | None) -> "Device":
+        """The device of a text already checked (a Config's, a result's), read without checking it again."""
+        kind, _, profile = (text or "cpu").partition(":")
+        return Device(kind, profile or None)
+
+    @property
+    def simulated(self) -> bool:
+        return self.kind == "gpu-sim"
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.profile}" if self.profile else self.kind
 
 
 def is_simulated(device: str) -> bool:
-    return device.startswith("gpu-sim")
+    return Device.of(device).simulated
 
 
 # What a simulated GPU cannot do, and why: one set of words for the engine (which refuses before any

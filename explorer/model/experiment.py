@@ -27,7 +27,7 @@ from .compilers import FIRST as FIRST_COMPILER
 from .experiment_parts import (GRAPH_VIEWS, MAX_STEP, STAGE_PAIRS, Bench, check_compiler,  # noqa: F401
                                check_graph_view, check_lesson, check_object, check_stages, check_step, check_tab,
                                last_of, phrase, short, values_of)
-from .flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config, server_env_defaults
+from .flags import ENV_FLAGS, GRAPPLER_SWITCHES, UNSET, Config, server_env_defaults
 from . import json_text
 from .hooks import hook
 from .schemas import EXPERIMENT as EXPERIMENT_SCHEMA
@@ -38,7 +38,6 @@ from .spec import resolve
 FORMAT = 1  # the experiment file's "experiment" field: its format's version
 MAX_FILE_BYTES = 4 << 20  # an experiment file, results included
 DEFAULT_MODEL = {"preset": "matmul_bias_gelu_approx"}  # shows a fusion on load: MatMul+BiasAdd+GELU
-UNSET = "unset"  # an env flag's value in a link: left at TensorFlow's default although the base sets it
 # Keys of a link besides the model's (its source's ``link.keys``) and the env flags (their own names).
 KEYS = ("device", "on", "off", "compiler", "tab", "stages", "fold", "view", "reps", "warmup", "seconds",
         "processes", "present", "lesson", "step")
@@ -85,6 +84,22 @@ class Experiment:
 
     def replace(self, **changes) -> "Experiment":
         return replace(self, **changes)
+
+    def with_setting(self, kind: str, name: str, value) -> "Experiment":
+        """This experiment with one setting changed (a fix's: ``kind`` env, grappler, device, param or chain; a
+        ``value`` of None leaves TensorFlow's default). SpecError when the result is not a valid experiment."""
+        config = self.config
+        if kind == "env":
+            return replace(self, config=config.with_env(name, value))
+        if kind == "grappler":
+            return replace(self, config=config.with_switch(name, value))
+        if kind == "device":
+            return replace(self, config=Config.make(value, config.env_dict, config.grappler_dict))
+        if kind == "param":
+            return replace(self, model=dict(self.model, params=dict(self.model.get("params") or {}, **{name: value})))
+        if kind == "chain" and isinstance(self.model.get("chain"), dict):
+            return replace(self, model=dict(self.model, chain=dict(self.model["chain"], **{name: value})))
+        raise SpecError(kind, f"not a setting this experiment can change ({name})")
 
     # ---- links -----------------------------------------------------------------------------------
     def to_query(self, base: "Experiment | None" = None) -> dict[str, str | list[str]]:

@@ -13,7 +13,14 @@ import shlex
 from dataclasses import dataclass, field
 
 from ..errors import SpecError
-from .devices import check_device
+from .devices import Device
+
+# "Leave TensorFlow's default" for an env flag or a Grappler switch: one value (a sidebar choice, a link's env flag,
+# a matrix axis's value). "default", how the page spelled it before, is still read where it was (a Config's switch).
+UNSET = "unset"
+FORMER_UNSET = "default"
+UNSET_SPELLINGS = (UNSET, FORMER_UNSET)
+UNSET_WORDS = {"env": "unset", "grappler": "default"}  # how a comparison says it (compare's "remapping: default → off")
 
 
 @dataclass(frozen=True)
@@ -155,7 +162,7 @@ class Config:
 
     @staticmethod
     def make(device: str = "cpu", env: dict | None = None, grappler: dict | None = None) -> "Config":
-        device = check_device(device)
+        device = str(Device.parse(device))  # canonical: a simulated GPU always names its profile
         env_items = []
         for name, value in (env or {}).items():
             flag = ENV_FLAGS.get(name)
@@ -173,7 +180,7 @@ class Config:
                 raise SpecError(f"grappler.{name}", f"unknown Grappler switch; known: {', '.join(GRAPPLER_SWITCHES)}")
             if isinstance(value, bool):
                 value = "on" if value else "off"
-            if value in (None, "", "default"):
+            if value in (None, "", FORMER_UNSET):
                 continue
             if value not in SWITCH_VALUES:
                 raise SpecError(f"grappler.{name}", f"value {value!r} not accepted; use on or off")
@@ -226,7 +233,7 @@ class Config:
 
     def with_switch(self, name: str, value: str | None) -> "Config":
         sw = self.grappler_dict
-        if value in (None, "", "default"):
+        if value in (None, "", FORMER_UNSET):
             sw.pop(name, None)
         else:
             sw[name] = value

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..analysis.fusion import FUSED_OP_PREFIXES, STOCK_FUSED_NAMES
-from ..model.devices import is_simulated
+from ..model.devices import Device, is_simulated
 from ..model.flags import ENV_FLAGS, Config
 from ..model.hooks import hook
 from ..model.sources import source_for_data, source_of
@@ -182,7 +182,7 @@ def _device(config: Config) -> tuple[str, list[str]]:
         return "/CPU:0", []
     if config.device == "gpu":
         return "/GPU:0", []
-    profile = config.device.partition(":")[2]
+    profile = Device.of(config.device).profile
     return "/GPU:0", [
         f"The explorer SIMULATED a GPU ({profile}): Grappler's GPU decisions on a virtual device, nothing run.",
         "This script needs a real GPU to show the same; without one TensorFlow places everything on the CPU.",

@@ -10,7 +10,7 @@ from ..errors import ExplorerError
 from ..model.flags import Config
 from ..model.spec import resolve
 from ..present import compare_text
-from . import frame, state
+from . import experiment, frame, state
 
 KIND = "compare"
 
@@ -27,7 +27,8 @@ def panel(engine, pinned: dict, current: dict) -> None:
     """The button, and the result when this pair was timed (this session, or kept by the server)."""
     if pinned.get("simulated") or current.get("simulated"):
         return
-    rounds, reps = _rounds(), int(st.session_state.get(state.BENCH_REPS, 60))
+    form = experiment.on_screen().bench  # the benchmark tab's calls, warm-up and time budget
+    rounds, reps = _rounds(), form.reps
     try:
         a = (resolve(pinned["spec"]), Config.from_dict(pinned["config"]))
         b = (resolve(current["spec"]), Config.from_dict(current["config"]))
@@ -42,8 +43,7 @@ def panel(engine, pinned: dict, current: dict) -> None:
             bar = status.progress(0.0, text="queued")
             try:
                 result = engine.compare(*a, *b, processes=rounds, reps=reps,
-                                        warmup=int(st.session_state.get(state.BENCH_WARMUP, 5)),
-                                        max_seconds=float(st.session_state.get(state.BENCH_SECONDS, 60)),
+                                        warmup=form.warmup, max_seconds=float(form.seconds),
                                         on_progress=lambda p: bar.progress(min(max(float(p.get("fraction") or 0), 0.0),
                                                                                1.0), text=p.get("message") or ""))
             except ExplorerError as exc:

@@ -11,6 +11,7 @@ import streamlit as st
 
 from ..analysis import gpu_measured, gpu_roofline
 from ..errors import ExplorerError
+from ..model.devices import Device
 from ..model.evidence import PREDICTED
 from ..model.spec import PARAMS
 from ..present import gpu_charts
@@ -115,7 +116,7 @@ def sweep_panel(engine, choice: Choice) -> None:
     if rows is None:
         st.info(f"Not predicted yet: {len(values)} sizes, each simulated on the virtual GPU (a second or two each).")
         return
-    gpu = choice.config.device.partition(":")[2]
+    gpu = Device.of(choice.config.device).profile
     st.plotly_chart(gpu_charts.sweep_figure(rows, param, gpu), width="stretch", key="gpu.sweep.figure",
                     config=CHART_CONFIG)
     stop = gpu_roofline.stops_paying(rows)

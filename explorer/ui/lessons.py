@@ -1,6 +1,6 @@
 """Lessons on the page: choose one (or load your own file), and the panel of its open step.
 
-A step is an experiment (``model.lesson``), so opening it is ``link.apply`` of that experiment: the sidebar,
+A step is an experiment (``model.lesson``), so opening it is ``experiment.apply`` of it: the sidebar,
 the tab and the stage pair follow, and the address bar holds ``lesson=ID&step=N`` with the rest of the state.
 The panel sits at the top of the page (in the presenter view too): the step's text, what to look at, the
 question for the room, and Previous / Next. When the result on screen contradicts what the step says
@@ -17,7 +17,7 @@ from ..analysis.lesson_check import mismatches
 from ..errors import SpecError
 from ..model.lesson import MAX_FILE_BYTES, Lesson, read_lesson, seed_lessons
 from ..present.markdown import escaped, without_images
-from . import link, presenter, script_run, state
+from . import experiment, presenter, script_run, state
 
 
 CUSTOM = "lesson.custom"  # {lesson id: its file's text}: the lessons this session loaded from files
@@ -61,7 +61,7 @@ def go(lesson_id: str, number: int) -> None:
     if lesson is None:
         return
     number, _ = lesson.step(number)
-    link.apply(lesson.experiment(number, present=state.presenting()))
+    experiment.apply(lesson.experiment(number, present=state.presenting()))
     st.session_state[APPLIED] = (lesson.id, number)
 
 
@@ -124,7 +124,7 @@ def begin(engine) -> Lesson | None:
         from_link = ss.get(APPLIED) is None or script_run.is_history_navigation()
         # A link that holds more than the lesson's keys is a state someone reached in the lesson: keep it.
         if not (from_link and set(st.query_params) - LESSON_KEYS):
-            link.apply(lesson.experiment(number, present=state.presenting()))
+            experiment.apply(lesson.experiment(number, present=state.presenting()))
         ss[APPLIED] = (lesson.id, number)
     if lesson.id not in (ss.get(CUSTOM) or {}):
         # The explorer's own lessons only: an uploaded file must not queue work for the whole server (a teacher
@@ -205,7 +205,7 @@ def check(where, lesson: Lesson, result: dict | None) -> None:
     step*, also when the change failed or cannot run: ``result`` None), or when TensorFlow did something other
     than what the step says."""
     number, step = lesson.step(st.session_state.get(state.LESSON_STEP))
-    now = link.current()
+    now = experiment.on_screen()
     if now.model != step.experiment.model or now.config != step.experiment.config:
         with where.container():
             left, right = st.columns([5, 1.4], vertical_alignment="center")

@@ -1,7 +1,6 @@
 """The page's link: the address bar always holds the experiment on screen, and a link opens it (docs/experiments.md).
 
-``apply(experiment)`` puts an experiment (``model.experiment``) into the session state the widgets read;
-``current()`` reads the one on screen back; ``base()`` is the server's default experiment.
+The experiment on screen is ``ui.experiment``'s (``current``, ``apply``); a link holds what differs from the server's default one.
 
 The binding: ``bind()`` runs first in every run and applies the address bar's link on a session's first run
 (a new browser, a reload) and on a run the browser's Back or Forward started; ``sync(choice)`` runs last
@@ -16,87 +15,13 @@ from __future__ import annotations
 import streamlit as st
 
 from ..errors import SpecError
-from ..model.experiment import Bench, Experiment, canonical_model, ignored_line, server_default
+from ..model.experiment import Experiment, ignored_line, server_default
 from ..present.markdown import without_images
-from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config
-from ..model.hooks import hook
-from . import script_run, state
+from . import experiment, script_run, state
 
 BOUND = "link.bound"  # set on a session's first run: its link was read
-SHOWN = "link.experiment"  # the Experiment on screen at the end of the last full run
 BARE = "link.bare"  # the session's first run found no link: the browser checks whether Streamlit dropped one
 IGNORED = "link.ignored"  # what the link that opened the page left out (one line), shown while it is on screen
-
-
-def base() -> Experiment:
-    """The server's default experiment: the page as a new session opens it (with the server's default flags)."""
-    return server_default()
-
-
-def apply(exp: Experiment) -> None:
-    """Put ``exp`` into the session state the sidebar and the tabs read. Call it before the sidebar draws (at the
-    start of a run, or in a widget's callback)."""
-    ss = st.session_state
-    source = exp.source
-    if source.page_load:
-        hook(source.page_load)(exp.model)
-    else:
-        ss[state.MODE] = source.id
-    device, _, profile = exp.config.device.partition(":")
-    ss[state.DEVICE] = device
-    if profile:
-        ss[state.GPU_PROFILE] = profile
-    env, switches = exp.config.env_dict, exp.config.grappler_dict
-    for name in ENV_FLAGS:
-        ss[state.env_key(name)] = env.get(name, state.UNSET)
-    for name in GRAPPLER_SWITCHES:
-        ss[state.switch_key(name)] = switches.get(name, state.UNSET)
-    ss[state.XLA_ON] = exp.compiler != "grappler"
-    ss[state.TAB] = exp.tab
-    ss[state.STAGE_PAIR] = exp.stages
-    ss[state.FOLD], ss[state.GRAPH_VIEW] = exp.fold, exp.graph_view
-    ss[state.BENCH_REPS], ss[state.BENCH_WARMUP] = exp.bench.reps, exp.bench.warmup
-    ss[state.BENCH_SECONDS] = exp.bench.seconds
-    ss[state.BENCH_MODE] = "repeatable" if exp.bench.processes > 1 else "quick"
-    if exp.bench.processes > 1:
-        ss[state.BENCH_PROCESSES] = exp.bench.processes
-    ss[state.PRESENT], ss[state.LESSON], ss[state.LESSON_STEP] = exp.present, exp.lesson, exp.step
-
-
-def current(spec: dict | None = None) -> Experiment:
-    """The experiment on screen: the model the sidebar built (``spec``, else the last one it built) and the rest
-    of the session state. A part that cannot be read (a test's odd value) keeps the server's default."""
-    ss = st.session_state
-    default = base()
-    spec = spec if spec is not None else ss.get(state.MODEL_SPEC)
-    try:
-        model = canonical_model(spec) if spec else default.model
-    except SpecError:
-        model = {ss.get(state.MODE, "preset"): None}  # the source chosen; what is in it cannot run
-    device = ss.get(state.DEVICE, "cpu")
-    if device == "gpu-sim" and ss.get(state.GPU_PROFILE):
-        device = f"gpu-sim:{ss[state.GPU_PROFILE]}"
-    try:
-        config = Config.make(device, {n: ss.get(state.env_key(n)) for n in ENV_FLAGS
-                                      if ss.get(state.env_key(n), state.UNSET) != state.UNSET},
-                             {n: ss.get(state.switch_key(n)) for n in GRAPPLER_SWITCHES
-                              if ss.get(state.switch_key(n), state.UNSET) != state.UNSET})
-    except SpecError:
-        config = default.config
-    processes = int(ss.get(state.BENCH_PROCESSES) or 1) if ss.get(state.BENCH_MODE) == "repeatable" else 1
-    try:
-        bench = Bench(*(Bench.checked(k, v) for k, v in (
-            ("reps", ss.get(state.BENCH_REPS)), ("warmup", ss.get(state.BENCH_WARMUP)),
-            ("seconds", ss.get(state.BENCH_SECONDS)), ("processes", processes))))
-    except SpecError:
-        bench = default.bench
-    parts = {"tab": ss.get(state.TAB), "stages": ss.get(state.STAGE_PAIR), "fold": bool(ss.get(state.FOLD)),
-             "graph_view": ss.get(state.GRAPH_VIEW) or default.graph_view, "present": bool(ss.get(state.PRESENT)),
-             "lesson": ss.get(state.LESSON), "step": ss.get(state.LESSON_STEP)}
-    try:
-        return Experiment(model, config, "both" if ss.get(state.XLA_ON) else "grappler", bench=bench, **parts)
-    except SpecError:
-        return Experiment(model, config, "both" if ss.get(state.XLA_ON) else "grappler", bench=bench)
 
 
 def bind() -> None:
@@ -112,8 +37,8 @@ def bind() -> None:
     if first and not params:
         ss[IGNORED] = cut  # a bare page: the session's own state stays (a test may have set it)
         return
-    exp, ignored = Experiment.from_query(params, base())
-    apply(exp)
+    exp, ignored = Experiment.from_query(params, server_default())
+    experiment.apply(exp)
     ss[IGNORED] = " ".join(filter(None, (cut, without_images(ignored_line(ignored)))))
 
 
@@ -168,15 +93,17 @@ def ignored_note() -> str:
     return st.session_state.get(IGNORED) or ""
 
 
-def sync(spec: dict | None) -> None:
-    """Write the experiment on screen into the address bar (a history entry when it changed)."""
+def sync(spec: dict | None, config=None) -> Experiment:
+    """The experiment on screen, made once per run from what the sidebar built (``spec``, ``config``), written into
+    the address bar (a history entry when it changed); ``experiment.on_screen()`` hands it to the rest of the run."""
     ss = st.session_state
     ss[state.MODEL_SPEC] = spec
-    exp = current(spec)
-    if ss.get(SHOWN) is not None and exp != ss[SHOWN]:
+    exp = experiment.current(spec, config)
+    if ss.get(state.EXPERIMENT) is not None and exp != ss[state.EXPERIMENT]:
         ss[IGNORED] = ss[BARE] = None  # the user moved on from the link that was cut down (or dropped)
-    ss[SHOWN] = exp
+    ss[state.EXPERIMENT] = exp
     _write(exp)
+    return exp
 
 
 def write_view(**view) -> None:
@@ -184,18 +111,18 @@ def write_view(**view) -> None:
     ``graph_view``): the link says so too."""
     if not script_run.is_fragment_run():
         return  # a whole run: sync() writes the link at its end, from everything on screen
-    shown = st.session_state.get(SHOWN)
+    shown = st.session_state.get(state.EXPERIMENT)
     if shown is not None and any(getattr(shown, k) != v for k, v in view.items()):
         try:
             exp = shown.replace(**view)
         except SpecError:
             return  # a value no link can hold (a test's odd one): the link stays as it was
-        st.session_state[SHOWN] = exp
+        st.session_state[state.EXPERIMENT] = exp
         _write(exp)
 
 
 def _write(exp: Experiment) -> None:
-    query = exp.to_query(base())
+    query = exp.to_query(server_default())
     now = {k: st.query_params.get_all(k) for k in st.query_params}
     wanted = {k: v if isinstance(v, list) else [v] for k, v in query.items()}
     if now != wanted:

@@ -15,12 +15,10 @@ import streamlit as st
 from ..engine import matrix
 from ..errors import ExplorerError
 from ..model.catalog import PRESETS
-from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES
-from ..model.hooks import hook
-from ..model.sources import source_for_data
+from ..model.flags import Config
 from ..present import charts
 from ..present import matrix as table
-from . import matrix_against, state
+from . import experiment, matrix_against, state
 from .sidebar import Choice
 
 PRESETS_KEY = "matrix.presets"
@@ -46,22 +44,14 @@ def parse(text: str) -> list[matrix.Axis]:
 
 
 def open_cell(row: dict) -> None:
-    """Set the sidebar to a cell's model and configuration (runs as a callback, before the widgets)."""
-    ss = st.session_state
+    """Make a cell's model and configuration the page's experiment (runs as a callback, before the widgets)."""
     if row.get("preset"):
         spec = {"preset": row["preset"], "params": row["params"]}
     else:  # a row of the model that was on screen (its spec stays in the session, not in the rows' downloads)
-        spec = ((ss.get(RESULT_KEY) or {}).get("specs") or {}).get(row.get("model"))
-    if spec is not None:
-        hook(source_for_data(spec).page_load)(spec)
-    for name in ENV_FLAGS:
-        ss[state.env_key(name)] = row["env"].get(name, state.UNSET)
-    for name in GRAPPLER_SWITCHES:
-        ss[state.switch_key(name)] = row["grappler"].get(name, state.UNSET)
-    device, _, profile = (row.get("device") or "cpu").partition(":")
-    ss[state.DEVICE] = device
-    if profile:
-        ss[state.GPU_PROFILE] = profile
+        spec = ((st.session_state.get(RESULT_KEY) or {}).get("specs") or {}).get(row.get("model"))
+    now = experiment.current()
+    experiment.apply(now.replace(model=spec if spec is not None else now.model,
+                                 config=Config.make(row.get("device") or "cpu", row["env"], row["grappler"])))
 
 
 def _on_select() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ..errors import ExplorerError
+from ..model.devices import is_simulated
 from ..model.flags import Config
 from ..present import compare_text
 from . import frame, state
@@ -18,7 +19,7 @@ state.VALUE_WIDGETS.add(BASE_KEY)
 
 def _side(row: dict, specs: dict) -> tuple[dict, Config] | None:
     spec = {"preset": row["preset"], "params": row["params"]} if row.get("preset") else specs.get(row.get("model"))
-    if spec is None or str(row.get("device") or "cpu").startswith("gpu-sim"):
+    if spec is None or is_simulated(str(row.get("device") or "cpu")):
         return None
     return spec, Config.make(row.get("device") or "cpu", row.get("env") or {}, row.get("grappler") or {})
 

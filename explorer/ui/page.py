@@ -7,7 +7,7 @@ import streamlit as st
 from ..errors import ExplorerError
 from ..present.machine import gpu_words
 from ..present.markdown import without_images
-from . import agreement, bench, cached, diagnose, frame, lessons, link, presenter, share, sidebar, state, tabs, upload, whatif, why
+from . import agreement, bench, cached, diagnose, experiment, frame, lessons, link, presenter, share, sidebar, state, tabs, upload, whatif, why
 
 
 def render(engine) -> None:
@@ -30,7 +30,7 @@ def render(engine) -> None:
     with st.sidebar:
         lessons.chooser()
     choice = sidebar.render(fingerprint)
-    link.sync(choice.spec)  # the address bar holds what is on screen (a history entry when it changed)
+    link.sync(choice.spec, choice.config)  # the address bar holds what is on screen (a history entry when it changed)
     if link.ignored_note():
         note.warning(link.ignored_note(), icon=":material/link_off:")
     else:
@@ -102,7 +102,7 @@ def _share(engine, choice: sidebar.Choice, result: dict | None) -> None:
                     or bench.measured(engine, choice.model, choice.config))
     with st.expander("Share or keep this experiment: its link, Save experiment, Open experiment",
                      icon=":material/share:"):
-        share.panel(link.current(choice.spec), result, measured)
+        share.panel(experiment.on_screen(), result, measured)
 
 
 def _fingerprint(engine) -> dict | None:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import streamlit as st
 
 from ..errors import ExplorerError
-from ..model.experiment import Experiment
+from ..model.experiment import Experiment, server_default
 from ..present.markdown import escaped, without_images
-from . import link, state
+from . import experiment, state
 
 OPEN_KEY = "experiment.open"  # the "Open experiment" uploader
 WITH_RESULTS = "experiment.with_results"
@@ -60,13 +60,13 @@ def _open() -> None:
     except ExplorerError as exc:
         st.session_state[OPENED] = ("error", f"{escaped(upload.name)} was not opened: {without_images(str(exc))}")
         return
-    link.apply(exp)
+    experiment.apply(exp)
     st.session_state[OPENED] = ("success", f"Opened {escaped(upload.name)}: the sidebar and the tabs show its experiment.")
 
 
 def panel(exp: Experiment, result: dict | None = None, bench_result: dict | None = None) -> None:
     """The link of what is on screen, and its experiment file to save or another to open."""
-    url = exp.link(page_url(), link.base())
+    url = exp.link(page_url(), server_default())
     st.caption("This page's link holds the experiment on screen: open it in another browser and the same "
                "experiment opens; Back and Forward walk through what you tried.")
     st.code(url, language=None, wrap_lines=True)

@@ -13,13 +13,13 @@ import streamlit as st
 
 from ..errors import SpecError
 from ..model.catalog import PRESETS, Preset
-from ..model.devices import DEVICES, GPU_PROFILES, is_simulated, no_gpu_words
-from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, Config
+from ..model.devices import DEFAULT_PROFILE, DEVICES, GPU_PROFILES, Device, is_simulated, no_gpu_words
+from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, UNSET_WORDS, Config
 from ..model.hooks import hook
 from ..model.sources import Source, source_for_data, sources
 from ..model.spec import resolve
 from ..present.machine import gpu_words
-from . import state
+from . import experiment, state
 
 DEVICE_LABELS = {"cpu": "CPU", "gpu": "GPU", "gpu-sim": "GPU, simulated"}
 FLAG_DEVICE = {"cpu": "matters on CPU", "gpu": "matters on GPU (read from TensorFlow 2.21's source)",
@@ -62,8 +62,8 @@ class Choice:
 
 def device_label(device: str) -> str:
     """'CPU', 'GPU' or 'GPU, simulated (ampere)' for a Config's device string."""
-    base, _, profile = device.partition(":")
-    return DEVICE_LABELS.get(base, base) + (f" ({profile})" if profile else "")
+    d = Device.of(device)
+    return DEVICE_LABELS.get(d.kind, d.kind) + (f" ({d.profile})" if d.profile else "")
 
 
 def no_gpu_reason(fingerprint: dict | None) -> str | None:
@@ -121,13 +121,12 @@ def _configuration(fingerprint: dict | None) -> tuple[Config | None, list[str]]:
     elif is_simulated(device):
         profiles = GPU_PROFILES
         if st.session_state.get(state.GPU_PROFILE) not in profiles:
-            st.session_state[state.GPU_PROFILE] = _default_profile(profiles)
+            st.session_state[state.GPU_PROFILE] = DEFAULT_PROFILE
         profile = st.selectbox("GPU profile", list(profiles), key=state.GPU_PROFILE,
                                format_func=lambda p: profiles[p].get("label", p))
         st.caption(f"Simulated: Grappler's real GPU decisions on a virtual {profiles[profile].get('model', profile)}. "
                    "Nothing runs, so times are predicted from the data sheet (a roofline), never measured. "
                    f"{profiles[profile].get('notes', '')}")
-        device = f"gpu-sim:{profile}"
     elif device == "gpu" and fingerprint and fingerprint.get("gpus"):
         st.caption(f"GPU:0 {gpu_words(fingerprint['gpus'][0])} · CUDA {fingerprint.get('cuda_version') or '?'}, "
                    f"cuDNN {fingerprint.get('cudnn_version') or '?'} · TF32 {'on' if fingerprint.get('tf32') else 'off'}")
@@ -138,40 +137,30 @@ def _configuration(fingerprint: dict | None) -> tuple[Config | None, list[str]]:
 
     st.header("Flags")
     st.caption("Environment variables of the TensorFlow worker; each set of values gets its own process.")
-    env = {}
     gpu_flags = [f for f in ENV_FLAGS.values() if f.device == "gpu"]
     for flag in ENV_FLAGS.values():
         if flag.device != "gpu":
-            env[flag.name] = _flag(flag)
+            _flag(flag)
     with st.expander(f"GPU flags ({len(gpu_flags)})", expanded=device.startswith("gpu")):
         for flag in gpu_flags:
-            env[flag.name] = _flag(flag)
+            _flag(flag)
     with st.expander(f"Grappler switches ({len(GRAPPLER_SWITCHES)})"):
         st.caption("Passes of Grappler, TensorFlow's graph optimiser. Turning `remapping` off is the unfused graph.")
-        grappler = {}
         for switch in GRAPPLER_SWITCHES.values():
-            grappler[switch.name] = st.radio(f"`{switch.name}`: {switch.meaning}", (state.UNSET, "on", "off"),
-                                             key=state.switch_key(switch.name), horizontal=True)
+            st.radio(f"`{switch.name}`: {switch.meaning}", (state.UNSET, "on", "off"), key=state.switch_key(switch.name),
+                     horizontal=True, format_func=lambda v: UNSET_WORDS["grappler"] if v == state.UNSET else v)
     try:
-        config = Config.make(device, {k: v for k, v in env.items() if v != state.UNSET},
-                             {k: v for k, v in grappler.items() if v != state.UNSET})
+        config = experiment.config()  # the request is the page's experiment's (the widgets above hold it)
     except SpecError as exc:  # not reachable through the widgets; a test may set a bad value
         st.error(str(exc))
         return None, problems + [str(exc)]
     return config, problems
 
 
-def _default_profile(profiles: dict) -> str:
-    from ..model.devices import DEFAULT_PROFILE
-
-    return DEFAULT_PROFILE if DEFAULT_PROFILE in profiles else next(iter(profiles))
-
-
-def _flag(flag) -> str:
+def _flag(flag) -> None:
     options = (state.UNSET, *flag.values)
     widget = st.radio if all(len(v) <= 3 for v in flag.values) else st.selectbox  # long values read better in a list
     kwargs = {"horizontal": True} if widget is st.radio else {}
-    value = widget(flag.name, options, key=state.env_key(flag.name), format_func=lambda v: "unset" if v == state.UNSET else v,
+    widget(flag.name, options, key=state.env_key(flag.name), format_func=lambda v: UNSET_WORDS["env"] if v == state.UNSET else v,
                    help=f"{flag.meaning}\n\nUnset: {flag.default_note}.", **kwargs)
     st.caption(f"{flag.meaning} *{FLAG_DEVICE[flag.device]}; unset: {flag.default_note}.*")
-    return value

@@ -2,6 +2,12 @@
 
 Widgets take their value from these keys (never from a ``value=`` argument as well), so a test
 can jump to any state by setting ``at.session_state[KEY]`` before ``at.run()``.
+
+The page's experiment (model/experiment.py) is what these widgets hold: its model in the model source's inputs
+(MODE, PRESET, the chain's and parameters' keys, the stack's text, an import's options), the rest in
+``experiment_keys``; ``ui.experiment`` reads it (``current``, once per run) and changes it (``apply``). Outside it:
+the uploader's file and this session's copies of it (UPLOAD, UPLOAD_DIR, IMPORT_*), the stack editor's draft while
+invalid and its undo (STACK_TEXT, STACK_SAVED, STACK_UNDO), results kept, and the panels' own widgets.
 """
 
 from __future__ import annotations
@@ -9,14 +15,14 @@ from __future__ import annotations
 import streamlit as st
 
 from ..model.catalog import PRESETS
-from ..model.experiment_parts import Bench
-from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, server_env_defaults
+from ..model.devices import Device
+from ..model.experiment import Experiment, server_default
+from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, UNSET, server_env_defaults as server_env_defaults
 from ..model.spec import DEFAULT_PARAMS
 from ..model.stack import to_text
 from ..model.stack_examples import example
 
 DEFAULT_PRESET = "matmul_bias_gelu_approx"  # shows a fusion on load: MatMul+BiasAdd+GELU -> _FusedMatMul
-UNSET = "default"  # the choice of an env flag or Grappler switch that leaves TensorFlow's default
 
 # The model (sidebar).
 MODE = "model.mode"  # "preset", "chain", "stack" or "import"
@@ -66,6 +72,7 @@ def switch_key(name: str) -> str:
 
 # What the page shows (ui/link.py reads and writes them with the link; model/experiment.py is their format).
 MODEL_SPEC = "view.model_spec"  # the model's JSON spec as the sidebar last built it
+EXPERIMENT = "link.experiment"  # the Experiment on screen, made once per run from the sidebar (ui/link.py: sync)
 TAB = "view.tab"  # the open tab's id (ui/tabs.py: "graphs", "bench" ...); None: the first
 TAB_TITLE = "view.tab.title"  # st.tabs' own key: the open tab's title (set from TAB before the tabs draw)
 PRESENT = "view.present"  # the presenter view (a link's present=1)
@@ -102,6 +109,24 @@ ENGINE = "engine"
 SHOWN = "inspect.shown"  # {"key", "provenance"}
 
 KEEP_RESULTS = 8  # benchmark and sweep results kept per session
+XLA_ON = "xla.on"  # XLA beside Grappler (the experiment's compiler): off until asked, so no page waits for XLA
+GRAPH_VIEW = "graphs.view"  # the graph panel's view of big graphs (ui/graph_views.py): "auto", "all", "scopes", "fused"
+
+
+def experiment_keys(exp: Experiment) -> dict[str, object]:
+    """The keys of the widgets that hold ``exp``'s configuration, compiler, view and benchmark form, with its values
+    (its model is held by its source's widgets: ``Source.page_load``). ``ui.experiment.current`` reads them back."""
+    device = Device.of(exp.config.device)
+    env, switches = exp.config.env_dict, exp.config.grappler_dict
+    return {DEVICE: device.kind, **({GPU_PROFILE: device.profile} if device.profile else {}),
+            **{env_key(name): env.get(name, UNSET) for name in ENV_FLAGS},
+            **{switch_key(name): switches.get(name, UNSET) for name in GRAPPLER_SWITCHES},
+            XLA_ON: exp.compiler != "grappler", TAB: exp.tab, STAGE_PAIR: exp.stages, FOLD: exp.fold,
+            GRAPH_VIEW: exp.graph_view, BENCH_REPS: exp.bench.reps, BENCH_WARMUP: exp.bench.warmup,
+            BENCH_SECONDS: exp.bench.seconds, BENCH_MODE: "repeatable" if exp.bench.processes > 1 else "quick",
+            **({BENCH_PROCESSES: exp.bench.processes} if exp.bench.processes > 1 else {}),
+            PRESENT: exp.present, LESSON: exp.lesson, LESSON_STEP: exp.step}
+
 
 DEFAULTS: dict[str, object] = {
     MODE: "preset",
@@ -121,25 +146,13 @@ DEFAULTS: dict[str, object] = {
     IMPORT_WANTED: None,
     IMPORT_SEEN: None,
     UNKNOWN_DIM: 1,
-    DEVICE: "cpu",
-    GPU_PROFILE: None,
-    **{env_key(name): UNSET for name in ENV_FLAGS},
-    **{switch_key(name): UNSET for name in GRAPPLER_SWITCHES},
+    GPU_PROFILE: None,  # the simulated GPU's: the sidebar picks model.devices.DEFAULT_PROFILE
+    **experiment_keys(Experiment()),  # the defaults' one home: model/experiment.py
     MODEL_SPEC: None,
-    TAB: None,
-    PRESENT: False,
-    LESSON: None,
-    LESSON_STEP: None,
-    STAGE_PAIR: "traced->optimized",
-    FOLD: False,
     PASS: None,
     PASS_FOLD: False,
-    BENCH_REPS: Bench.reps,
-    BENCH_WARMUP: Bench.warmup,
-    BENCH_SECONDS: Bench.seconds,
     BENCH_RESULTS: {},
-    BENCH_MODE: "quick",
-    BENCH_PROCESSES: 4,
+    BENCH_PROCESSES: 4,  # the repeatable run's processes, as the form offers it
     SWEEP_PARAM: None,
     SWEEP_VALUES: "",
     SWEEP_REPS: 20,
@@ -153,9 +166,7 @@ DEFAULTS: dict[str, object] = {
 
 def init() -> None:
     """Give every key its default once; values already set (by the user or a test) stay."""
-    env, _ = server_env_defaults()
-    defaults = dict(DEFAULTS, **{env_key(name): value for name, value in env.items()})
-    for key, value in defaults.items():
+    for key, value in dict(DEFAULTS, **experiment_keys(server_default())).items():
         if key not in st.session_state:
             # A session's own copy of a dict or list default (GRAPH_OPEN, BENCH_RESULTS ...): one shared object
             # would carry one session's choices into every other.
@@ -214,19 +225,15 @@ def remember(store_key: str, run_key: str, value) -> None:
 def recall(store_key: str, run_key: str):
     return (st.session_state.get(store_key) or {}).get(run_key)
 
-# XLA beside Grappler: off until asked, so the default page never waits for an XLA compile.
-XLA_ON = "xla.on"
 XLA_BENCH_REPS = "xla.bench.reps"
 XLA_BENCH_RESULTS = "xla.bench.results"  # run key -> three-way bench result, the last few of this session
-DEFAULTS.update({XLA_ON: False, XLA_BENCH_REPS: 30, XLA_BENCH_RESULTS: {}})
+DEFAULTS.update({XLA_BENCH_REPS: 30, XLA_BENCH_RESULTS: {}})
 
-# The graph panel's views of big graphs (ui/graph_views.py): "auto", "all", "scopes" or "fused"; the scope
-# depth, the scopes opened one level deeper, and the search text.
-GRAPH_VIEW = "graphs.view"
+# The graph panel's scope depth, the scopes opened one level deeper, and the search text (its view: GRAPH_VIEW).
 GRAPH_DEPTH = "graphs.depth"
 GRAPH_OPEN = "graphs.open"
 GRAPH_SEARCH = "graphs.search"
-DEFAULTS.update({GRAPH_VIEW: "auto", GRAPH_DEPTH: 1, GRAPH_OPEN: [], GRAPH_SEARCH: ""})
+DEFAULTS.update({GRAPH_DEPTH: 1, GRAPH_OPEN: [], GRAPH_SEARCH: ""})
 
 
 def presenting() -> bool:

@@ -13,9 +13,9 @@ import streamlit as st
 
 from ..analysis import stats
 from ..errors import ExplorerError
-from ..model.flags import Config
+from ..model.flags import UNSET_WORDS, Config
 from ..model.spec import resolve
-from . import against, bench, cached, linked, state
+from . import against, bench, cached, experiment, linked, state
 from . import stages as stages_ui
 from .sidebar import Choice, device_label
 from .why import verdict_badge
@@ -94,7 +94,7 @@ def differences(pinned: dict, current: dict) -> list[str]:
     pc, cc = pinned["config"], current["config"]
     if pc["device"] != cc["device"]:
         out.append(f"device: {pc['device']} → {cc['device']}")
-    for section, unset in (("env", "unset"), ("grappler", "default")):
+    for section, unset in UNSET_WORDS.items():
         for name in sorted(set(pc[section]) | set(cc[section])):
             a, b = pc[section].get(name, unset), cc[section].get(name, unset)
             if a != b:
@@ -221,9 +221,8 @@ def _pinned_result(engine, pinned: dict) -> dict | None:
 
 
 def _bench_both(engine, pinned: dict, current: dict) -> None:
-    reps = int(st.session_state.get(state.BENCH_REPS, 60))
-    warmup = int(st.session_state.get(state.BENCH_WARMUP, 5))
-    seconds = float(st.session_state.get(state.BENCH_SECONDS, 60))
+    form = experiment.on_screen().bench
+    reps, warmup, seconds = form.reps, form.warmup, float(form.seconds)
     for side in (pinned, current):
         if _measured(engine, side) is not None or side.get("simulated"):
             continue

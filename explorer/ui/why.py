@@ -13,7 +13,7 @@ import streamlit as st
 
 from ..model.flags import ENV_FLAGS
 from ..model.sources import source_for_data
-from . import report, state
+from . import experiment, report, state
 
 VERDICTS = {
     # verdict -> (colour, icon, one line for a learner)
@@ -38,46 +38,35 @@ def fusions_text(items: list[dict]) -> str:
 
 # ---- one-click fixes ------------------------------------------------------------------------------
 
-def setting_action(setting: dict, model_id: str, params: dict, gpu_here: bool) -> tuple[str, dict] | None:
-    """A fix's setting as a button: (label, session-state changes), or None where the page cannot apply it."""
+def setting_label(setting: dict, model_id: str, params: dict, gpu_here: bool) -> str | None:
+    """A fix's setting as a button's words, or None where the page cannot apply it."""
     kind, name, value = setting["kind"], setting["name"], setting["value"]
     if kind == "env" and name in ENV_FLAGS and (value is None or value in ENV_FLAGS[name].values):
-        return (f"Set {name}={value}" if value is not None else f"Unset {name}"), {
-            state.env_key(name): state.UNSET if value is None else value}
+        return f"Set {name}={value}" if value is not None else f"Unset {name}"
     if kind == "grappler":
-        return (f"Switch {name} {value}" if value else f"Reset {name}"), {
-            state.switch_key(name): state.UNSET if value is None else value}
+        return f"Switch {name} {value}" if value else f"Reset {name}"
     if kind == "device":
         if value == "gpu-sim":
             # There may be no GPU here, but the simulated one shows Grappler's GPU decision all the same.
-            return "Try it on the simulated GPU", {state.DEVICE: "gpu-sim"}
-        if value == "gpu" and not gpu_here:
-            return None
-        return f"Run on the {value.upper()}", {state.DEVICE: value}
+            return "Try it on the simulated GPU"
+        return None if value == "gpu" and not gpu_here else f"Run on the {value.upper()}"
     if kind == "param" and name in params and params[name] != value:
-        label = f"{name} {'on' if value else 'off'}" if isinstance(value, bool) else f"{name} → {value}"
-        return f"Apply: {label}", {state.param_key(model_id, name): value}
+        return "Apply: " + (f"{name} {'on' if value else 'off'}" if isinstance(value, bool) else f"{name} → {value}")
     if kind == "chain" and model_id == "chain" and name in state.CHAIN_FIELDS:
-        return f"Apply: {name} → {value}", {state.chain_key(name): value}
+        return f"Apply: {name} → {value}"
     return None
 
 
-def fix_actions(changes: list[list[dict]], model_id: str, params: dict, gpu_here: bool = False) -> list[tuple[str, dict]]:
+def fix_actions(changes: list[list[dict]], model_id: str, params: dict, gpu_here: bool = False) -> list[tuple[str, list]]:
     """Buttons for the explanation's changes: one per way to make it fuse that the page can apply."""
     actions = []
     for alternative in changes:
-        steps = [setting_action(s, model_id, params, gpu_here) for s in alternative]
-        if steps and all(steps):
-            label = " + ".join(label for label, _ in steps)
-            merged = {k: v for _, update in steps for k, v in update.items()}
+        labels = [setting_label(s, model_id, params, gpu_here) for s in alternative]
+        if labels and all(labels):
+            label = " + ".join(map(str, labels))
             if all(label != a[0] for a in actions):
-                actions.append((label, merged))
+                actions.append((label, list(alternative)))
     return actions
-
-
-def _apply(changes: dict) -> None:
-    for key, value in changes.items():
-        st.session_state[key] = value
 
 
 # ---- the panel ------------------------------------------------------------------------------------
@@ -147,8 +136,8 @@ def panel(result: dict, model_id: str | None = None, params: dict | None = None,
         actions = fix_actions(explanation.get("changes") or [], model_id or "", params or {}, gpu_here)
         if actions:
             cols = st.columns(min(len(actions), 3))
-            for i, (label, changes) in enumerate(actions):
-                cols[i % len(cols)].button(label, key=f"why.fix.{i}", on_click=_apply, args=(changes,),
+            for i, (label, settings) in enumerate(actions):
+                cols[i % len(cols)].button(label, key=f"why.fix.{i}", on_click=experiment.apply_settings, args=(settings,),
                                            icon=":material/build:", help="Changes the sidebar and runs again")
     notes = [n for n in explanation.get("notes") or []
              if not (result.get("simulated") and n.startswith("Simulated GPU:"))]  # said in the box above
