@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 
 from ..model import gpu_measured
+from ..model.devices import Device
 from ..model.gpu_profiles import canonical, profile_for
 
 VARIANTS = ("fused", "unfused")
@@ -38,7 +39,7 @@ def find(result: dict, profile: str | None = None) -> dict | None:
     if not all(tensors.get(v) for v in VARIANTS):
         return None
     profile = canonical(profile or (result.get("profile") or {}).get("name")
-                        or str(result.get("device", "")).partition(":")[2] or "h100")
+                        or Device.of(result.get("device")).profile or "h100")
     case = _case_of(tensors)
     if case is None:
         return None
