@@ -18,9 +18,10 @@ VARIANTS = ("fused", "unfused")
 
 def signature(ops: list[dict]) -> tuple:
     """A graph's GPU ops as what a kernel replay depends on: op, fused ops and every tensor's dtype and shape."""
-    return tuple((op["op"], tuple(op.get("fused_ops") or ()),
-                  tuple((t[0], tuple(t[1])) for t in (op.get("inputs") or []) if t),
-                  tuple((t[0], tuple(t[1])) for t in (op.get("outputs") or []) if t))
+    def tensors(specs) -> tuple:  # a shape TensorFlow could not tell is None: it matches no measured graph
+        return tuple((t[0], tuple(t[1]) if t[1] is not None else None) for t in (specs or []) if t)
+
+    return tuple((op["op"], tuple(op.get("fused_ops") or ()), tensors(op.get("inputs")), tensors(op.get("outputs")))
                  for op in ops if op.get("device", "GPU") == "GPU")
 
 

@@ -53,7 +53,7 @@ def estimate_figure(report: dict, *, height: int = 420) -> go.Figure:
         if rel["code"] == "above":
             text, color = f"estimate {1 / rel['ratio']:.2f}× ABOVE measured:<br>not a bound here", ABOVE_COLOR
         else:
-            text, color = f"measured {rel['ratio']:.2f}× the estimate", MEASURED_COLOR
+            text, color = f"measured {rel['ratio']:.2f}×<br>the estimate", MEASURED_COLOR  # two lines: no overlap
         fig.add_annotation(x=groups[i], y=tops[i], text=text, showarrow=False, yanchor="bottom", yshift=4,
                            font=dict(size=11, color=color))
     if saving["measured_ms"] is not None and saving.get("dram_over_measured"):
@@ -106,9 +106,10 @@ def bandwidth_figure(profile: dict, report: dict | None = None, *, height: int =
     fp = profile.get("fingerprint") or {}
     title = (f"Memory bandwidth of {fp.get('cpu_model') or 'this CPU'}"
              f"<br><sup>{profile.get('key', '')} · {profile.get('measured_at', '?')}</sup>")
-    fig = styled(fig, title, height + 40)
+    fig = styled(fig, title, height + 80)
     fig = _legend_below(fig)
-    fig.update_layout(margin=dict(t=80, b=40), legend=dict(y=-0.3))
+    # the x axis's title and tick labels take the first 70 px under the plot: the legend goes below them
+    fig.update_layout(margin=dict(t=80, b=110), legend=dict(y=-0.32, yanchor="top"))
     return fig
 
 

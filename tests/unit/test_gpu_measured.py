@@ -38,3 +38,6 @@ def test_other_graphs_or_other_gpus_are_not_claimed_as_measured():
     other["tensors"]["fused"][0]["inputs"][0][1] = [4096, 512]  # one shape differs: not the graph that ran
     assert gpu_measured.find(other) is None
     assert gpu_measured.find({"device": "gpu-sim:h100"}) is None  # no tensors: nothing to match
+    unknown = result_of(case)
+    unknown["tensors"]["unfused"][1]["outputs"][0][1] = None  # a shape TensorFlow could not tell
+    assert gpu_measured.find(unknown) is None
