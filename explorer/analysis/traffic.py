@@ -130,6 +130,7 @@ def size_text(nbytes: int | None, unknown: int = 0) -> str:
     if unit == "B" or not size:
         return f"{size:.0f} {unit}"
     digits = max(0, 2 - math.floor(math.log10(abs(size))))
+    digits = max(0, 2 - math.floor(math.log10(abs(round(size, digits)))))  # 0.99996 reads "1.00", not "1.000"
     return f"{size:.{digits}f} {unit}"
 
 
