@@ -38,10 +38,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # gpu_kernels, beside it
 
 from explorer.analysis import gpu_roofline  # noqa: E402  (pure Python: no TensorFlow)
+from explorer.analysis.gpu_measured import medians  # noqa: E402
+from explorer.model import gpu_measured  # noqa: E402
 from explorer.model.gpu_profiles import PROFILES, canonical, profile_for  # noqa: E402
 
-GRAPHS = ROOT / "explorer" / "model" / "gpu_measured_graphs.json"  # the explorer shows them (analysis.gpu_measured)
-MEASUREMENTS = ROOT / "explorer" / "model" / "gpu_measurements.json"
+GRAPHS, MEASUREMENTS = gpu_measured.GRAPHS, gpu_measured.MEASUREMENTS  # the explorer shows them (analysis.gpu_measured)
 FLAGS = {"TF_USE_CUBLASLT": "1", "TF_ENABLE_ONEDNN_OPTS": "0"}
 RECORD_PROFILE = "h100"  # Grappler's decisions are those of every compute capability 8.0+ profile
 
@@ -250,9 +251,9 @@ def markdown(preds: dict, runs: list[dict]) -> str:
         rows = [m for m in rows if "unsupported" not in m]
         if not rows:
             continue
-        dev = {v: statistics.median(m[v]["device_us"] for m in rows) for v in ("fused", "unfused")}
-        eager = {v: statistics.median(m[v]["eager_us"] for m in rows) for v in ("fused", "unfused")}
-        ran = "/".join(str(len(rows[0][v]["kernels"])) for v in ("fused", "unfused"))
+        figure = medians(rows)
+        dev, eager = figure["device_us"], figure["eager_us"]
+        ran = "/".join(str(len(figure["kernels"][v])) for v in ("fused", "unfused"))
         p_dev = {v: device_us(pred, v) for v in ("fused", "unfused")}
         lines.append(f"| {case} | {pred['kernel_count']['fused']}/{pred['kernel_count']['unfused']} → {ran} "
                      f"| {p_dev['fused']:.1f} / {p_dev['unfused']:.1f} | {dev['fused']:.1f} / {dev['unfused']:.1f} "

@@ -39,8 +39,10 @@ def find(result: dict, profile: str | None = None) -> dict | None:
     tensors = result.get("tensors") or {}
     if not all(tensors.get(v) for v in VARIANTS):
         return None
-    profile = canonical(profile or (result.get("profile") or {}).get("name")
-                        or Device.of(result.get("device")).profile or "h100")
+    profile = profile or (result.get("profile") or {}).get("name") or Device.of(result.get("device")).profile
+    if not profile:  # not a simulated GPU's result: no profile whose GPU could have run these graphs
+        return None
+    profile = canonical(profile)
     case = _case_of(tensors)
     if case is None:
         return None
@@ -50,17 +52,22 @@ def find(result: dict, profile: str | None = None) -> dict | None:
     if not rows:
         return None
     run = rows[0][0]
-    device = {v: statistics.median(m[v]["device_us"] for _, m in rows) for v in VARIANTS}
-    eager = {v: statistics.median(m[v]["eager_us"] for _, m in rows) for v in VARIANTS}
     return {
         "evidence": "measured", "case": case, "gpu": run["gpu"], "driver": run["driver"],
         "dates": sorted({r["date"] for r, _ in rows}), "runs": len(rows),
         "libraries": {k: v for k, v in (run.get("libraries") or {}).items() if k in ("nvidia-cublas", "nvidia-cudnn-cu13", "torch", "cuda")},
-        "how": gpu_measured.HOW,
-        "device_us": device, "eager_us": eager,
-        "speedup": device["unfused"] / device["fused"], "eager_speedup": eager["unfused"] / eager["fused"],
-        "kernels": {v: rows[0][1][v].get("kernels") or [] for v in VARIANTS},
+        "how": gpu_measured.HOW, **medians([m for _, m in rows]),
     }
+
+
+def medians(measured: list[dict]) -> dict:
+    """One case's runs as one figure: the median device and eager times per variant, their speedups, and the
+    kernels the first run saw."""
+    device = {v: statistics.median(m[v]["device_us"] for m in measured) for v in VARIANTS}
+    eager = {v: statistics.median(m[v]["eager_us"] for m in measured) for v in VARIANTS}
+    return {"device_us": device, "eager_us": eager,
+            "speedup": device["unfused"] / device["fused"], "eager_speedup": eager["unfused"] / eager["fused"],
+            "kernels": {v: measured[0][v].get("kernels") or [] for v in VARIANTS}}
 
 
 def words(m: dict) -> str:

@@ -33,6 +33,7 @@ def test_each_recorded_case_is_found_with_the_median_of_its_runs(case):
 def test_other_graphs_or_other_gpus_are_not_claimed_as_measured():
     case = "relu f32 4096x256x1024"
     assert gpu_measured.find(result_of(case, "gpu-sim:a100")) is None  # measured on an H100 only
+    assert gpu_measured.find(result_of(case, "gpu")) is None  # not a simulated GPU's graphs: no profile to match
     assert gpu_measured.find(result_of(case, "gpu-sim:hopper")) is not None  # the H100's alias
     other = result_of(case)
     other["tensors"]["fused"][0]["inputs"][0][1] = [4096, 512]  # one shape differs: not the graph that ran
