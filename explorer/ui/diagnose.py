@@ -8,10 +8,11 @@ answer is kept per session, and the responsible node's standalone script is offe
 from __future__ import annotations
 
 import os
-import tempfile
+import shutil
 
 import streamlit as st
 
+from ..engine import uploads
 from ..errors import ExplorerError
 from ..model.devices import is_simulated
 from ..present import agreement as words
@@ -47,19 +48,23 @@ def _run(engine, choice, key: str) -> None:
         def progress(p: dict) -> None:
             status.update(label=p.get("message") or "working…")
 
-        session = upload.session_directory()  # a rewritten model is kept there, within the session's quota
-        out = os.path.join(tempfile.mkdtemp(prefix="diagnose-", dir=session), "model-fold-batchnorm")
-        try:
-            found = engine.diagnose(choice.spec, choice.config, reps=5, out=out, on_progress=progress)
+        folder = None
+        try:  # a rewritten model is kept in the session's folder, within its quota, as the fixes keep theirs
+            folder = upload.scratch("diagnose-")
+            found = engine.diagnose(choice.spec, choice.config, reps=5, out=os.path.join(folder, "model-fold-batchnorm"),
+                                    on_progress=progress)
+            uploads.keep_written(upload.session_directory(), folder, "the rewritten model")
         except ExplorerError as exc:
+            if folder:
+                shutil.rmtree(folder, ignore_errors=True)
             status.update(label="The diagnosis could not run", state="error")
             frame.show_error(exc, "Diagnosing the fusion failed")
             return
         status.update(label="Diagnosed", state="complete")
     results = st.session_state[RESULTS]
-    results[key] = found
+    results[key] = dict(found, folder=folder)
     while len(results) > KEEP:
-        results.pop(next(iter(results)))
+        shutil.rmtree(results.pop(next(iter(results))).get("folder") or "", ignore_errors=True)
 
 
 def show(found: dict) -> None:

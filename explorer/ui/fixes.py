@@ -14,7 +14,6 @@ import io
 import json
 import os
 import shutil
-import tempfile
 import zipfile
 
 import streamlit as st
@@ -89,14 +88,12 @@ def _fresh_choice(key: str, result: dict, chosen: list[str]) -> None:
 
 
 def _run(engine, result: dict, choice, fixes: list[str], processes: int, this: str) -> None:
-    session = upload.session_directory()
     try:
-        uploads.disk_has_room(session)
+        folder = upload.scratch("fixed-")
     except ExplorerError as exc:
         frame.show_error(exc, "Trying the fixes failed")
         return
-    folder = tempfile.mkdtemp(prefix="fixed-", dir=session)  # in the session's folder, within its quota, gone with it
-    out = os.path.join(folder, _stem(result) + "-fixed")
+    session, out = upload.session_directory(), os.path.join(folder, _stem(result) + "-fixed")
     failed = None
     with st.status("Rewriting the model…", expanded=False) as status:
         def progress(p: dict) -> None:

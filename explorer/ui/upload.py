@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 
 import streamlit as st
 
@@ -34,6 +35,14 @@ def session_directory() -> str:
         st.session_state[FOLDER] = folder
         st.session_state[state.UPLOAD_DIR] = folder.path
     return folder.path
+
+
+def scratch(prefix: str) -> str:
+    """A new folder in this session's folder for a rewritten model: within its quota, gone with it. Raises
+    ExplorerError (one line) when the disk has no room for one."""
+    session = session_directory()
+    uploads.disk_has_room(session)
+    return tempfile.mkdtemp(prefix=prefix, dir=session)
 
 
 def model_input() -> tuple[dict | None, list[str]]:
