@@ -55,7 +55,11 @@ QUICK_VERDICTS = {
 
 def quick(sp: dict) -> dict:
     """A one-process speedup (``stats.speedup``) labelled as such: its mode, and its verdict said of that process."""
-    return dict(sp, mode=QUICK_MODE, verdict=QUICK_VERDICTS[sp.get("verdict_code", "unknown")])
+    code = sp.get("verdict_code", "unknown")
+    if code not in QUICK_VERDICTS:  # outputs that differ outrank any timing: that verdict stays, the timing's is relabelled
+        return dict(sp, mode=QUICK_MODE,
+                    timing_verdict=QUICK_VERDICTS.get(sp.get("timing_verdict_code", "unknown"), sp.get("timing_verdict")))
+    return dict(sp, mode=QUICK_MODE, verdict=QUICK_VERDICTS[code])
 
 
 def _pairs(fused_ns, unfused_ns, what: str, notes: list) -> tuple[np.ndarray, np.ndarray]:

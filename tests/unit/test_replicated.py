@@ -112,6 +112,16 @@ def test_one_process_is_todays_speedup_labelled_quick():
     assert "quick: one process, 60 pairs" in rp.format_replicated(r)
 
 
+def test_a_quick_run_whose_outputs_differ_keeps_that_verdict():
+    data = simulate(np.random.default_rng(9), 1, 40, tau=0.0)
+    sp = stats.judged_by_outputs(stats.speedup(data["fused"][0], data["unfused"][0]),
+                                 {"within_tolerance": False, "max_abs": 3.0})
+    q = rp.quick(sp)
+    assert q["verdict_code"] == "outputs_differ" and q["verdict"] == stats.VERDICTS["outputs_differ"]
+    assert q["mode"] == rp.QUICK_MODE
+    assert q["timing_verdict"] == rp.QUICK_VERDICTS[sp["timing_verdict_code"]]  # the timing said of one process
+
+
 def test_processes_with_too_few_pairs_are_left_out_and_may_leave_quick():
     data = simulate(np.random.default_rng(10), 3, 30, tau=0.05)
     data["fused"][1], data["unfused"][1] = data["fused"][1][:2], data["unfused"][1][:2]
