@@ -2,7 +2,8 @@
 # TF Fusion Explorer: the one entry point for developers and CI.
 #
 #   ./dev.sh app [streamlit options]   set up if needed, then serve the app (http://localhost:8501)
-#   ./dev.sh test [pytest options]     set up if needed (with Debian's chromium), then run pytest
+#   ./dev.sh test [pytest options]     set up if needed (with Debian's chromium), then run pytest in
+#                                      EXPLORER_TEST_PROCESSES processes (default 2; `-n 0` for one)
 #   ./dev.sh setup [--test]            only the set-up step
 #
 # The set-up step is idempotent and fast when already done:
@@ -143,7 +144,8 @@ main() {
             ;;
         test)
             setup --test
-            exec "$VENV/bin/python" -m pytest "$@"
+            # pytest-xdist; tests/conftest.py groups the tests by file (see there)
+            exec "$VENV/bin/python" -m pytest -n "${EXPLORER_TEST_PROCESSES:-2}" --dist loadgroup "$@"
             ;;
         setup)
             setup "$@"

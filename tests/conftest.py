@@ -13,10 +13,17 @@
 
 A test file may add markers of its own (``gpu``); the directory's come on top. There is no ``slow``
 marker: ``-m "not tf and not e2e"`` is the quick selection (no TensorFlow, no browser).
+
+``./dev.sh test`` runs the suite in two pytest-xdist processes (``--dist loadgroup``): each file is one group, so
+its module fixtures are made once; the files of one of GROUPS run in one process, one after another; each
+process has a temporary folder of its own, so a check that nothing was left behind sees only its own files.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,14 +33,37 @@ DIRECTORY_MARKS = {"worker": ("tf",), "imported": ("tf",), "app": ("tf",), "gpu"
                    "faulty": ("tf",), "e2e": ("e2e",)}
 
 
+# Tests that must not be spread over the processes. A local Ray cluster each: two at once on one machine fight
+# over its ports and CPUs. tests/security: its package fixtures (TMPDIR a temp folder of its own, checked empty
+# afterwards) must be made and taken down around its files, not around another directory's tests in between.
+GROUPS = {"worker/test_ray_matrix.py": "ray", "app/test_matrix_tab.py": "ray", "security": "security"}
+
+
+def group(relative: Path) -> str:
+    path = relative.as_posix()
+    return GROUPS.get(path) or GROUPS.get(relative.parts[0]) or path
+
+
+def pytest_configure(config):
+    # xdist registers it; declared here too for a run without xdist (-p no:xdist), where it means nothing
+    config.addinivalue_line("markers", "xdist_group(name): run in one xdist process with the group's other tests")
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:  # short (a Ray socket path must fit 107 bytes) and this process's own
+        own = Path(tempfile.gettempdir()) / f"tfx-{worker}-{os.getpid()}"
+        own.mkdir()
+        os.environ["TMPDIR"], tempfile.tempdir = str(own), str(own)
+        config.add_cleanup(lambda: shutil.rmtree(own, ignore_errors=True))
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         try:
-            top = Path(str(item.fspath)).resolve().relative_to(HERE).parts[0]
+            relative = Path(str(item.fspath)).resolve().relative_to(HERE)
         except ValueError:  # a test outside tests/ (given on the command line)
             continue
-        for mark in DIRECTORY_MARKS.get(top, ()):
+        for mark in DIRECTORY_MARKS.get(relative.parts[0], ()):
             item.add_marker(getattr(pytest.mark, mark))
+        item.add_marker(pytest.mark.xdist_group(group(relative)))
 
 
 # Warm workers the session's engine keeps. The tests ask for about a dozen configurations in turns (oneDNN on

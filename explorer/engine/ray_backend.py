@@ -145,8 +145,11 @@ def connect(address: str) -> bool:
     if ray.is_initialized():
         return False
     if address == "local":
-        ray.init(num_cpus=LOCAL_CPUS, include_dashboard=False, logging_level="ERROR",
-                 runtime_env={"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}})
+        try:
+            ray.init(num_cpus=LOCAL_CPUS, include_dashboard=False, logging_level="ERROR",
+                     runtime_env={"env_vars": {"PYTHONPATH": str(PROJECT_ROOT)}})
+        except (OSError, RuntimeError, ValueError) as exc:  # e.g. a TMPDIR too long for Ray's socket paths
+            raise ExplorerError(f"--ray local: could not start Ray: {str(exc).splitlines()[0]}") from None
         return True
     check_reachable(address)
     try:

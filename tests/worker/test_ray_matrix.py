@@ -26,6 +26,16 @@ def small(presets, *vary, **kw):
     return matrix.plan(presets, [matrix.parse_vary(v) for v in vary], params={"m": 32, "k": 16, "n": 16}, **kw)
 
 
+def test_cli_ray_local_that_cannot_start_says_why_in_one_line(tmp_path):
+    deep = tmp_path / ("d" * 60) / ("e" * 60)  # Ray's socket paths under it pass the 107 bytes a socket may have
+    deep.mkdir(parents=True)
+    out = subprocess.run([sys.executable, "-m", "explorer", "matrix", "--presets", "matmul_bias_relu",
+                          "--vary", "remapping=on,off", "--ray", "local", "--no-cache"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=400,
+                         env={**os.environ, "TMPDIR": str(deep), "RAY_TMPDIR": str(deep)})
+    assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr
+    assert "--ray local: could not start Ray: " in out.stderr and "107 bytes" in out.stderr, out.stderr
+
 def test_cli_ray_local_starts_and_stops_its_own_ray():
     out = subprocess.run([sys.executable, "-m", "explorer", "matrix", "--presets", "matmul_bias_relu",
                           "--vary", "remapping=on,off", "--set", "m=32", "--ray", "local", "--no-cache"],
