@@ -218,6 +218,8 @@ grace => {
   if (!app || app.getAttribute('data-test-connection-state') !== 'CONNECTED') return false;
   if (app.getAttribute('data-test-script-state') !== 'notRunning') return false;
   if (document.querySelector("[data-testid='stElementContainer'][data-stale='true']")) return false;
+  // the first run's elements arrive after the script already reads as idle: grey placeholders until then
+  if (document.querySelector("[data-testid='stSkeleton']")) return false;
   const t = window.__e2e;
   if (t && t.lastInput >= 0 && t.lastStart < t.lastInput && performance.now() - t.lastInput < grace)
     return false;  // input since the last run started: give its rerun time to begin
