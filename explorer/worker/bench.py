@@ -14,6 +14,7 @@ from ..model.graph import BOILERPLATE_OPS
 from ..model.results import Agreement, BenchResult
 from . import agreement as checked_outputs
 from . import models, timing
+from .protocol import Refused, error_line
 from .runtime import Runtime
 from .shapes import executed_tensors, fed_shapes
 
@@ -26,7 +27,12 @@ def run(rt: Runtime, request: dict) -> BenchResult:
     fns = {name: models.function(setup.body, tf, served=True) for name in variants}
     proof, outputs, ops = {}, {}, set()
     for name, remap in variants.items():
-        proof[name], outputs[name], stages = timing.prove(rt, fns[name], setup, remap, float64=False)
+        try:
+            proof[name], outputs[name], stages = timing.prove(rt, fns[name], setup, remap, float64=False)
+        except tf.errors.OpError as exc:
+            if name == "fused":
+                raise fused_fails(rt, fns["unfused"], setup, exc) from None
+            raise
         ops |= {n.op for g in stages.values() if g is not None for n in g.node}  # the tolerance reads them
         # what each op reads and writes (analysis.traffic), with the shapes of the values fed
         proof[name]["tensors"] = executed_tensors(tf, stages["executed"], fed_shapes(setup.args))
@@ -63,6 +69,22 @@ def run(rt: Runtime, request: dict) -> BenchResult:
         "fingerprint": rt.fingerprint,
         "elapsed_s": round(time.perf_counter() - started, 3),
     }
+
+
+def fused_fails(rt: Runtime, unfused, setup, exc) -> Exception:
+    """The error for a fused variant that fails: when the same model runs with the remapper off, it is the fusion
+    that breaks it, and nothing can be timed (a speedup needs both); otherwise TensorFlow's own error."""
+    rt.flush_run_metadata()  # the failed call's graphs must not be taken for the unfused call's
+    try:
+        timing.prove(rt, unfused, setup, False, float64=False)
+    except rt.tf.errors.OpError:
+        return exc  # the model fails with the remapper off too: TensorFlow's error, as before
+    finally:
+        rt.reset_grappler()
+    said = error_line(getattr(exc, "message", None) or str(exc)) or type(exc).__name__
+    return Refused(f"THE FUSION BREAKS THIS MODEL: the fused variant fails ({type(exc).__name__}: {said[:300]}) and "
+                   "the unfused one (remapper off) runs, so there is no speedup to measure. `inspect` shows the "
+                   "failing node; `diagnose` pins it and verifies ways around it.", str(exc)[-4000:])
 
 
 def model_instantiations(function_graphs, traced) -> int:

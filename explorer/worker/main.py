@@ -18,8 +18,8 @@ from ..errors import SpecError
 from ..model import compilers
 from ..model.devices import no_gpu_words, nvidia_gpus_present, refuse_simulated
 from ..model.hooks import hook
-from . import diagnose, fix, fix_bench, op_time, probe, xla
-from .protocol import BadRequest, NoGpu, Protocol, error_line
+from . import diagnose, fix, fix_bench, op_time, probe
+from .protocol import BadRequest, NoGpu, Protocol, Refused, error_line
 from .runtime import Runtime
 
 
@@ -112,8 +112,8 @@ def main() -> None:
                 f"{no_gpu_words(nvidia_gpus_present())} Choose the CPU (or a simulated GPU profile).")})
         except BadRequest as exc:
             protocol.send({"id": req_id, "ok": False, "error": _error("protocol", str(exc))})
-        except xla.XlaRefused as exc:  # its message already names the op XLA refused
-            rt.reset_grappler()
+        except Refused as exc:  # its message already says what failed (the op XLA refused, the fused variant)
+            rt.recover()
             protocol.send({"id": req_id, "ok": False, "error": _error("tensorflow", exc.message, exc.detail)})
         except Exception as exc:  # noqa: BLE001 - TensorFlow refused or failed: report its words, keep serving
             rt.recover()

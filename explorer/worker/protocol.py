@@ -24,6 +24,16 @@ class BadRequest(Exception):
     """A request the worker cannot serve; the message says why."""
 
 
+class Refused(Exception):
+    """TensorFlow could not do what was asked, said better than its own error: ``message`` is the user's line,
+    ``detail`` what TensorFlow said."""
+
+    def __init__(self, message: str, detail: str = ""):
+        super().__init__(message)
+        self.message = message
+        self.detail = detail
+
+
 class Protocol:
     """Writes response lines on the original stdout; fd 1 is pointed at stderr for stray prints."""
 

@@ -20,6 +20,7 @@ import time
 from ..model.spec import resolve
 from . import models
 from .elide import parse_dump
+from .protocol import Refused
 from .runtime import Runtime, as_list
 
 # Text stages of experimental_get_compiler_ir, and the optimised module as a serialized HloModuleProto.
@@ -31,13 +32,8 @@ SOURCE = ("experimental_get_compiler_ir: a separate compile of the same jit_comp
           "(its own module, named apart from the one a call executes)")
 
 
-class XlaRefused(Exception):
+class XlaRefused(Refused):
     """XLA cannot compile the model; ``message`` names the op it refused."""
-
-    def __init__(self, message: str, detail: str = ""):
-        super().__init__(message)
-        self.message = message
-        self.detail = detail
 
 
 def inspect(rt: Runtime, request: dict) -> dict:

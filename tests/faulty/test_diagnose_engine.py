@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from explorer.engine import diagnose
+from explorer.errors import WorkerError
 from tests.faulty.corpus import ONEDNN_ON, entries, spec
 
 CORPUS = entries()
@@ -61,3 +62,18 @@ def test_an_imported_fused_batch_norm_is_folded_away_as_the_way_that_keeps_the_r
     assert fold["fused"] == ["_FusedConv2D [BiasAdd]"], fold["fused"]
     assert fold["model_out"] and fold["model_out"].endswith(".pb") and (tmp_path / "folded.pb").stat().st_size > 0
     assert fold["timing"]["configured_ms"] > 0
+
+
+def test_a_bench_of_a_model_the_fusion_breaks_says_so_and_times_nothing(engine):
+    entry = next(e for e in CORPUS if e["name"] == "chain_conv2d_bn_mish")
+    with pytest.raises(WorkerError) as info:
+        engine.bench(spec(entry), ONEDNN_ON, reps=3, warmup=0)
+    assert info.value.message.startswith("THE FUSION BREAKS THIS MODEL: the fused variant fails (UnimplementedError: "
+                                         "Fusion is not implemented: [FusedBatchNorm,Mish])"), info.value.message
+    assert "unfused one (remapper off) runs" in info.value.message and "Traceback" not in info.value.message
+    # the worker that saw it serves the next bench with that one's graphs only: a model that fuses and runs
+    result = engine.bench({"preset": "conv2d_bias_relu", "params": {"height": 8, "width": 8}}, ONEDNN_ON, reps=3,
+                          warmup=0)
+    fused = [n["op"] for n in result["proof"]["fused"]["fused_nodes"]]  # as executed: oneDNN's name for it
+    assert len(fused) == 1 and fused[0].endswith("FusedConv2D"), fused
+    assert "Relu" in result["proof"]["unfused"]["executed_ops"] and result["agreement"]["within_tolerance"]
