@@ -31,7 +31,8 @@ def run(rt: Runtime, request: dict) -> BenchResult:
             proof[name], outputs[name], stages = timing.prove(rt, fns[name], setup, remap, float64=False)
         except tf.errors.OpError as exc:
             if name == "fused":
-                raise fused_fails(rt, fns["unfused"], setup, exc) from None
+                raise fused_fails(rt, fns["unfused"], setup, exc, "the fused variant fails",
+                                  "the unfused one (remapper off) runs") from None
             raise
         ops |= {n.op for g in stages.values() if g is not None for n in g.node}  # the tolerance reads them
         # what each op reads and writes (analysis.traffic), with the shapes of the values fed
@@ -71,20 +72,24 @@ def run(rt: Runtime, request: dict) -> BenchResult:
     }
 
 
-def fused_fails(rt: Runtime, unfused, setup, exc) -> Exception:
-    """The error for a fused variant that fails: when the same model runs with the remapper off, it is the fusion
-    that breaks it, and nothing can be timed (a speedup needs both); otherwise TensorFlow's own error."""
-    rt.flush_run_metadata()  # the failed call's graphs must not be taken for the unfused call's
+def fused_fails(rt: Runtime, fn, setup, exc, failed: str, runs: str) -> Exception:
+    """The error for a model that fails as fused: when ``fn`` runs with the remapper off, it is the fusion that
+    breaks it, and nothing can be timed; otherwise (or when the remapper was off already) TensorFlow's own error.
+    ``failed`` and ``runs`` say what failed and what ran, in words."""
+    rt.flush_run_metadata()  # the failed call's graphs must not be taken for the next call's
+    if setup.switches.get("remapping") == "off":
+        return exc
     try:
-        timing.prove(rt, unfused, setup, False, float64=False)
+        timing.prove(rt, fn, setup, False, float64=False)
     except rt.tf.errors.OpError:
         return exc  # the model fails with the remapper off too: TensorFlow's error, as before
     finally:
+        rt.flush_run_metadata()
         rt.reset_grappler()
     said = error_line(getattr(exc, "message", None) or str(exc)) or type(exc).__name__
-    return Refused(f"THE FUSION BREAKS THIS MODEL: the fused variant fails ({type(exc).__name__}: {said[:300]}) and "
-                   "the unfused one (remapper off) runs, so there is no speedup to measure. `inspect` shows the "
-                   "failing node; `diagnose` pins it and verifies ways around it.", str(exc)[-4000:])
+    return Refused(f"THE FUSION BREAKS THIS MODEL: {failed} ({type(exc).__name__}: {said[:300]}) and {runs}, so "
+                   "there is nothing to time. `inspect` shows the failing node; `diagnose` pins it and verifies ways "
+                   "around it.", str(exc)[-4000:])
 
 
 def model_instantiations(function_graphs, traced) -> int:

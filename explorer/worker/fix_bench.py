@@ -14,7 +14,7 @@ import time
 from ..errors import SpecError
 from ..model.spec import resolve
 from . import models, timing
-from .bench import agreement, model_instantiations
+from .bench import agreement, fused_fails, model_instantiations
 from .runtime import Runtime
 from .shapes import executed_tensors, fed_shapes
 
@@ -40,7 +40,11 @@ def run(rt: Runtime, request: dict) -> dict:
     fns = {name: models.function(built[name][0], tf, served=True) for name in names}
     proof, outputs, traced = {}, {}, {}
     for name in names:
-        proof[name], outputs[name], stages = timing.prove(rt, fns[name], setup, None, optimized=False)
+        try:
+            proof[name], outputs[name], stages = timing.prove(rt, fns[name], setup, None, optimized=False)
+        except tf.errors.OpError as exc:
+            raise fused_fails(rt, fns[name], setup, exc, f"{name} fails at this setting",
+                              "runs with the remapper off") from None
         proof[name]["tensors"] = executed_tensors(tf, stages["executed"], fed_shapes(args))
         traced[name] = stages["traced"]
     agrees = {name: agreement(outputs[name], outputs[names[0]], "float32") for name in names[1:]}

@@ -8,7 +8,7 @@ import pytest
 
 from explorer.engine import diagnose
 from explorer.errors import WorkerError
-from tests.faulty.corpus import ONEDNN_ON, entries, spec
+from tests.faulty.corpus import ONEDNN_OFF, ONEDNN_ON, entries, spec
 
 CORPUS = entries()
 WAYS_FOR = {"chain_conv2d_bn_tanh", "stack_conv_skip_mish", "import_conv3d_add_mish"}
@@ -70,10 +70,19 @@ def test_a_bench_of_a_model_the_fusion_breaks_says_so_and_times_nothing(engine):
         engine.bench(spec(entry), ONEDNN_ON, reps=3, warmup=0)
     assert info.value.message.startswith("THE FUSION BREAKS THIS MODEL: the fused variant fails (UnimplementedError: "
                                          "Fusion is not implemented: [FusedBatchNorm,Mish])"), info.value.message
-    assert "unfused one (remapper off) runs" in info.value.message and "Traceback" not in info.value.message
+    assert "the unfused one (remapper off) runs, so there is nothing to time" in info.value.message and "Traceback" not in info.value.message
     # the worker that saw it serves the next bench with that one's graphs only: a model that fuses and runs
     result = engine.bench({"preset": "conv2d_bias_relu", "params": {"height": 8, "width": 8}}, ONEDNN_ON, reps=3,
                           warmup=0)
     fused = [n["op"] for n in result["proof"]["fused"]["fused_nodes"]]  # as executed: oneDNN's name for it
     assert len(fused) == 1 and fused[0].endswith("FusedConv2D"), fused
     assert "Relu" in result["proof"]["unfused"]["executed_ops"] and result["agreement"]["within_tolerance"]
+
+
+def test_a_comparison_whose_side_the_fusion_breaks_names_that_side(engine):
+    entry = next(e for e in CORPUS if e["name"] == "chain_conv2d_bn_mish")
+    with pytest.raises(WorkerError) as info:
+        engine.compare(spec(entry), ONEDNN_ON, spec(entry), ONEDNN_OFF, processes=1, reps=3, warmup=0)
+    assert info.value.message.startswith("THE FUSION BREAKS THIS MODEL: A fails at this setting (UnimplementedError"), \
+        info.value.message
+    assert "runs with the remapper off, so there is nothing to time" in info.value.message
