@@ -88,8 +88,8 @@ def fused_fails(rt: Runtime, fn, setup, exc, failed: str, runs: str) -> Exceptio
         rt.reset_grappler()
     said = error_line(getattr(exc, "message", None) or str(exc)) or type(exc).__name__
     return Refused(f"THE FUSION BREAKS THIS MODEL: {failed} ({type(exc).__name__}: {said[:300]}) and {runs}, so "
-                   "there is nothing to time. `inspect` shows the failing node; `diagnose` pins it and verifies ways "
-                   "around it.", str(exc)[-4000:])
+                   "there is nothing to time. The graphs (inspect) show the failing node; the diagnosis (diagnose) pins "
+                   "it and verifies ways around it.", str(exc)[-4000:])
 
 
 def model_instantiations(function_graphs, traced) -> int:
