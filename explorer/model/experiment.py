@@ -365,8 +365,3 @@ def ignored_line(ignored: list[str]) -> str:
     more = len(ignored) - len(shown_parts)
     return ("Ignored from the link: " + "; ".join(shown_parts) + (f"; and {more:,} more" if more else "") + ".")
 
-
-def keys_of_every_source() -> dict[str, tuple[str, ...]]:
-    """Every source's link keys (a test checks that none collides with KEYS or an env flag's name)."""
-    return {source.id: tuple(link_of(source).keys) for source in sources().values()}
-

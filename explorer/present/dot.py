@@ -343,33 +343,6 @@ def _merge(attrs: dict[str, str], extra: dict[str, str] | None) -> None:
     attrs.update(extra)
 
 
-def legend_dot() -> str:
-    """A small DOT picture of LEGEND and the edge styles, for the page to show beside a graph."""
-    dot = new_dot("")
-    rows = []
-    for style in LEGEND:
-        cell_style = ' style="dashed"' if "dashed" in style.style else ""
-        rows.append(
-            f'<tr><td bgcolor="{style.fill}" color="{style.border}" border="{2 if "bold" in style.style else 1}"'
-            f'{cell_style} width="26"> </td><td align="left"><b>{html_text(style.status)}</b></td>'
-            f'<td align="left"><font point-size="9">{html_text(style.meaning)}</font></td></tr>'
-        )
-    table = f'<<table border="0" cellborder="0" cellspacing="3" cellpadding="2">{"".join(rows)}</table>>'
-    dot.add_node(pydot.Node("statuses", label=table, shape="plaintext", id=quoted("fx-legend-statuses")))
-    for i, (name, style, meaning) in enumerate(EDGE_LEGEND):
-        a, b = f"e{i}a", f"e{i}b"
-        for nid in (a, b):
-            dot.add_node(pydot.Node(nid, label='""', shape="point", width="0.08"))
-        dot.add_edge(pydot.Edge("statuses", a, style="invis"))
-        attrs = {"label": quoted(f" {name}: {meaning}"), "style": style}
-        if name == "control":
-            attrs.update(color=quoted("#8a8a8a"), arrowhead="odot")
-        if name == ":1":
-            attrs["taillabel"] = quoted(":1")
-        dot.add_edge(pydot.Edge(a, b, **attrs))
-    return dot.to_string()
-
-
 def legend() -> list[dict[str, str]]:
     """LEGEND as plain rows (status, fill, border, meaning) for a table or markdown."""
     return [{"status": s.status, "fill": s.fill, "border": s.border, "meaning": s.meaning} for s in LEGEND]

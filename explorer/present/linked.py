@@ -192,12 +192,3 @@ def page_html(before_svg: str, after_svg: str, groups: list[dict], hint: str = H
         f"<script type='application/json' id='fx-links'>{script_json(groups)}</script>"
         f"<script>{JS}</script></body></html>"
     )
-
-
-def frame_height(before_svg: str, after_svg: str, pane_px: float = PANE_PX) -> int:
-    """A first guess of the frame's height (the page corrects it once the browser has laid it out)."""
-    heights = []
-    for svg in (before_svg, after_svg):
-        w, h = svg_size_px(svg)
-        heights.append(h * min(1.0, pane_px / max(w, 1.0)))
-    return int(min(max(heights) + 40, MAX_HEIGHT))

@@ -10,8 +10,9 @@ import pytest
 
 from explorer.errors import SpecError
 from explorer.model import stack_examples
-from explorer.model.experiment import KEYS, Bench, Experiment, ignored_line, keys_of_every_source
+from explorer.model.experiment import KEYS, Bench, Experiment, ignored_line, link_of
 from explorer.model.flags import ENV_FLAGS, Config
+from explorer.model.sources import sources
 from explorer.model.spec import resolve
 
 DIGEST = "3f" * 32
@@ -142,7 +143,7 @@ def test_two_sources_in_one_link_take_the_first_and_say_so():
 
 
 def test_link_keys_do_not_collide():
-    per_source = keys_of_every_source()
+    per_source = {source.id: tuple(link_of(source).keys) for source in sources().values()}
     shared = set(KEYS) | set(ENV_FLAGS)
     assert len(shared) == len(KEYS) + len(ENV_FLAGS)
     for source, keys in per_source.items():

@@ -75,4 +75,3 @@ def test_a_hostile_node_name_stays_text_in_the_page():
     # the element ids the links name are the ones the drawing has
     ids = set(re.findall(r'id="([^"]+)"', page.replace("&#45;", "-")))
     assert html_id(EVIL, "a-") in ids and html_id("mm", "b-") in ids
-    assert linked.frame_height(*svgs) > 100
