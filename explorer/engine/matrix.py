@@ -23,6 +23,7 @@ from ..errors import ExplorerError, SpecError
 from ..model.catalog import PRESETS
 from ..model.devices import NOTHING_TO_TIME, is_simulated
 from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, UNSET_SPELLINGS, Config, parse_assignment
+from ..model.gpu_measured import HOW_SHORT
 from ..model.spec import PARAMS, resolve
 
 MAX_CELLS = 256
@@ -228,7 +229,7 @@ def prediction_fields(inspect_result: dict | None) -> dict:
     return {"predicted_speedup": p["speedup"], "predicted_fused_us": p["fused_us"],
             "predicted_unfused_us": p["unfused_us"], "prediction": f"{p['label']}, on {p['profile']['label']}",
             "measured_gpu_speedup": measured["speedup"] if measured else None,
-            "measured_gpu": f"{measured['gpu']}, {measured['dates'][0][:10]} (device time; {gpu_measured.HOW_SHORT})"
+            "measured_gpu": f"{measured['gpu']}, {measured['dates'][0][:10]} (device time; {HOW_SHORT})"
                             if measured else None}
 
 

@@ -42,3 +42,16 @@ def test_other_graphs_or_other_gpus_are_not_claimed_as_measured():
     unknown = result_of(case)
     unknown["tensors"]["unfused"][1]["outputs"][0][1] = None  # a shape TensorFlow could not tell
     assert gpu_measured.find(unknown) is None
+
+
+def test_a_matrix_cell_of_measured_graphs_carries_the_measurement():
+    """The matrix's simulated GPU cell names the GPU, the date and how the graphs ran (it raised AttributeError:
+    the short 'how' lives in model.gpu_measured, not in the analysis module of the same name)."""
+    from explorer.engine import matrix
+
+    case = "relu f32 4096x256x1024"
+    row = matrix.prediction_fields(dict(result_of(case), simulated=True))
+    m = gpu_measured.find(result_of(case))
+    assert m is not None and row["measured_gpu_speedup"] == m["speedup"]
+    assert row["measured_gpu"] == f"{m['gpu']}, {m['dates'][0][:10]} (device time; {kept.HOW_SHORT})"
+    assert row["predicted_speedup"] is not None and row["prediction"].startswith("Predicted")
