@@ -2,8 +2,8 @@
 
 ``Engine`` is the entry point (the page and the command line hold one); ``interface`` writes down every
 call they make, which ``replay.ReplayEngine`` (recorded answers, no TensorFlow) implements as well;
-``runner`` starts and watches worker processes, ``admission`` queues requests on the host's cores,
-``cache`` keeps results.
+``runner`` starts and watches worker processes, ``pool`` keeps the warm ones, ``admission`` queues requests
+on the host's cores, ``cache`` keeps results.
 """
 
 from .engine import Engine

@@ -31,7 +31,8 @@ from .admission import HOST, AdmissionQueue
 from .cache import DEFAULT_CACHE_DIR, ResultCache, inspect_key
 from .payloads import (KERNEL_SIGNALS, check_import_device, check_range, compiler_payload, inspect_payload,
                        profile_payload)
-from .runner import Limits, Pool, WorkerProcess
+from .pool import Pool
+from .runner import Limits, WorkerProcess
 
 # Bounds a request must stay within are in model.limits (MAX_REPS ...), importable from here too.
 MAX_PROFILE_CALLS = 200  # profiled calls of one per-op time request

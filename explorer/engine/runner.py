@@ -2,7 +2,7 @@
 
 One worker process per (device, environment flags): TensorFlow reads several flags once, at
 import or first use, so a process cannot change configuration. Workers stay warm between
-requests, each serves one request at a time, and the pool evicts the least recently used idle
+requests, each serves one request at a time, and the pool (``pool``) evicts the least recently used idle
 worker when it is full. A worker that dies, hangs past its deadline or grows past its memory
 cap is killed and reported as a ``WorkerError``; the next request starts a fresh one.
 
@@ -26,7 +26,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -315,85 +314,3 @@ class WorkerProcess:
 # CUDA_VISIBLE_DEVICES is not ours: a GPU worker keeps the user's choice of GPU.
 _OWNED_ENV = {"TF_CPP_VMODULE", "TF_CPP_MIN_LOG_LEVEL", "TF_DUMP_GRAPH_PREFIX", "EXPLORER_DEVICE", "EXPLORER_XLA_DUMP",
               "TMPDIR"} | set(ENV_FLAGS)
-
-
-class Pool:
-    """Warm workers keyed by process configuration, bounded and evicting idle ones."""
-
-    def __init__(self, limits: Limits | None = None):
-        self.limits = limits or Limits()
-        # Every worker of the engine holds its memory cap from this while it lives, the pool's and the fresh
-        # ones of a replicated benchmark alike: at most max_workers of them, and no more than the budget holds.
-        lim = self.limits
-        self.memory = MemoryBudget(max(min(lim.memory_budget, lim.max_workers * lim.memory_bytes), lim.memory_bytes))
-        self._workers: OrderedDict[tuple, WorkerProcess] = OrderedDict()
-        self._lock = threading.Lock()
-        self._starting: dict[tuple, threading.Lock] = {}
-        scratch.sweep()  # what an engine killed outright left behind
-
-    def has_warm(self, config: Config) -> bool:
-        worker = self._workers.get(config.process_key())
-        return worker is not None and worker.alive()
-
-    def get(self, config: Config) -> WorkerProcess:
-        key = config.process_key()
-        with self._lock:
-            start_lock = self._starting.setdefault(key, threading.Lock())
-        with start_lock:
-            with self._lock:
-                worker = self._workers.get(key)
-                if worker is not None and worker.alive():
-                    self._workers.move_to_end(key)
-                    return worker
-                if worker is not None:
-                    self._workers.pop(key).close()
-                self._evict_locked()
-            worker = self.start(config)
-            with self._lock:
-                self._workers[key] = worker
-            return worker
-
-    def start(self, config: Config) -> WorkerProcess:
-        """A new worker of ``config``, outside the pool, once its memory cap fits the budget (an idle pooled
-        worker is stopped to make room; the caller closes it)."""
-        return WorkerProcess(Config.make(config.device, config.env_dict), self.limits, budget=self.memory,
-                             make_room=self.stop_idle)
-
-    def stop_idle(self) -> bool:
-        """Stop the least recently used idle worker; False when every worker is busy."""
-        with self._lock:
-            idle = [k for k, w in self._workers.items() if not w.lock.locked()]
-            worker = self._workers.pop(idle[0]) if idle else None
-        if worker is None:
-            return False
-        worker.close()
-        return True
-
-    def _evict_locked(self) -> None:
-        now = time.monotonic()
-        for key, worker in list(self._workers.items()):
-            if not worker.lock.locked() and (now - worker.last_used > self.limits.idle_s or not worker.alive()):
-                self._workers.pop(key).close()
-        while len(self._workers) >= self.limits.max_workers:
-            idle = [k for k, w in self._workers.items() if not w.lock.locked()]
-            if not idle:
-                break
-            self._workers.pop(idle[0]).close()
-
-    def discard(self, worker: WorkerProcess) -> None:
-        with self._lock:
-            for key, w in list(self._workers.items()):
-                if w is worker:
-                    self._workers.pop(key)
-        worker.close()
-
-    def workers(self) -> list[WorkerProcess]:
-        with self._lock:
-            return list(self._workers.values())
-
-    def close(self) -> None:
-        with self._lock:
-            workers = list(self._workers.values())
-            self._workers.clear()
-        for worker in workers:
-            worker.close()

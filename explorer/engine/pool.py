@@ -1,0 +1,95 @@
+"""The warm worker processes of one engine: one per configuration, bounded, the least recently used idle one
+evicted when the pool is full (``runner.WorkerProcess`` is one of them)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+
+from ..model.flags import Config
+from . import scratch
+from .admission import MemoryBudget
+from .runner import Limits, WorkerProcess
+
+
+class Pool:
+    """Warm workers keyed by process configuration, bounded and evicting idle ones."""
+
+    def __init__(self, limits: Limits | None = None):
+        self.limits = limits or Limits()
+        # Every worker of the engine holds its memory cap from this while it lives, the pool's and the fresh
+        # ones of a replicated benchmark alike: at most max_workers of them, and no more than the budget holds.
+        lim = self.limits
+        self.memory = MemoryBudget(max(min(lim.memory_budget, lim.max_workers * lim.memory_bytes), lim.memory_bytes))
+        self._workers: OrderedDict[tuple, WorkerProcess] = OrderedDict()
+        self._lock = threading.Lock()
+        self._starting: dict[tuple, threading.Lock] = {}
+        scratch.sweep()  # what an engine killed outright left behind
+
+    def has_warm(self, config: Config) -> bool:
+        worker = self._workers.get(config.process_key())
+        return worker is not None and worker.alive()
+
+    def get(self, config: Config) -> WorkerProcess:
+        key = config.process_key()
+        with self._lock:
+            start_lock = self._starting.setdefault(key, threading.Lock())
+        with start_lock:
+            with self._lock:
+                worker = self._workers.get(key)
+                if worker is not None and worker.alive():
+                    self._workers.move_to_end(key)
+                    return worker
+                if worker is not None:
+                    self._workers.pop(key).close()
+                self._evict_locked()
+            worker = self.start(config)
+            with self._lock:
+                self._workers[key] = worker
+            return worker
+
+    def start(self, config: Config) -> WorkerProcess:
+        """A new worker of ``config``, outside the pool, once its memory cap fits the budget (an idle pooled
+        worker is stopped to make room; the caller closes it)."""
+        return WorkerProcess(Config.make(config.device, config.env_dict), self.limits, budget=self.memory,
+                             make_room=self.stop_idle)
+
+    def stop_idle(self) -> bool:
+        """Stop the least recently used idle worker; False when every worker is busy."""
+        with self._lock:
+            idle = [k for k, w in self._workers.items() if not w.lock.locked()]
+            worker = self._workers.pop(idle[0]) if idle else None
+        if worker is None:
+            return False
+        worker.close()
+        return True
+
+    def _evict_locked(self) -> None:
+        now = time.monotonic()
+        for key, worker in list(self._workers.items()):
+            if not worker.lock.locked() and (now - worker.last_used > self.limits.idle_s or not worker.alive()):
+                self._workers.pop(key).close()
+        while len(self._workers) >= self.limits.max_workers:
+            idle = [k for k, w in self._workers.items() if not w.lock.locked()]
+            if not idle:
+                break
+            self._workers.pop(idle[0]).close()
+
+    def discard(self, worker: WorkerProcess) -> None:
+        with self._lock:
+            for key, w in list(self._workers.items()):
+                if w is worker:
+                    self._workers.pop(key)
+        worker.close()
+
+    def workers(self) -> list[WorkerProcess]:
+        with self._lock:
+            return list(self._workers.values())
+
+    def close(self) -> None:
+        with self._lock:
+            workers = list(self._workers.values())
+            self._workers.clear()
+        for worker in workers:
+            worker.close()
