@@ -19,6 +19,7 @@ its content digest, never by a path of the machine that ran it.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
@@ -31,7 +32,7 @@ from .flags import ENV_FLAGS, GRAPPLER_SWITCHES, UNSET, Config, server_env_defau
 from . import json_text
 from .hooks import hook
 from .schemas import EXPERIMENT as EXPERIMENT_SCHEMA
-from .links import JsonLink
+from .links import JsonLink, Link
 from .sources import Source, source_for_data, sources
 from .spec import resolve
 
@@ -64,14 +65,14 @@ class Experiment:
     lesson: str | None = None
     step: int | None = None
 
-    def __post_init__(self):  # one form of each model, so that equal experiments compare equal
+    def __post_init__(self) -> None:  # one form of each model, so that equal experiments compare equal
         object.__setattr__(self, "model", canonical_model(self.model))
         check_view(self)
 
     # ---- the model -------------------------------------------------------------------------------
     @property
     def source(self) -> Source:
-        return source_for_data(self.model)
+        return model_source(self.model)
 
     @property
     def ready(self) -> bool:
@@ -85,7 +86,7 @@ class Experiment:
     def replace(self, **changes) -> "Experiment":
         return replace(self, **changes)
 
-    def with_setting(self, kind: str, name: str, value) -> "Experiment":
+    def with_setting(self, kind: str, name: str, value: object) -> "Experiment":
         """This experiment with one setting changed (a fix's: ``kind`` env, grappler, device, param or chain; a
         ``value`` of None leaves TensorFlow's default). SpecError when the result is not a valid experiment."""
         config = self.config
@@ -148,50 +149,51 @@ class Experiment:
         return url.rstrip("/") + "/" + (f"?{query}" if query else "")
 
     @staticmethod
-    def from_query(params, base: "Experiment | None" = None) -> tuple["Experiment", list[str]]:
+    def from_query(params: Mapping[str, object] | None,
+                   base: "Experiment | None" = None) -> tuple["Experiment", list[str]]:
         """The experiment a link's query parameters describe, on top of ``base``; each part that is wrong keeps
         ``base``'s value and is named in the returned list ("TF_USE_CUBLASLT=7 (value '7' not accepted ...)")."""
         base = base or Experiment()
-        params = {str(k): ",".join(values_of(v)) if k in LIST_KEYS else last_of(v) for k, v in dict(params or {}).items()}
+        texts = {str(k): ",".join(values_of(v)) if k in LIST_KEYS else last_of(v) for k, v in dict(params or {}).items()}
         ignored: list[str] = []
         used: set[str] = set()
-        model = _model_from_query(params, base, used, ignored)
-        config = _config_from_query(params, base.config, used, ignored)
+        model = _model_from_query(texts, base, used, ignored)
+        config = _config_from_query(texts, base.config, used, ignored)
         changes: dict = {"model": model, "config": config}
         for name, field_name, check in (("compiler", "compiler", check_compiler), ("tab", "tab", check_tab),
                                         ("stages", "stages", check_stages), ("view", "graph_view", check_graph_view),
                                         ("lesson", "lesson", check_lesson)):
-            if name in params:
+            if name in texts:
                 used.add(name)
                 try:
-                    changes[field_name] = check(params[name])
+                    changes[field_name] = check(texts[name])
                 except SpecError as exc:
-                    ignored.append(phrase(name, params[name], exc))
+                    ignored.append(phrase(name, texts[name], exc))
         bench = base.bench.to_dict()
         for name in bench:
-            if name in params:
+            if name in texts:
                 used.add(name)
                 try:
-                    bench[name] = Bench.checked(name, params[name])
+                    bench[name] = Bench.checked(name, texts[name])
                 except SpecError as exc:
-                    ignored.append(phrase(name, params[name], exc))
+                    ignored.append(phrase(name, texts[name], exc))
         changes["bench"] = Bench(**bench)
         for name in ("present", "fold"):
-            if name in params:
+            if name in texts:
                 used.add(name)
-                changes[name] = params[name].lower() in ("1", "true", "yes", "on")
-        if "step" in params:
+                changes[name] = texts[name].lower() in ("1", "true", "yes", "on")
+        if "step" in texts:
             used.add("step")
             if changes.get("lesson", base.lesson) is None:
-                ignored.append(f"step={short(params['step'])} (no lesson named)")
+                ignored.append(f"step={short(texts['step'])} (no lesson named)")
             else:
                 try:
-                    changes["step"] = check_step(params["step"])
+                    changes["step"] = check_step(texts["step"])
                 except SpecError as exc:
-                    ignored.append(phrase("step", params["step"], exc))
+                    ignored.append(phrase("step", texts["step"], exc))
         if changes.get("lesson") and "step" not in changes:
             changes["step"] = 1
-        for key in params:
+        for key in texts:
             if key not in used:
                 ignored.append(f"{short(key)} (not a setting of the explorer)")
         return replace(base, **changes), ignored
@@ -216,17 +218,18 @@ class Experiment:
         return json.dumps(data, indent=1, sort_keys=False) + "\n"
 
     @staticmethod
-    def from_json(text) -> "Experiment":
+    def from_json(text: str | bytes) -> "Experiment":
         """An experiment file read and checked; SpecError naming the field that is wrong."""
         return Experiment.from_dict(json_text.load(text, "experiment", "an experiment", MAX_FILE_BYTES))
 
     @staticmethod
-    def from_dict(data) -> "Experiment":
+    def from_dict(data: object) -> "Experiment":
         """An experiment file's JSON checked: its structure (``schemas.EXPERIMENT``), then each part's meaning."""
         if isinstance(data, dict) and "experiment" in data and data["experiment"] != FORMAT:
             raise SpecError("experiment", f"format {shown(data['experiment'], 20)} is not known here; this "
                                           f"explorer reads format {FORMAT}")
         json_text.validate(data, EXPERIMENT_SCHEMA, root="experiment")
+        assert isinstance(data, dict)  # the schema's root is an object
         view, bench, lesson = (data.get(name) or {} for name in ("view", "bench", "lesson"))
         if "model" not in data:
             raise SpecError("model", "missing: the model's JSON spec, such as {\"preset\": \"matmul_bias_relu\"}")
@@ -250,18 +253,25 @@ def server_default() -> Experiment:
     return Experiment(config=Config.make("cpu", env))
 
 
-def link_of(source: Source):
+def link_of(source: Source) -> Link:
     """A source's link words (``links.py``), or its JSON for a source that names none."""
     return hook(source.link) if source.link else JsonLink(source.id)
 
 
-def canonical_model(data) -> dict:
-    """A model's JSON spec in one form: its source's public JSON (an imported model without its path), or
-    {source id: None} for a source with nothing chosen yet. SpecError when it is wrong."""
+def model_source(data: object) -> Source:
+    """The source a model's JSON spec belongs to; SpecError when it is not one source's JSON spec."""
     source = source_for_data(data)
     if source is None:
         names = " or ".join(f'"{sid}"' for sid in sources())
         raise SpecError("model", f"expected one model source's JSON spec: {{{names}: ...}}")
+    return source
+
+
+def canonical_model(data: object) -> dict:
+    """A model's JSON spec in one form: its source's public JSON (an imported model without its path), or
+    {source id: None} for a source with nothing chosen yet. SpecError when it is wrong."""
+    source = model_source(data)
+    assert isinstance(data, dict)  # a source's spec is a dict (source_for_data)
     if data.get(source.id) is None:
         if set(data) != {source.id}:
             raise SpecError("model", f"{source.id} is null: nothing else may be given")
@@ -269,8 +279,9 @@ def canonical_model(data) -> dict:
     return resolve(data).public_dict()
 
 
-def _file_model(data) -> dict:
-    inner = data.get(source_for_data(data).id) if isinstance(data, dict) and source_for_data(data) else None
+def _file_model(data: object) -> dict:
+    source = source_for_data(data)  # None unless a dict
+    inner = data.get(source.id) if source is not None and isinstance(data, dict) else None
     if isinstance(inner, dict) and "path" in inner:  # a path on someone's machine: never followed from a file
         raise SpecError("model.import.path", "an experiment names a model by its content (digest), never by a path; "
                                              "give the file itself (--model PATH, or the page's upload)")

@@ -161,7 +161,7 @@ class Config:
     grappler: tuple[tuple[str, str], ...] = field(default=())  # sorted (switch, "on"|"off")
 
     @staticmethod
-    def make(device: str = "cpu", env: dict | None = None, grappler: dict | None = None) -> "Config":
+    def make(device: object = "cpu", env: dict | None = None, grappler: dict | None = None) -> "Config":
         device = str(Device.parse(device))  # canonical: a simulated GPU always names its profile
         env_items = []
         for name, value in (env or {}).items():
@@ -202,7 +202,7 @@ class Config:
         return Config.make(data.get("device", "cpu"), env, grappler)
 
     @staticmethod
-    def coerce(config) -> "Config":
+    def coerce(config: "ConfigLike") -> "Config":
         """A Config as every entry point takes one: a Config, its dict, or None (the CPU, TF's defaults)."""
         if isinstance(config, Config):
             return config
@@ -223,16 +223,16 @@ class Config:
         """What must be equal for two runs to share a worker process."""
         return (self.device, self.env)
 
-    def with_env(self, name: str, value: str | None) -> "Config":
-        env = self.env_dict
+    def with_env(self, name: str, value: object) -> "Config":
+        env: dict[str, object] = dict(self.env)
         if value in (None, ""):
             env.pop(name, None)
         else:
             env[name] = value
         return Config.make(self.device, env, self.grappler_dict)
 
-    def with_switch(self, name: str, value: str | None) -> "Config":
-        sw = self.grappler_dict
+    def with_switch(self, name: str, value: object) -> "Config":
+        sw: dict[str, object] = dict(self.grappler)
         if value in (None, "", FORMER_UNSET):
             sw.pop(name, None)
         else:
@@ -250,3 +250,7 @@ class Config:
         for k, v in self.grappler:
             args += ["--grappler", f"{k}={v}"]
         return args
+
+
+# A configuration as every entry point takes one (``Config.coerce``): a Config, its dict, or None (the CPU, TF's defaults).
+ConfigLike = Config | dict | None

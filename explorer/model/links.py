@@ -14,6 +14,7 @@ A source without one travels as ``<id>=<its JSON>`` (``JsonLink``). docs/experim
 from __future__ import annotations
 
 import json
+from typing import Protocol
 
 from ..errors import SpecError
 from . import json_text
@@ -26,6 +27,17 @@ from .stack_examples import NAMES as STACK_NAMES
 from .stack_examples import example
 
 MAX_WORDS = 200  # a parameter's text in an "ignored" line
+
+
+class Link(Protocol):
+    """A source's link words, as the module's doc describes them."""
+
+    @property
+    def keys(self) -> tuple[str, ...]: ...
+
+    def to_query(self, data: dict) -> dict[str, str]: ...
+
+    def from_query(self, params: dict) -> tuple[dict, list[str]]: ...
 
 
 def word(value) -> str:
@@ -181,7 +193,7 @@ class JsonLink:
     """Any other source: ``<id>=<its JSON spec>``."""
 
     def __init__(self, source_id: str):
-        self.keys = (source_id,)
+        self.keys: tuple[str, ...] = (source_id,)
 
     def to_query(self, data: dict) -> dict[str, str]:
         return {self.keys[0]: json.dumps(resolve(data).public_dict(), separators=(",", ":"), sort_keys=True)}
