@@ -44,7 +44,7 @@ match) and ``max_rel <= rtol``.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -211,7 +211,7 @@ def headline(check: dict | None) -> str | None:
     return HEADLINES.get(str((check or {}).get("status")))
 
 
-def broken(check: dict | None) -> bool:
+def broken(check: Mapping | None) -> bool:
     """Whether the fused run failed or aborted: such a result is never cached (asked again, it runs again) and
     the command line exits 1, as it did when TensorFlow's error was all it said."""
     return (check or {}).get("status") in BROKEN

@@ -8,6 +8,7 @@ show that measurement beside the prediction, with the GPU, the date and the libr
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 
 from ..model import gpu_measured
 from ..model.devices import Device
@@ -33,7 +34,7 @@ def _case_of(tensors: dict) -> str | None:
     return None
 
 
-def find(result: dict, profile: str | None = None) -> dict | None:
+def find(result: Mapping, profile: str | None = None) -> dict | None:
     """The real-GPU measurement of this result's simulated graphs on ``profile``'s GPU, or None when those graphs
     were not measured there."""
     tensors = result.get("tensors") or {}

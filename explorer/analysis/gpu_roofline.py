@@ -21,6 +21,8 @@ a bound, and the page and the command line say so wherever they show it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..model.devices import Device
 from ..model.gpu_profiles import EFFICIENCY, MEASURED_AGAINST, OVERHEAD, PROFILES, canonical
 from . import gpu_measured
@@ -112,7 +114,7 @@ def tf32_on(env: dict | None) -> bool:
     return str((env or {}).get("NVIDIA_TF32_OVERRIDE", "")).strip() != "0"
 
 
-def predict(result: dict, profile: str | None = None, env: dict | None = None) -> dict | None:
+def predict(result: Mapping, profile: str | None = None, env: dict | None = None) -> dict | None:
     """Fused against unfused predicted time of a simulated result on ``profile`` (default: the result's own).
 
     None when the result carries no tensors (a result of an older explorer, or not simulated)."""

@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 
@@ -75,7 +76,9 @@ class ResultCache:
             self._memory[key] = data
         return data
 
-    def put(self, key: str, value: dict) -> None:
+    def put(self, key: str, value: Mapping[str, object]) -> None:
+        """Keep a result (a dict, or one of ``model.results``' TypedDicts: a dict at run time, kept as it is)."""
+        value = value if isinstance(value, dict) else dict(value)
         with self._lock:
             self._memory[key] = value
             if len(self._memory) > 256:

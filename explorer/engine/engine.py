@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import cast
 
 from ..analysis.agreement import broken
 from ..analysis.annotate import annotate, annotate_bench, annotate_replicated, annotate_sweep
@@ -22,20 +23,20 @@ from ..model import compilers
 from ..model.experiment_parts import Bench
 from ..model.devices import refuse_simulated
 from ..model.hooks import hook
-from ..model.flags import Config
-from ..model.limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_SWEEP_POINTS, MAX_WARMUP
-from ..model.results import BenchResult, InspectResult, SweepResult
+from ..model.flags import Config, ConfigLike
+from ..model.limits import MAX_SWEEP_POINTS
+from ..model.results import BenchResult, Fingerprint, InspectResult, SweepResult, WorkerInfo
 from ..model.spec import resolve
 from . import compare, diagnose, fix_check, fixes, machine_profile, warmup
 from .admission import HOST, AdmissionQueue
 from .cache import DEFAULT_CACHE_DIR, ResultCache, inspect_key
-from .payloads import (KERNEL_SIGNALS, check_import_device, check_range, compiler_payload, inspect_payload,
-                       profile_payload)
+from .interface import Progress
+from .payloads import (KERNEL_SIGNALS, bench_payload, check_bench_options, check_import_device, check_range,
+                       compiler_payload, inspect_payload, profile_payload)
 from .pool import Pool
 from .runner import Limits, WorkerProcess
 
-# Bounds a request must stay within are in model.limits (MAX_REPS ...), importable from here too.
-MAX_PROFILE_CALLS = 200  # profiled calls of one per-op time request
+MAX_PROFILE_CALLS = 200  # profiled calls of one per-op time request (the other bounds: model.limits)
 
 
 class Engine:
@@ -67,29 +68,30 @@ class Engine:
         with self._lock:
             return self.queues.setdefault(HOST, AdmissionQueue())
 
-    def is_warm(self, config) -> bool:
+    def is_warm(self, config: ConfigLike) -> bool:
         return self.pool.has_warm(Config.coerce(config))
 
     # ---- results by request: what the page keys its session by and asks before it waits ----------
 
-    def result_key(self, kind: str, spec, config=None, extra: dict | None = None) -> str:
+    def result_key(self, kind: str, spec, config: ConfigLike = None, extra: dict | None = None) -> str:
         return ResultCache.key(kind, resolve(spec), Config.coerce(config), extra)
 
-    def stored(self, kind: str, spec, config=None, extra: dict | None = None) -> dict | None:
+    def stored(self, kind: str, spec, config: ConfigLike = None, extra: dict | None = None) -> dict | None:
         return self.cache.get(self.result_key(kind, spec, config, extra))
 
-    def is_ready(self, kind: str, spec, config=None, extra: dict | None = None) -> bool:
+    def is_ready(self, kind: str, spec, config: ConfigLike = None, extra: dict | None = None) -> bool:
         return self.stored(kind, spec, config, extra) is not None
 
-    def store(self, kind: str, spec, config, result: dict, extra: dict | None = None) -> None:
+    def store(self, kind: str, spec, config: ConfigLike, result: Mapping[str, object],
+              extra: dict | None = None) -> None:
         self.cache.put(self.result_key(kind, spec, config, extra), result)
 
-    def prestart(self, config, *, after_s: float = 0.0) -> None:
+    def prestart(self, config: ConfigLike, *, after_s: float = 0.0) -> None:
         """Start a configuration's worker in ``after_s`` seconds, in the background (``warmup``): the page asks for
         the likely next one (oneDNN flipped) while the person reads the current one."""
         warmup.prestart(self, Config.coerce(config), after_s)
 
-    def start_worker(self, config) -> None:
+    def start_worker(self, config: ConfigLike) -> None:
         """Start a configuration's worker now, unless it is warm or the pool has no room to keep one more; a
         TensorFlow import is seconds of CPU, so it takes a graph slot (never beside a benchmark timing)."""
         config = Config.coerce(config)
@@ -98,20 +100,23 @@ class Engine:
         with self.queue(config.device).slot("graph"):
             self.pool.get(config)
 
-    def prepare(self, name: str, experiments: list, configs: Sequence = (), then=None) -> bool:
+    def prepare(self, name: str, experiments: list, configs: Sequence[ConfigLike] = (),
+                then: Callable[[InspectResult], object] | None = None) -> bool:
         """The results of ``experiments`` made in the background, then the workers of ``configs`` started
         (``warmup``); ``then`` gets each inspect result. Once per ``name``: False when asked for already."""
         return warmup.prepare(self, name, experiments, list(configs), then)
 
-    def request(self, config, op: str, payload: dict, *, slot: str | None = "graph", timeout: float | None = None,
-                fresh: bool = False, on_progress=None) -> tuple[dict, dict]:
+    def request(self, config: ConfigLike, op: str, payload: dict, *, slot: str | None = "graph",
+                timeout: float | None = None, fresh: bool = False,
+                on_progress: Progress | None = None) -> tuple[dict, WorkerInfo]:
         """A worker request of the engine's helpers (``fixes``, ``machine_profile``): the answer and how it ran.
         ``slot``: the admission slot it takes ("graph", "bench"; None: the caller holds one)."""
         return self._request(Config.coerce(config), op, payload, slot=slot, timeout=timeout, fresh=fresh,
                              on_progress=on_progress)
 
     def _request(self, config: Config, op: str, payload: dict, *, slot: str | None = "graph",
-                 timeout: float | None = None, fresh: bool = False, on_progress=None) -> tuple[dict, dict]:
+                 timeout: float | None = None, fresh: bool = False,
+                 on_progress: Progress | None = None) -> tuple[dict, WorkerInfo]:
         """The one path of every worker request: its admission slot, then the configuration's warm worker (or a
         fresh one, closed afterwards)."""
         timeout = self.pool.limits.inspect_s if timeout is None else timeout
@@ -121,7 +126,8 @@ class Engine:
         with self.queue(config.device).slot(slot, on_progress):
             return run(config, op, payload, timeout, on_progress)
 
-    def _run(self, config: Config, op: str, payload: dict, timeout: float, on_progress=None) -> tuple[dict, dict]:
+    def _run(self, config: Config, op: str, payload: dict, timeout: float,
+             on_progress: Progress | None = None) -> tuple[dict, WorkerInfo]:
         started = time.perf_counter()
         fresh = not self.pool.has_warm(config)
         if fresh and on_progress:
@@ -133,17 +139,18 @@ class Engine:
             if exc.kind in ("crash", "timeout", "memory"):
                 self.pool.discard(worker)
             raise
-        info = {"pid": worker.pid, "new_process": fresh, "startup_s": round(worker.startup_s, 3) if fresh else 0.0,
-                "wall_s": round(time.perf_counter() - started, 3)}
+        info: WorkerInfo = {"pid": worker.pid, "new_process": fresh,
+                            "startup_s": round(worker.startup_s, 3) if fresh else 0.0,
+                            "wall_s": round(time.perf_counter() - started, 3)}
         return result, info
 
-    def fingerprint(self, config=None) -> dict:
+    def fingerprint(self, config: ConfigLike = None) -> Fingerprint:
         config = Config.coerce(config)
         with self.queue(config.device).slot("graph"):
             worker = self.pool.get(config)
         return worker.fingerprint
 
-    def inspect(self, spec, config=None, *, on_progress=None, use_cache: bool = True,
+    def inspect(self, spec, config: ConfigLike = None, *, on_progress: Progress | None = None, use_cache: bool = True,
                 pass_graphs: bool = False) -> InspectResult:
         """The model's graphs at every stage, the fusions found and Grappler's own account; the near-misses'
         setting-fixes unchecked (``check_fixes``).
@@ -157,9 +164,9 @@ class Engine:
         key = inspect_key(spec, config, pass_graphs)
         if not use_cache:
             return self._inspect(spec, config, key, on_progress, pass_graphs)
-        cached = self.cache.get(key)
+        cached = cast("InspectResult | None", self.cache.get(key))  # JSON of what _inspect kept under its key
         if cached is not None:
-            return dict(cached, cached=True)
+            return {**cached, "cached": True}
         # Many sessions asking for the same new configuration at once (a class pressing "run"
         # together) share one computation instead of queueing up to repeat it.
         with self._lock:
@@ -175,8 +182,8 @@ class Engine:
                 if on_progress:
                     on_progress({"fraction": 0.0, "message": "another session is computing this same "
                                  "configuration; waiting for its result"})
-            cached = self.cache.get(key)
-            return dict(cached, cached=True, shared=True) if cached is not None else \
+            cached = cast("InspectResult | None", self.cache.get(key))
+            return {**cached, "cached": True, "shared": True} if cached is not None else \
                 self.inspect(spec, config, on_progress=on_progress, pass_graphs=pass_graphs)
         try:
             return self._inspect(spec, config, key, on_progress, pass_graphs)
@@ -185,7 +192,7 @@ class Engine:
                 self._inflight.pop(key, None)
             running.set()
 
-    def check_fixes(self, spec, config, result: dict) -> dict:
+    def check_fixes(self, spec, config: ConfigLike, result: InspectResult) -> InspectResult:
         """An inspect result whose near-misses' setting-fixes are settled by running them (``fix_check``: a
         setting is offered only where its run fused the chain); what the fusion report asks for. The checked
         result is kept under the inspect result's key, so a check runs once per result."""
@@ -196,10 +203,11 @@ class Engine:
             self.cache.put(result["key"], dict(stored, report=checked["report"]))
         return checked
 
-    def _inspect(self, spec, config: Config, key: str, on_progress, pass_graphs: bool = False) -> dict:
+    def _inspect(self, spec, config: Config, key: str, on_progress: Progress | None,
+                 pass_graphs: bool = False) -> InspectResult:
         payload = inspect_payload(spec, config, pass_graphs)
         try:
-            result, info = self._request(config, compilers.FIRST.inspect_op, payload, on_progress=on_progress)
+            answer, info = self._request(config, compilers.FIRST.inspect_op, payload, on_progress=on_progress)
         except WorkerError as exc:
             how = next((f"killed by {s}" for s in KERNEL_SIGNALS if f"killed by {s}" in str(exc)), None)
             if exc.kind != "crash" or how is None or config.device != "cpu":
@@ -208,21 +216,22 @@ class Engine:
             # graphs made without running them, and whether the unfused graph runs. If that dies too, the
             # first error stands.
             try:
-                result, info = self._request(config, compilers.FIRST.inspect_op, dict(payload, aborted=how),
+                answer, info = self._request(config, compilers.FIRST.inspect_op, dict(payload, aborted=how),
                                              on_progress=on_progress)
             except WorkerError:
                 raise exc from None
-        result = dict(result, config=config.to_dict(), worker=info, cached=False, key=key, spec=spec.public_dict())
-        result = annotate(result)
+        result = annotate({**cast(InspectResult, answer), "config": config.to_dict(), "worker": info, "cached": False,
+                           "key": key, "spec": spec.public_dict()})
         if not broken(result.get("agreement")):  # a failed call is asked again, never answered from the cache
             self.cache.put(key, result)
         return result
 
-    def xla(self, spec, config=None, *, on_progress=None, use_cache: bool = True) -> dict:
+    def xla(self, spec, config: ConfigLike = None, *, on_progress: Progress | None = None, use_cache: bool = True) -> dict:
         """The model compiled by XLA (jit_compile=True): HLO stages, fusions mapped to TF ops, compile time."""
         return self._compiled(compilers.BY_ID["xla"], spec, config, on_progress, use_cache)
 
-    def _compiled(self, compiler: compilers.Compiler, spec, config, on_progress, use_cache: bool) -> dict:
+    def _compiled(self, compiler: compilers.Compiler, spec, config: ConfigLike, on_progress: Progress | None,
+                  use_cache: bool) -> dict:
         """What a compiler other than Grappler made of the model (its ``inspect_op``), with its analysis."""
         spec, config = resolve(spec), Config.coerce(config)
         check_import_device(spec, config)
@@ -237,7 +246,8 @@ class Engine:
         self.cache.put(key, result)
         return result
 
-    def profile(self, spec, config=None, *, calls: int = 10, on_progress=None, use_cache: bool = True) -> dict:
+    def profile(self, spec, config: ConfigLike = None, *, calls: int = 10, on_progress: Progress | None = None,
+                use_cache: bool = True) -> dict:
         """Per-op time of the model's run: each executed node's median over ``calls`` profiled calls
         (``worker.op_time``). It times, so it waits for the bench slot: no other timing shares the cores."""
         spec, config = resolve(spec), Config.coerce(config)
@@ -254,25 +264,28 @@ class Engine:
         self.cache.put(key, result)
         return result
 
-    def fix(self, spec, config=None, *, apply: list[str] | None = None, out: str | None = None, processes: int = 3,
-            reps: int = 30, warmup: int = 3, max_seconds: float = 30.0, measure: bool = True, on_progress=None) -> dict:
+    def fix(self, spec, config: ConfigLike = None, *, apply: list[str] | None = None, out: str | None = None,
+            processes: int = 3, reps: int = 30, warmup: int = 3, max_seconds: float = 30.0, measure: bool = True,
+            on_progress: Progress | None = None) -> dict:
         """An imported model's near-misses rewritten into fusable form, checked and timed (``engine.fixes``)."""
         return fixes.run(self, spec, config, apply=apply, out=out, processes=processes, reps=reps, warmup=warmup,
                          max_seconds=max_seconds, measure=measure, on_progress=on_progress)
 
-    def compare(self, a_spec, a_config, b_spec, b_config, *, processes: int = 3, reps: int = 30, warmup: int = 3,
-                max_seconds: float = 30.0, on_progress=None) -> dict:
+    def compare(self, a_spec, a_config: ConfigLike, b_spec, b_config: ConfigLike, *, processes: int = 3,
+                reps: int = 30, warmup: int = 3, max_seconds: float = 30.0,
+                on_progress: Progress | None = None) -> dict:
         """A against B (``engine.compare``): each model as served under its configuration, a fresh worker per
         side and round, the speedup of B over A replicated over rounds with its interval."""
         return compare.run(self, a_spec, a_config, b_spec, b_config, processes=processes, reps=reps, warmup=warmup,
                            max_seconds=max_seconds, on_progress=on_progress)
 
-    def diagnose(self, spec, config=None, *, repro=None, ways=True, reps=20, out=None, on_progress=None) -> dict:
+    def diagnose(self, spec, config: ConfigLike = None, *, repro: str | None = None, ways: bool = True, reps: int = 20,
+                 out: str | None = None, on_progress: Progress | None = None) -> dict:
         return diagnose.run(self, spec, config, repro=repro, ways=ways, reps=reps, out=out, on_progress=on_progress)
 
-    def bench(self, spec, config=None, *, reps: int = Bench.reps, warmup: int = Bench.warmup,
-              max_seconds: float = float(Bench.seconds),
-              processes: int = 1, on_progress=None, compiler: str = compilers.FIRST.id) -> BenchResult:
+    def bench(self, spec, config: ConfigLike = None, *, reps: int = Bench.reps, warmup: int = Bench.warmup,
+              max_seconds: float = float(Bench.seconds), processes: int = 1, on_progress: Progress | None = None,
+              compiler: str = compilers.FIRST.id) -> BenchResult:
         """Fused against unfused, interleaved, with proof of which graph each variant ran.
 
         ``compiler`` (model.compilers) another than Grappler, or "both": that compiler's benchmark, which times
@@ -288,50 +301,41 @@ class Engine:
         if processes > 1 and timed is not compilers.FIRST:
             raise SpecError("processes", "the three-way benchmark with XLA runs in one process: use 1 process "
                             "with compiler xla or both")
-        payload = {"spec": spec.to_dict(), "grappler": config.grappler_dict, "reps": int(reps),
-                   "warmup": int(warmup), "max_seconds": float(max_seconds)}
+        payload = bench_payload(spec, config, reps, warmup, max_seconds)
         timeout = float(max_seconds) + self.pool.limits.bench_extra_s
         admission = self.queue(config.device)
         load_before = os.getloadavg()[0]
         with admission.slot("bench", on_progress) as slot:
             if processes == 1:
-                result, info = self._request(config, timed.bench_op, payload, slot=None, timeout=timeout,
+                answer, info = self._request(config, timed.bench_op, payload, slot=None, timeout=timeout,
                                              on_progress=on_progress)
             else:
                 runs = self._replicates(config, payload, timeout, processes, on_progress)
             overlaps = admission.overlaps
-        extra = dict(config=config.to_dict(), spec=spec.public_dict(),
-                     isolation={"others_running_at_start": slot["others_running_at_start"], "overlaps_seen": overlaps,
-                                "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)},
-                     measured_at=time.strftime("%Y-%m-%d %H:%M:%S"))
+        extra: BenchResult = {"config": config.to_dict(), "spec": spec.public_dict(), "isolation": {
+            "others_running_at_start": slot["others_running_at_start"], "overlaps_seen": overlaps,
+            "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)},
+            "measured_at": time.strftime("%Y-%m-%d %H:%M:%S")}
         if processes > 1:
             runs = [dict(run, config=config.to_dict()) for run in runs]  # what the annotation labels by
-            return dict(annotate_replicated(runs), **extra, worker=runs[0]["worker"])
+            return {**annotate_replicated(runs), **extra, "worker": runs[0]["worker"]}
         if timed is not compilers.FIRST:
-            return hook(timed.annotate_bench)(dict(result, worker=info, **extra))
-        result = annotate_bench(dict(result, worker=info, **extra))
+            return hook(timed.annotate_bench)({**answer, "worker": info, **extra})
+        result = annotate_bench({**cast(BenchResult, answer), "worker": info, **extra})  # answer: worker.bench's
         result["summary"]["speedup"] = quick(result["summary"]["speedup"])
-        return dict(result, mode=QUICK_MODE, processes=1)
+        return {**result, "mode": QUICK_MODE, "processes": 1}
 
     @staticmethod
-    def check_bench_options(reps, warmup, max_seconds, processes=1) -> int:
-        """The bounds of a benchmark request, checked before anything runs; the process count as an int."""
-        check_range("reps", reps, 3, MAX_REPS)
-        check_range("warmup", warmup, 0, MAX_WARMUP)
-        check_range("max_seconds", max_seconds, 1, MAX_BENCH_SECONDS)
-        if isinstance(processes, float) and processes.is_integer():
-            processes = int(processes)
-        check_range("processes", processes, 1, MAX_PROCESSES)
-        if isinstance(processes, float):
-            raise SpecError("processes", f"{processes!r} is not a whole number of processes")
-        return processes
+    def check_bench_options(reps: object, warmup: object, max_seconds: object, processes: object = 1) -> int:
+        return check_bench_options(reps, warmup, max_seconds, processes)  # payloads': the bounds, checked
 
-    def _replicates(self, config: Config, payload: dict, timeout: float, processes: int, on_progress) -> list[dict]:
+    def _replicates(self, config: Config, payload: dict, timeout: float, processes: int,
+                    on_progress: Progress | None) -> list[dict]:
         """The benchmark in ``processes`` fresh workers in turn (never the pool's warm one, whose
         state one run would share with the next); the caller holds the bench slot throughout."""
-        runs = []
+        runs: list[dict] = []
         for i in range(processes):
-            def progress(p, i=i):
+            def progress(p: dict, i: int = i) -> None:
                 if on_progress:
                     on_progress({"fraction": (i + float(p.get("fraction") or 0)) / processes,
                                  "message": f"process {i + 1}/{processes}: {p.get('message', '')}"})
@@ -343,7 +347,8 @@ class Engine:
             runs.append(dict(result, worker=info))
         return runs
 
-    def _run_fresh(self, config: Config, op: str, payload: dict, timeout: float, on_progress) -> tuple[dict, dict]:
+    def _run_fresh(self, config: Config, op: str, payload: dict, timeout: float,
+                   on_progress: Progress | None) -> tuple[dict, WorkerInfo]:
         """One request in a worker process of its own, closed afterwards."""
         started = time.perf_counter()
         worker = self.pool.start(config)  # its memory counts against the engine's budget too
@@ -354,8 +359,9 @@ class Engine:
         return result, {"pid": worker.pid, "new_process": True, "startup_s": round(worker.startup_s, 3),
                         "wall_s": round(time.perf_counter() - started, 3)}
 
-    def sweep(self, spec, config=None, *, param: str, values: list, reps: int = 30, warmup: int = 3,
-              max_seconds: float = 30.0, on_progress=None, compiler: str = compilers.FIRST.id) -> SweepResult:
+    def sweep(self, spec, config: ConfigLike = None, *, param: str, values: list, reps: int = 30, warmup: int = 3,
+              max_seconds: float = 30.0, on_progress: Progress | None = None,
+              compiler: str = compilers.FIRST.id) -> SweepResult:
         """bench() at each value of one size parameter: the points, their table, and where fusion starts to pay."""
         spec = resolve(spec)
         if param not in spec.p or not isinstance(spec.p[param], int) or isinstance(spec.p[param], bool):
@@ -366,7 +372,7 @@ class Engine:
         specs = [spec.with_params(**{param: v}) for v in values]  # all checked before anything runs
         points = []
         for i, point_spec in enumerate(specs):
-            def progress(p, i=i):
+            def progress(p: dict, i: int = i) -> None:
                 if on_progress:
                     on_progress({"fraction": (i + p.get("fraction", 0)) / len(specs),
                                  "message": f"{param}={values[i]}: {p.get('message', '')}"})
@@ -376,13 +382,14 @@ class Engine:
             points.append({"value": point_spec.p[param], "result": result})
         return annotate_sweep(param, points)
 
-    def machine(self, config=None, *, fingerprint: dict | None = None, use_cache: bool = True, measure: bool = True,
-                request: dict | None = None, on_progress=None) -> dict | None:
+    def machine(self, config: ConfigLike = None, *, fingerprint: dict | None = None, use_cache: bool = True,
+                measure: bool = True, request: dict | None = None, on_progress: Progress | None = None) -> dict | None:
         """This machine's bandwidth curve and matmul rate, measured once per machine (engine.machine_profile)."""
         return machine_profile.profile(self, Config.coerce(config), self.cache, fingerprint=fingerprint,
                                        use_cache=use_cache, measure=measure, request=request, on_progress=on_progress)
 
-    def traffic(self, result: dict, config=None, *, measure: bool = True, on_progress=None) -> dict:
+    def traffic(self, result: dict, config: ConfigLike = None, *, measure: bool = True,
+                on_progress: Progress | None = None) -> dict:
         """A benchmark result with its memory-traffic report (analysis.traffic) as ``result["traffic"]``."""
         return machine_profile.attach(self, result, Config.coerce(config or result.get("config")), measure=measure,
                                       on_progress=on_progress)

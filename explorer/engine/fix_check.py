@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..errors import ExplorerError, SpecError
 from ..analysis.near_miss import apply_checks, candidate_settings
 from ..model.flags import Config
+from ..model.results import InspectResult
 
 MAX_CONFIGURATIONS = 3
 
@@ -34,7 +35,7 @@ def configured(config: Config, settings: list[dict]) -> Config | None:
     return config
 
 
-def check(engine, spec, config: Config, result: dict) -> dict:
+def check(engine, spec, config: Config, result: InspectResult) -> InspectResult:
     """The result with its near-misses' fixes settled by running the candidate settings."""
     report = result.get("report")
     if not report or report.get("fixes_checked") is not None:
@@ -62,4 +63,4 @@ def check(engine, spec, config: Config, result: dict) -> dict:
         "configurations": runs, "limit": MAX_CONFIGURATIONS,
         "verified": sum(1 for m in settled if m.get("verified")),
         "offered": sum(1 for m in settled if m.get("changes"))})
-    return dict(result, report=report)
+    return {**result, "report": report}

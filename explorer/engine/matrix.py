@@ -11,10 +11,12 @@ cell comes back: a result, or a status with the reason it has none.
 from __future__ import annotations
 
 import itertools
-from collections import Counter
 import threading
 import time
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 from ..analysis import gpu_measured, gpu_roofline
 from ..analysis.annotate import annotate_bench, annotate_replicated
@@ -24,7 +26,9 @@ from ..model.catalog import PRESETS
 from ..model.devices import NOTHING_TO_TIME, is_simulated
 from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, UNSET_SPELLINGS, Config, parse_assignment
 from ..model.gpu_measured import HOW_SHORT
+from ..model.results import BenchResult, Fingerprint, MatrixRow
 from ..model.spec import PARAMS, resolve
+from .interface import EngineInterface, Progress
 
 MAX_CELLS = 256
 NOT_RUNNABLE = ("invalid", "n/a")  # statuses the plan gives; every other cell runs (again, when run again)
@@ -74,12 +78,19 @@ class Cell:
     config: Config | None  # None: the cell cannot run (status says why)
     status: str = "planned"
     reason: str = ""
-    row: dict = field(default_factory=dict)
+    row: MatrixRow = field(default_factory=lambda: MatrixRow())
     model: str = ""  # the row's name for people: the preset's title, or the model's own label
 
     @property
     def label(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in self.settings) or "as given"
+
+    @property
+    def runs_on(self) -> Config:
+        """The configuration of a cell that runs: every cell ``groups`` gives out has one (a cell whose
+        configuration was refused is 'invalid', never run)."""
+        assert self.config is not None, f"cell {self.label} has no configuration ({self.status}: {self.reason})"
+        return self.config
 
 
 def plan(presets: list[str], axes: list[Axis], *, device: str = "cpu", env: dict | None = None,
@@ -103,9 +114,10 @@ def plan(presets: list[str], axes: list[Axis], *, device: str = "cpu", env: dict
     unused = [p for p in params if not any(p in PRESETS[x].chain.param_names() for x in presets)]
     if unused and presets:
         raise SpecError("--set", f"{', '.join(unused)} applies to none of the presets")
-    rows = [(preset, PRESETS[preset].title, {"preset": preset, "params": {}}) for preset in presets]
+    rows: list[tuple[str, str, dict]] = [(preset, PRESETS[preset].title, {"preset": preset, "params": {}})
+                                         for preset in presets]
     rows += [("", name, spec) for name, spec in models.items()]
-    cells = []
+    cells: list[Cell] = []
     for preset, title, base_spec in rows:
         takes = _takes(base_spec)
         for combo in itertools.product(*(a.values for a in axes)):
@@ -146,7 +158,7 @@ def _takes(spec: dict) -> list[str]:
     return list(resolve(spec).p)
 
 
-def _product(sizes) -> int:
+def _product(sizes: Iterable[int]) -> int:
     out = 1
     for s in sizes:
         out *= s
@@ -158,7 +170,7 @@ def groups(cells: list[Cell]) -> list[list[Cell]]:
     by_key: dict[tuple, list[Cell]] = {}
     for cell in cells:
         if cell.status not in NOT_RUNNABLE:
-            by_key.setdefault(cell.config.process_key(), []).append(cell)
+            by_key.setdefault(cell.runs_on.process_key(), []).append(cell)
     return list(by_key.values())
 
 
@@ -173,8 +185,8 @@ class BenchOptions:
         return {"reps": self.reps, "warmup": self.warmup, "max_seconds": self.max_seconds, "processes": self.processes}
 
 
-def fill(cell: Cell, inspect_result: dict | None, bench_result: dict | None = None, *, node: dict | None = None,
-         bench_error: str = "") -> None:
+def fill(cell: Cell, inspect_result: Mapping | None, bench_result: Mapping | None = None, *,
+         node: dict | None = None, bench_error: str = "") -> None:
     """The cell's row from its results: verdict, fused op, speedup, what ran it."""
     explanation = (inspect_result or {}).get("explanation") or {}
     observed = explanation.get("observed") or [
@@ -186,8 +198,8 @@ def fill(cell: Cell, inspect_result: dict | None, bench_result: dict | None = No
     verdict = explanation.get("verdict")
     if verdict is None and inspect_result is not None:  # a whole model (no one pattern's checklist): its fusions
         verdict = "fused" if observed else "not fused"
-    fp = (inspect_result or bench_result or {}).get("fingerprint") or {}
-    row = {
+    fp: Fingerprint = (inspect_result or bench_result or {}).get("fingerprint") or Fingerprint()
+    row: MatrixRow = {
         "preset": cell.preset, "model": cell.model or cell.preset, "settings": dict(cell.settings),
         "label": cell.label,
         "device": cell.config.device if cell.config else None,
@@ -206,26 +218,26 @@ def fill(cell: Cell, inspect_result: dict | None, bench_result: dict | None = No
     if bench_result is not None and nothing:
         # A cell that did not fuse shows no fusion speedup: its two timings compare one graph with itself, or
         # (remapper off) this configuration with another one.
-        row.update(speedup=None, bench_error=nothing, bench_cached=bool(bench_result.get("cached")))
+        row.update({"speedup": None, "bench_error": nothing, "bench_cached": bool(bench_result.get("cached"))})
     elif bench_result is not None:
         sp = bench_result["summary"]["speedup"]
-        row.update(speedup=sp["estimate"], ci_low=sp.get("ci_low"), ci_high=sp.get("ci_high"),
-                   speedup_verdict=sp.get("verdict"), processes=bench_result.get("processes", 1),
-                   pairs=sp.get("n_pairs_total", sp.get("n_pairs")), between_share=sp.get("between_share"),
-                   bench_cached=bool(bench_result.get("cached")))
+        row.update({"speedup": sp["estimate"], "ci_low": sp.get("ci_low"), "ci_high": sp.get("ci_high"),
+                    "speedup_verdict": sp.get("verdict"), "processes": bench_result.get("processes", 1),
+                    "pairs": sp.get("n_pairs_total", sp.get("n_pairs")), "between_share": sp.get("between_share"),
+                    "bench_cached": bool(bench_result.get("cached"))})
     elif bench_error:
-        row.update(speedup=None, bench_error=bench_error)
+        row.update({"speedup": None, "bench_error": bench_error})
     cell.row = row
 
 
-def prediction_fields(inspect_result: dict | None) -> dict:
+def prediction_fields(inspect_result: Mapping | None) -> MatrixRow:
     """A simulated GPU cell's predicted time (analysis.gpu_roofline): nothing ran, so it is never a measurement."""
-    if not (inspect_result or {}).get("simulated"):
+    if inspect_result is None or not inspect_result.get("simulated"):
         return {}
     p = gpu_roofline.predict(inspect_result)
     if p is None:
         return {}
-    measured = gpu_measured.find(inspect_result or {})
+    measured = gpu_measured.find(inspect_result)
     return {"predicted_speedup": p["speedup"], "predicted_fused_us": p["fused_us"],
             "predicted_unfused_us": p["unfused_us"], "prediction": f"{p['label']}, on {p['profile']['label']}",
             "measured_gpu_speedup": measured["speedup"] if measured else None,
@@ -233,7 +245,7 @@ def prediction_fields(inspect_result: dict | None) -> dict:
                             if measured else None}
 
 
-def nothing_to_compare(row: dict, bench_result: dict | None) -> str:
+def nothing_to_compare(row: MatrixRow, bench_result: Mapping | None) -> str:
     """Why a cell has no fusion speedup to show, or "" when it has one."""
     if bench_result is not None and bench_result.get("nothing_to_compare"):
         return bench_result["nothing_to_compare"]
@@ -242,23 +254,23 @@ def nothing_to_compare(row: dict, bench_result: dict | None) -> str:
     return ""
 
 
-def rows(cells: list[Cell]) -> list[dict]:
+def rows(cells: list[Cell]) -> list[MatrixRow]:
     """Every cell's row, ran or not (a cell never drops out of the matrix)."""
     for cell in cells:
         if not cell.row or cell.row.get("status") != cell.status:
             if cell.row:
-                cell.row.update(status=cell.status, reason=cell.reason)
+                cell.row.update({"status": cell.status, "reason": cell.reason})
             else:
                 fill(cell, None)
     return [c.row for c in cells]
 
 
-def run_local(engine, cells: list[Cell], *, bench: BenchOptions | None = None, use_cache: bool = True,
-              on_progress=None, stop: threading.Event | None = None) -> list[dict]:
+def run_local(engine: EngineInterface, cells: list[Cell], *, bench: BenchOptions | None = None, use_cache: bool = True,
+              on_progress: Progress | None = None, stop: threading.Event | None = None) -> list[MatrixRow]:
     """Every runnable cell through the engine (its queue, warm workers and cache), a configuration at a time."""
     todo = groups(cells)
     for cell in (c for g in todo for c in g):
-        cell.status, cell.reason, cell.row = "planned", "", {}
+        cell.status, cell.reason, cell.row = "planned", "", MatrixRow()
     total = sum(len(g) for g in todo) or 1
     done = 0
     for group in todo:
@@ -269,13 +281,14 @@ def run_local(engine, cells: list[Cell], *, bench: BenchOptions | None = None, u
             if on_progress:
                 on_progress({"fraction": done / total, "message": f"{cell.model or cell.preset} · {cell.label}"})
             try:
-                result = engine.inspect(cell.spec, cell.config, use_cache=use_cache)
+                result = engine.inspect(cell.spec, cell.runs_on, use_cache=use_cache)
             except ExplorerError as exc:
                 cell.status, cell.reason = "failed", str(exc)
                 done += 1
                 continue
             cell.status = "ok"
-            bench_result, bench_error = None, ""
+            bench_result: Mapping | None = None
+            bench_error = ""
             if bench is not None:
                 bench_result, bench_error = _bench_local(engine, cell, bench, use_cache)
             fill(cell, result, bench_result, bench_error=bench_error)
@@ -285,31 +298,34 @@ def run_local(engine, cells: list[Cell], *, bench: BenchOptions | None = None, u
     return rows(cells)
 
 
-def _bench_local(engine, cell: Cell, options: BenchOptions, use_cache: bool) -> tuple[dict | None, str]:
-    if is_simulated(cell.config.device):
+def _bench_local(engine: EngineInterface, cell: Cell, options: BenchOptions,
+                 use_cache: bool) -> tuple[Mapping | None, str]:
+    config = cell.runs_on
+    if is_simulated(config.device):
         return None, NOTHING_TO_TIME
-    cached = engine.stored("bench", cell.spec, cell.config, options.extra()) if use_cache else None
+    cached = engine.stored("bench", cell.spec, config, options.extra()) if use_cache else None
     if cached is not None:
         return dict(cached, cached=True), ""
     try:
-        result = engine.bench(cell.spec, cell.config, reps=options.reps, warmup=options.warmup,
+        result = engine.bench(cell.spec, config, reps=options.reps, warmup=options.warmup,
                               max_seconds=options.max_seconds, processes=options.processes)
     except ExplorerError as exc:
         return None, str(exc)
-    engine.store("bench", cell.spec, cell.config, result, options.extra())
+    engine.store("bench", cell.spec, config, result, options.extra())
     return result, ""
 
 
-def store_bench(engine, cell: Cell, options: BenchOptions, raw_runs: list[dict]) -> dict:
+def store_bench(engine: EngineInterface, cell: Cell, options: BenchOptions, raw_runs: list[dict]) -> BenchResult:
     """A bench run elsewhere (a Ray task) annotated as the engine would, and cached like a local one."""
+    config = cell.runs_on
     if len(raw_runs) > 1:
         result = annotate_replicated(raw_runs)
-    else:
-        result = annotate_bench(dict(raw_runs[0], config=cell.config.to_dict()))
+    else:  # the task's answer: JSON of a BenchResult's worker part (worker.bench)
+        result = annotate_bench({**cast(BenchResult, raw_runs[0]), "config": config.to_dict()})
         result["summary"]["speedup"] = quick(result["summary"]["speedup"])
-        result.update(mode=QUICK_MODE, processes=1)
-    result = dict(result, config=cell.config.to_dict(), measured_at=time.strftime("%Y-%m-%d %H:%M:%S"))
-    engine.store("bench", cell.spec, cell.config, result, options.extra())
+        result.update({"mode": QUICK_MODE, "processes": 1})
+    result = {**result, "config": config.to_dict(), "measured_at": time.strftime("%Y-%m-%d %H:%M:%S")}
+    engine.store("bench", cell.spec, config, result, options.extra())
     return result
 
 
@@ -319,7 +335,8 @@ def summary(cells: list[Cell]) -> dict:
         counts[cell.status] = counts.get(cell.status, 0) + 1
     verdicts: dict[str, int] = {}
     for cell in cells:
-        if cell.row.get("verdict"):
-            verdicts[cell.row["verdict"]] = verdicts.get(cell.row["verdict"], 0) + 1
+        verdict = cell.row.get("verdict")
+        if verdict:
+            verdicts[verdict] = verdicts.get(verdict, 0) + 1
     return {"cells": len(cells), "status": counts, "verdicts": verdicts,
             "configurations": len({c.config.process_key() for c in cells if c.config is not None})}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..errors import SpecError
 from ..model.devices import refuse_simulated
 from ..model.flags import Config
+from ..model.limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_WARMUP
 from ..model.sources import source_of
 
 
@@ -24,7 +25,26 @@ def profile_payload(spec, config: Config, calls: int = 10) -> dict:
             "max_seconds": 60.0}
 
 
-def check_range(name: str, value, low, high) -> None:
+def bench_payload(spec, config: Config, reps: int, warmup: int, max_seconds: float) -> dict:
+    """What a benchmark request sends the worker (each of its processes, with its ``rotate``)."""
+    return {"spec": spec.to_dict(), "grappler": config.grappler_dict, "reps": int(reps), "warmup": int(warmup),
+            "max_seconds": float(max_seconds)}
+
+
+def check_bench_options(reps: object, warmup: object, max_seconds: object, processes: object = 1) -> int:
+    """The bounds of a benchmark request, checked before anything runs; the process count as an int."""
+    check_range("reps", reps, 3, MAX_REPS)
+    check_range("warmup", warmup, 0, MAX_WARMUP)
+    check_range("max_seconds", max_seconds, 1, MAX_BENCH_SECONDS)
+    if isinstance(processes, float) and processes.is_integer():
+        processes = int(processes)
+    check_range("processes", processes, 1, MAX_PROCESSES)
+    if not isinstance(processes, int):  # a fraction: check_range refused every type but int and float
+        raise SpecError("processes", f"{processes!r} is not a whole number of processes")
+    return processes
+
+
+def check_range(name: str, value: object, low: float, high: float) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
         raise SpecError(name, f"{value!r} is out of range; allowed {low}..{high}")
 

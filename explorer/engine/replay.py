@@ -22,13 +22,16 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import ExplorerError
 from ..model import compilers
-from ..model.flags import Config
+from ..model.flags import Config, ConfigLike
+from ..model.results import Fingerprint, WorkerInfo
 from ..model.spec import resolve
 from .cache import ResultCache, spec_identity
 from .engine import Engine
+from .interface import EngineInterface, Progress
 from .payloads import compiler_payload, inspect_payload, profile_payload
 
 SUFFIX = ".worker.json"
@@ -58,7 +61,8 @@ class ReplayEngine(Engine):
         except (OSError, ValueError):
             return None
 
-    def _run(self, config: Config, op: str, payload: dict, timeout: float, on_progress=None) -> tuple[dict, dict]:
+    def _run(self, config: Config, op: str, payload: dict, timeout: float,
+             on_progress: Progress | None = None) -> tuple[dict, WorkerInfo]:
         recording = self._recording(config, op, payload)
         if recording is None:
             what = f"{op} result for {resolve(payload['spec']).label()}" if "spec" in payload else f"{op} answer"
@@ -68,11 +72,12 @@ class ReplayEngine(Engine):
         return recording["answer"], {"pid": pid, "new_process": False, "startup_s": 0.0, "wall_s": 0.0,
                                      "replayed": True}
 
-    def _run_fresh(self, config: Config, op: str, payload: dict, timeout: float, on_progress) -> tuple[dict, dict]:
+    def _run_fresh(self, config: Config, op: str, payload: dict, timeout: float,
+                   on_progress: Progress | None) -> tuple[dict, WorkerInfo]:
         result, info = self._run(config, op, payload, timeout, on_progress)
-        return result, dict(info, new_process=True)
+        return result, {**info, "new_process": True}
 
-    def is_ready(self, kind: str, spec, config=None, extra: dict | None = None) -> bool:
+    def is_ready(self, kind: str, spec, config: ConfigLike = None, extra: dict | None = None) -> bool:
         """Stored, or recorded: a replay answers either at once."""
         if super().is_ready(kind, spec, config, extra):
             return True
@@ -87,7 +92,7 @@ class ReplayEngine(Engine):
             return False
         return self._recording(config, kind, payload) is not None
 
-    def fingerprint(self, config=None) -> dict:
+    def fingerprint(self, config: ConfigLike = None) -> Fingerprint:
         """The fingerprint recorded with this device and these flags, else with this device (the machine's
         devices and CPU are the same whatever the flags)."""
         config = Config.coerce(config)
@@ -108,13 +113,13 @@ class ReplayEngine(Engine):
             return same_device
         raise ExplorerError(f"no recorded result on {config.device} (replaying {self.directory})")
 
-    def is_warm(self, config) -> bool:
+    def is_warm(self, config: ConfigLike) -> bool:
         return True  # nothing to start
 
-    def prestart(self, config, *, after_s: float = 0.0) -> None:
+    def prestart(self, config: ConfigLike, *, after_s: float = 0.0) -> None:
         pass
 
-    def start_worker(self, config) -> None:
+    def start_worker(self, config: ConfigLike) -> None:
         pass  # nothing to start
 
 
@@ -135,12 +140,19 @@ class RecordingEngine(Engine):
         tmp.write_text(json.dumps({"request": request, "fingerprint": fingerprint, "answer": answer}))
         os.replace(tmp, self.directory / f"{key}{SUFFIX}")
 
-    def _run(self, config: Config, op: str, payload: dict, timeout: float, on_progress=None) -> tuple[dict, dict]:
+    def _run(self, config: Config, op: str, payload: dict, timeout: float,
+             on_progress: Progress | None = None) -> tuple[dict, WorkerInfo]:
         answer, info = super()._run(config, op, payload, timeout, on_progress)
         self._record(config, op, payload, answer)
         return answer, info
 
-    def _run_fresh(self, config: Config, op: str, payload: dict, timeout: float, on_progress) -> tuple[dict, dict]:
+    def _run_fresh(self, config: Config, op: str, payload: dict, timeout: float,
+                   on_progress: Progress | None) -> tuple[dict, WorkerInfo]:
         answer, info = super()._run_fresh(config, op, payload, timeout, on_progress)
         self._record(config, op, payload, answer)
         return answer, info
+
+
+if TYPE_CHECKING:  # the type checker holds both engines to the interface's types (its test: to its names)
+    _LIVE: type[EngineInterface] = Engine
+    _REPLAY: type[EngineInterface] = ReplayEngine

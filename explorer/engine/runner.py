@@ -26,14 +26,18 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from ..errors import SpecError, WorkerError
 from . import scratch
 from .admission import MEMORY_BUDGET, MemoryBudget
+from .interface import Progress
 from ..model.devices import is_simulated
 from ..model.flags import ENV_FLAGS, Config
+from ..model.results import Fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -71,12 +75,13 @@ def _signal_name(code: int) -> str:
 class WorkerProcess:
     """One live ``python -m explorer.worker`` and the pipe protocol to it."""
 
-    def __init__(self, config: Config, limits: Limits, base_env: dict | None = None,
-                 budget: MemoryBudget | None = None, make_room=lambda: False):
+    def __init__(self, config: Config, limits: Limits, base_env: Mapping[str, str] | None = None,
+                 budget: MemoryBudget | None = None, make_room: Callable[[], bool] = lambda: False):
         """``base_env``: the environment to start from (default: this process's); a Ray task passes
         its own with Ray's additions removed. ``budget``: the engine's memory budget, which this worker's
         cap is held from while it lives (``make_room`` stops an idle worker to free some)."""
-        self._budget, self._held = None, 0
+        self._budget: MemoryBudget | None = None
+        self._held = 0
         if budget is not None:
             budget.acquire(limits.memory_bytes, make_room, limits.startup_s)
             self._budget, self._held = budget, limits.memory_bytes
@@ -90,9 +95,9 @@ class WorkerProcess:
             self._release()
             raise
 
-    def _start(self, config: Config, limits: Limits, base_env: dict | None) -> None:
+    def _start(self, config: Config, limits: Limits, base_env: Mapping[str, str] | None) -> None:
         self.config = config
-        self._base_env = os.environ if base_env is None else base_env
+        self._base_env: Mapping[str, str] = os.environ if base_env is None else base_env
         self.limits = limits
         self.lock = threading.Lock()
         self.last_used = time.monotonic()
@@ -113,7 +118,11 @@ class WorkerProcess:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
             env=env, cwd=str(PROJECT_ROOT), text=True, bufsize=1, start_new_session=True,
         )
-        self._lines: queue.Queue = queue.Queue()
+        # Both pipes were asked for (PIPE), so Popen made them.
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._to_worker: IO[str] = self.proc.stdin
+        self._from_worker: IO[str] = self.proc.stdout
+        self._lines: queue.Queue[str | None] = queue.Queue()  # None: the worker closed its stdout
         self._rss_at = 0.0
         threading.Thread(target=self._read, daemon=True).start()
         ready = self._next(time.monotonic() + limits.startup_s, "start", limits.startup_s)
@@ -121,10 +130,10 @@ class WorkerProcess:
             error = ready.get("error") or {}
             self.kill()
             raise WorkerError("tensorflow", error.get("message", "the worker failed to start"), error.get("detail", ""))
-        self.fingerprint = ready["fingerprint"]
+        self.fingerprint: Fingerprint = ready["fingerprint"]
         self.startup_s = time.perf_counter() - started
 
-    def _environment(self) -> dict:
+    def _environment(self) -> dict[str, str]:
         env = {k: v for k, v in self._base_env.items() if k not in _OWNED_ENV}
         env.update(self.config.env_dict)
         env["TF_CPP_VMODULE"] = VMODULE
@@ -159,7 +168,7 @@ class WorkerProcess:
         return self.proc.poll() is None
 
     def _read(self) -> None:
-        for line in self.proc.stdout:
+        for line in self._from_worker:
             self._lines.put(line)
         self._lines.put(None)
 
@@ -195,6 +204,7 @@ class WorkerProcess:
                     f"({limit_s:.0f} s); it was stopped and the next request starts a new one.",
                     self.stderr_tail(),
                 )
+            line: str | None
             try:
                 line = self._lines.get(timeout=min(MEMORY_POLL_S, remaining))
             except queue.Empty:
@@ -227,7 +237,7 @@ class WorkerProcess:
             except json.JSONDecodeError:
                 log.warning("worker wrote a non-protocol line: %r", line[:200])
 
-    def request(self, op: str, payload: dict, timeout: float, on_progress=None) -> dict:
+    def request(self, op: str, payload: dict, timeout: float, on_progress: Progress | None = None) -> dict:
         """Send one request and wait for its answer; raises WorkerError on any failure."""
         with self.lock:
             self.last_used = time.monotonic()
@@ -240,17 +250,17 @@ class WorkerProcess:
                 # The worker is done with the request or dead: whatever it left is removed with the folder.
                 shutil.rmtree(folder, ignore_errors=True)
 
-    def _serve(self, op: str, message: dict, timeout: float, on_progress) -> dict:
+    def _serve(self, op: str, message: dict, timeout: float, on_progress: Progress | None) -> dict:
         req_id = message["id"]
         try:
-            self.proc.stdin.write(json.dumps(message) + "\n")
-            self.proc.stdin.flush()
+            self._to_worker.write(json.dumps(message) + "\n")
+            self._to_worker.flush()
         except (BrokenPipeError, OSError):
             self.kill()
             raise WorkerError("crash", "The worker process had died; the next request starts a new one.",
                               self.stderr_tail()) from None
         deadline = time.monotonic() + timeout
-        abandoned = None
+        abandoned: BaseException | None = None
         while True:
             reply = self._next(deadline, op, timeout)
             if reply.get("id") != req_id:
@@ -295,7 +305,7 @@ class WorkerProcess:
     def close(self) -> None:
         if self.proc.poll() is None:
             try:
-                self.proc.stdin.close()
+                self._to_worker.close()
                 self.proc.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
                 pass

@@ -8,7 +8,7 @@ results (a simulated GPU has no executed stage; a cached result has no worker ti
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 
 class EdgeDict(TypedDict):
@@ -125,10 +125,13 @@ class Explanation(TypedDict):
 
 
 class WorkerInfo(TypedDict):
-    pid: int
+    """How a worker request ran (engine.Engine._run)."""
+
+    pid: int | None  # None: a replayed answer whose recording names no process
     new_process: bool
     startup_s: float
     wall_s: float
+    replayed: NotRequired[bool]  # answered from a recording (engine.replay)
 
 
 class AgreementCheck(TypedDict):
@@ -239,3 +242,54 @@ class SweepResult(TypedDict):
     points: list[dict]  # {"value", "result": BenchResult}
     rows: list[dict]  # analysis.stats.sweep_table
     pays_from: int | None
+
+
+class MatrixRow(TypedDict, total=False):
+    """One cell of the what-if matrix (engine.matrix.fill): what it ran and what it found. Every key from
+    ``preset`` to ``agreement_summary`` is in a filled row (a cell not filled yet has an empty one); the others
+    come with a simulated GPU's prediction, a benchmark or a Ray task."""
+
+    preset: str  # the preset's id; "" for a row of another model
+    model: str  # the row's name for people
+    settings: dict[str, str]  # the varied names and this cell's values
+    label: str
+    device: str | None  # None: the cell has no configuration (status says why)
+    env: dict[str, str]
+    grappler: dict[str, str]
+    params: dict
+    status: str  # "planned", "invalid", "n/a", "ok", "failed", "stopped", "unrunnable"
+    reason: str
+    verdict: str | None  # the explanation's verdict, or "fused"/"not fused" for a whole model
+    pattern: str | None
+    fused_op: str  # each fused op once, with its count
+    why: str | None
+    because: str
+    simulated: bool
+    cached: bool
+    key: str | None
+    fingerprint: Fingerprint
+    node: dict  # the Ray node that ran it
+    pid: int | None
+    agreement: str | None  # AgreementCheck's status
+    agreement_summary: str | None
+    # a simulated GPU's prediction (engine.matrix.prediction_fields)
+    predicted_speedup: float | None  # None: part of the model runs on the host CPU
+    predicted_fused_us: float
+    predicted_unfused_us: float
+    prediction: str
+    measured_gpu_speedup: float | None
+    measured_gpu: str | None
+    # a benchmark
+    speedup: float | None
+    ci_low: float | None
+    ci_high: float | None
+    speedup_verdict: str | None
+    processes: int
+    pairs: int | None
+    between_share: float | None
+    bench_cached: bool
+    bench_error: str  # why it has no speedup
+    # a Ray task (engine.ray_backend)
+    attempts: int
+    retried_because: list[str]
+    ray_retries: int | None

@@ -7,8 +7,8 @@ import re
 import streamlit as st
 
 from ..analysis import replicated, stats
-from ..engine.engine import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_SWEEP_POINTS, MAX_WARMUP
 from ..errors import ExplorerError
+from ..model.limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_SWEEP_POINTS, MAX_WARMUP
 from ..model.spec import PARAMS
 from ..present import charts
 from . import frame, state
