@@ -33,7 +33,7 @@ def test_a_click_on_a_tab_runs_its_panel_and_what_was_set_in_a_tab_comes_back(ap
 
     _open(page, "Fused vs unfused")
     expect(page.get_by_role("spinbutton", name="Timed calls per variant")).to_be_visible()
-    assert page.frame_locator(LINKED).count() == 0  # the graph tab's drawing is not drawn while it is closed
+    assert page.locator(LINKED).count() == 0  # the graph tab's drawing is not drawn while it is closed
     page.wait_for_function("() => location.search.includes('tab=bench')")
     assert "fold=1" in page.url  # the closed tab's folding stays in the link
 
