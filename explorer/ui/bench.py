@@ -109,15 +109,16 @@ def panel(engine, choice: Choice) -> None:
     with st.form("bench.form", border=False):
         c1, c2, c3, c4 = st.columns([1, 1, 1, 1.2], vertical_alignment="bottom")
         reps = c1.number_input("Timed calls per variant", min_value=3, max_value=MAX_REPS, step=10,
-                               key=state.BENCH_REPS, help=f"3..{MAX_REPS}")
+                               key=state.BENCH_REPS, persist_state=state.KEEP_HIDDEN, help=f"3..{MAX_REPS}")
         warmup = c2.number_input("Warm-up calls", min_value=0, max_value=MAX_WARMUP, step=1,
-                                 key=state.BENCH_WARMUP, help=f"Untimed calls first; 0..{MAX_WARMUP}")
+                                 key=state.BENCH_WARMUP, persist_state=state.KEEP_HIDDEN,
+                                 help=f"Untimed calls first; 0..{MAX_WARMUP}")
         seconds = c3.number_input("Time budget (s)", min_value=1, max_value=int(MAX_BENCH_SECONDS), step=5,
-                                  key=state.BENCH_SECONDS,
+                                  key=state.BENCH_SECONDS, persist_state=state.KEEP_HIDDEN,
                                   help=f"The timed loop stops early when it runs out; 1..{MAX_BENCH_SECONDS:g} s")
         submitted = c4.form_submit_button("Run fused vs unfused", type="primary", width="stretch", key="bench.run")
         m1, m2 = st.columns([3, 1], vertical_alignment="bottom")
-        m1.radio("Run", ["quick", "repeatable"], key=state.BENCH_MODE, horizontal=True,
+        m1.radio("Run", ["quick", "repeatable"], key=state.BENCH_MODE, horizontal=True, persist_state=state.KEEP_HIDDEN,
                  format_func=lambda m: {"quick": "quick (1 process)",
                                         "repeatable": "repeatable (several fresh processes)"}[m],
                  help="Quick: one warm worker process; its interval covers the noise inside that process only, "
@@ -125,6 +126,7 @@ def panel(engine, choice: Choice) -> None:
                       "worker processes one after another, each warmed up, and the interval includes the "
                       "process-to-process variation (costs a TensorFlow start per process).")
         m2.number_input("Processes", min_value=2, max_value=MAX_PROCESSES, step=1, key=state.BENCH_PROCESSES,
+                        persist_state=state.KEEP_HIDDEN,
                         help=f"For a repeatable run; 2..{MAX_PROCESSES}. 4 or more: with fewer the interval "
                              "is wide (2 processes give it 1 degree of freedom)")
     processes = chosen_processes()
@@ -290,9 +292,11 @@ def sweep_panel(engine, choice: Choice) -> None:
             str(v) for v in suggested_values(int(p[param]), spec.low, spec.high))
     c1, c2, c3, c4 = st.columns([1, 2, 1, 1.2], vertical_alignment="bottom")
     param = c1.selectbox("Size to vary", sizes, key=state.SWEEP_PARAM, format_func=lambda n: PARAM_LABELS.get(n, n),
-                         on_change=_on_param_change)
-    text = c2.text_input(f"Values (up to {MAX_SWEEP_POINTS}, comma-separated)", key=state.SWEEP_VALUES)
-    reps = c3.number_input("Calls per point", min_value=3, max_value=MAX_SWEEP_REPS, step=5, key=state.SWEEP_REPS)
+                         on_change=_on_param_change, persist_state=state.KEEP_HIDDEN)
+    text = c2.text_input(f"Values (up to {MAX_SWEEP_POINTS}, comma-separated)", key=state.SWEEP_VALUES,
+                         persist_state=state.KEEP_HIDDEN)
+    reps = c3.number_input("Calls per point", min_value=3, max_value=MAX_SWEEP_REPS, step=5, key=state.SWEEP_REPS,
+                           persist_state=state.KEEP_HIDDEN)
     clicked = c4.button("Run sweep", type="primary", key="sweep.run", width="stretch")
     try:
         values = parse_values(text)

@@ -26,7 +26,7 @@ from ..model.graph import Graph
 from ..model.sources import source_for_data
 from ..present import fix_text
 from ..present.dot import to_dot
-from . import cached, frame, upload
+from . import cached, frame, state, upload
 
 RESULTS = "fixes.results"  # {run key: fix result} of this session (the last few)
 KEEP = 4
@@ -61,11 +61,12 @@ def panel(engine, result: dict, choice, key: str = "fixes") -> None:
         return
     _fresh_choice(key, result, chosen)
     left, middle, right = st.columns([3, 2, 1], vertical_alignment="bottom")
-    fixes = left.multiselect("Fixes", list(fix_plan.FIXES), key=f"{key}.chosen",
+    fixes = left.multiselect("Fixes", list(fix_plan.FIXES), key=f"{key}.chosen", persist_state=state.KEEP_HIDDEN,
                              format_func=lambda f: f, help="; ".join(f"{k}: {v}" for k, v in FIX_HELP.items()))
     timing = middle.radio("Timing", list(PROCESSES), horizontal=True, key=f"{key}.processes",
                           help="Quick: one warm worker process, an interval for that process only. Repeatable: "
-                               "three fresh processes, an interval that holds from one run to the next.")
+                               "three fresh processes, an interval that holds from one run to the next.",
+                          persist_state=state.KEEP_HIDDEN)
     processes = PROCESSES[timing]
     results = st.session_state.setdefault(RESULTS, {})
     this = run_key(result, fixes, processes)
@@ -165,7 +166,8 @@ def show(engine, result: dict, fixed: dict, config, key: str) -> None:
                    f"{fix_text.agreement_words(fixed)}. Memory traffic: "
                    f"{fix_text.bytes_words(saved, fixed.get('bytes_written_before'))}.")
     download_model(fixed, key)
-    if st.toggle("Show both models' graphs after Grappler, side by side", key=f"{key}.graphs"):
+    if st.toggle("Show both models' graphs after Grappler, side by side", key=f"{key}.graphs",
+                 persist_state=state.KEEP_HIDDEN):
         _graphs(engine, result, fixed, config)
 
 

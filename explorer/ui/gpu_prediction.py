@@ -59,7 +59,7 @@ def panel(engine, choice: Choice, result: dict) -> None:
     for note in p["notes"]:
         st.caption(f"Predicted: {note}.")
     many = max(p["kernel_count"].values()) > MANY_KERNELS
-    if not many or st.toggle("Draw every kernel", key="gpu.predict.draw"):
+    if not many or st.toggle("Draw every kernel", key="gpu.predict.draw", persist_state=state.KEEP_HIDDEN):
         st.plotly_chart(gpu_charts.prediction_figure(p), width="stretch", key="gpu.predict.figure", config=CHART_CONFIG)
     st.caption(_profile_caption(p))
     with st.expander("Per-kernel account (predicted)"):
@@ -101,8 +101,9 @@ def sweep_panel(engine, choice: Choice) -> None:
             str(v) for v in sorted({min(max(current * m // 16, spec.low), spec.high) for m in (1, 4, 16, 64, 256)}))
     c1, c2, c3 = st.columns([1, 2, 1.2], vertical_alignment="bottom")
     param = c1.selectbox("Size to vary", sizes, key=state.SWEEP_PARAM, format_func=lambda n: PARAM_LABELS.get(n, n),
-                         on_change=lambda: st.session_state.update({state.SWEEP_VALUES: ""}))
-    text = c2.text_input("Values (comma-separated)", key=state.SWEEP_VALUES)
+                         on_change=lambda: st.session_state.update({state.SWEEP_VALUES: ""}),
+                         persist_state=state.KEEP_HIDDEN)
+    text = c2.text_input("Values (comma-separated)", key=state.SWEEP_VALUES, persist_state=state.KEEP_HIDDEN)
     clicked = c3.button("Predict over sizes", type="primary", key="gpu.sweep.run", width="stretch")
     try:
         values = parse_values(text)

@@ -30,14 +30,15 @@ def top_controls(view_col=None, find_col=None) -> tuple[str, str]:
     if view_col is None:
         view_col, find_col = st.columns([3, 2], vertical_alignment="bottom")
         view = view_col.radio("View", list(VIEWS), key=state.GRAPH_VIEW, horizontal=True, format_func=VIEWS.get,
-                              help=VIEW_HELP)
+                              help=VIEW_HELP, persist_state=state.KEEP_HIDDEN)
     else:
         view = view_col.selectbox("View", list(VIEWS), key=state.GRAPH_VIEW, format_func=lambda v: f"view: {VIEWS[v]}",
-                                  help=VIEW_HELP, label_visibility="collapsed")
+                                  help=VIEW_HELP, label_visibility="collapsed", persist_state=state.KEEP_HIDDEN)
         return view, find_col.text_input("Find nodes", key=state.GRAPH_SEARCH, placeholder="Find nodes: name or op type",
-                                         help=SEARCH_HELP, label_visibility="collapsed")
+                                         help=SEARCH_HELP, label_visibility="collapsed",
+                                         persist_state=state.KEEP_HIDDEN)
     query = find_col.text_input("Find nodes", key=state.GRAPH_SEARCH, placeholder="name or op type, e.g. Conv2D",
-                                help=SEARCH_HELP)
+                                help=SEARCH_HELP, persist_state=state.KEEP_HIDDEN)
     return view, query
 
 
@@ -63,10 +64,12 @@ def scope_controls(where, drawn: dict, auto: bool) -> None:
             if st.session_state.get(state.GRAPH_DEPTH, 1) > drawn["max_depth"]:
                 st.session_state[state.GRAPH_DEPTH] = drawn["max_depth"]
             depth_col.slider("Scope depth", 1, drawn["max_depth"], key=state.GRAPH_DEPTH,
+                             persist_state=state.KEEP_HIDDEN,
                              help="1: one box per top-level scope under the model's own name (a Keras layer); "
                                   "more: smaller boxes, one per sub-scope.")
         options = sorted(set(boxes) | set(opened), key=lambda s: boxes.get(s, s))
         open_col.multiselect("Open scopes", options, key=state.GRAPH_OPEN, format_func=lambda s: boxes.get(s, s),
+                             persist_state=state.KEEP_HIDDEN,
                              placeholder=f"pick one of the {len(boxes)} boxes to open it",
                              help="An opened scope shows its own nodes, and its sub-scopes as boxes.")
 

@@ -101,18 +101,19 @@ def panel(engine, choice: Choice) -> None:
     ss.setdefault(THIS_KEY, True)
     c1, c2 = st.columns([1, 1])
     with c1:
-        this = own and st.checkbox(f"This model: {choice.label}", key=THIS_KEY,
+        this = own and st.checkbox(f"This model: {choice.label}", key=THIS_KEY, persist_state=state.KEEP_HIDDEN,
                                    help="The model in the sidebar, as one row of the matrix")
         presets = st.multiselect("Presets" if not own else "Presets beside it", list(PRESETS), key=PRESETS_KEY,
-                                 format_func=lambda p: PRESETS[p].title)
-    text = c2.text_area("Vary (one NAME=V1,V2 per line)", key=VARY_KEY, height=90)
+                                 format_func=lambda p: PRESETS[p].title, persist_state=state.KEEP_HIDDEN)
+    text = c2.text_area("Vary (one NAME=V1,V2 per line)", key=VARY_KEY, persist_state=state.KEEP_HIDDEN, height=90)
     c3, c4, c5 = st.columns([2, 1, 1], vertical_alignment="bottom")
-    bench = c3.checkbox("Also time fused against unfused (20 calls per cell)", key=BENCH_KEY)
+    bench = c3.checkbox("Also time fused against unfused (20 calls per cell)", key=BENCH_KEY,
+                        persist_state=state.KEEP_HIDDEN)
     run = c4.button("Run matrix", type="primary", key="matrix.run", width="stretch")
     stop = c5.button("Stop", key="matrix.stop", width="stretch")
     address = os.environ.get(RAY_ADDRESS)
     on_ray = bool(address) and st.checkbox(
-        f"Run on Ray ({address})", key=RAY_KEY,
+        f"Run on Ray ({address})", key=RAY_KEY, persist_state=state.KEEP_HIDDEN,
         help="Each configuration runs as a Ray task on the cluster this server was started with; "
              "every cell names the node that ran it.")
     models = {choice.label: choice.spec} if this else {}
@@ -163,14 +164,15 @@ def _run(engine, cells: list, bench: bool, ray_address: str | None = None, model
 
 def show(rows: list[dict], engine=None, specs: dict | None = None) -> None:
     timed = any(r.get("speedup") is not None for r in rows)
-    by = st.radio("Colour by", ["verdict", "speedup"], horizontal=True, key="matrix.by") if timed else "verdict"
+    by = (st.radio("Colour by", ["verdict", "speedup"], horizontal=True, key="matrix.by",
+                   persist_state=state.KEEP_HIDDEN) if timed else "verdict")
     st.plotly_chart(charts.matrix_heatmap(rows, by=by), width="stretch", key="matrix.heatmap",
                     on_select=_on_select, selection_mode="points")
     st.caption("Click a cell to open its run in the explorer (the sidebar takes its model and configuration).")
     runnable = [i for i, r in enumerate(rows) if r["status"] == "ok"]
     if runnable:
         c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-        c1.selectbox("Open a cell", runnable, key=OPEN_KEY,
+        c1.selectbox("Open a cell", runnable, key=OPEN_KEY, persist_state=state.KEEP_HIDDEN,
                      format_func=lambda i: _cell_words(rows, i) if isinstance(i, int) and 0 <= i < len(rows) else str(i))
         c2.button("Open in the explorer", key="matrix.open_button", on_click=_open_picked, width="stretch")
         if st.session_state.get(MISSING_KEY):

@@ -32,7 +32,7 @@ def panel(engine, rows: list[dict], specs: dict, name, words) -> None:
     st.markdown("**Against a base**: each configuration of the base's model timed against it, as served")
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     base = left.selectbox("Base (A)", ok, key=BASE_KEY, format_func=lambda i: words(rows, i)
-                          if isinstance(i, int) and 0 <= i < len(rows) else str(i))
+                          if isinstance(i, int) and 0 <= i < len(rows) else str(i), persist_state=state.KEEP_HIDDEN)
     if not isinstance(base, int) or base not in ok:
         return
     others = [i for i in ok if i != base and name(rows[i]) == name(rows[base])]

@@ -151,8 +151,9 @@ def _pass_graphs(engine, result: dict, run: dict, table: list[dict], choice) -> 
     by_key = {prefix + r["key"]: r for r in drawable}
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     key = left.selectbox("Pass", keys, key=state.PASS, format_func=lambda k: _label(by_key[k]),
-                         help="The graph before this pass (after the previous one) and after it, with the diff.")
-    fold = right.toggle("Fold constants and plumbing", key=state.PASS_FOLD)
+                         help="The graph before this pass (after the previous one) and after it, with the diff.",
+                         persist_state=state.KEEP_HIDDEN)
+    fold = right.toggle("Fold constants and plumbing", key=state.PASS_FOLD, persist_state=state.KEEP_HIDDEN)
     row = by_key[key]
     before, after = graphs_around(run, row["key"], pass_graphs)
     if before is None or after is None:

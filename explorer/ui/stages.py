@@ -49,6 +49,7 @@ def panel(result: dict, focus: dict | None = None) -> None:
             (" (nothing ran)" if presenting else " (nothing ran, so there is no executed stage)")
             if "executed" not in stages else ""))
     fold = top_right.toggle("Fold constants and plumbing" if not presenting else "Fold consts", key=state.FOLD,
+                            persist_state=state.KEEP_HIDDEN,
                             help="Hide Const, Identity, ReadVariableOp and NoOp nodes: constants become '+N const' "
                                  "on their consumer. Keeps graphs of a few hundred nodes readable.")
     # a fragment's run: the link is written from here (the view's widget comes later; its value is in the state)
@@ -97,8 +98,9 @@ def _pick(where, label: str, options: list, key: str, format_func, help: str, co
     """A choice among a few options: a row of radio buttons, or a drop-down where a row does not fit."""
     if compact:
         return where.selectbox(label, options, key=key, format_func=format_func, help=help,
-                               label_visibility="collapsed")
-    return where.radio(label, options, key=key, horizontal=True, format_func=format_func, help=help)
+                               label_visibility="collapsed", persist_state=state.KEEP_HIDDEN)
+    return where.radio(label, options, key=key, horizontal=True, persist_state=state.KEEP_HIDDEN,
+                       format_func=format_func, help=help)
 
 
 def groups_of(drawn: dict) -> list[dict]:

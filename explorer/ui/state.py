@@ -173,6 +173,11 @@ def init() -> None:
             st.session_state[key] = value.copy() if isinstance(value, (dict, list)) else value
 
 
+# Given to every widget of a tab's panel (``persist_state=KEEP_HIDDEN``): only the open tab's panel runs, and
+# Streamlit forgets the value of a widget that a run does not draw, so without it a tab switched away from and back
+# would come back with its form, its folding or its search reset (and with a default of DEFAULTS, the link too).
+KEEP_HIDDEN = "page"
+
 # Keys of value widgets that live outside DEFAULTS (a panel adds its own: ``VALUE_WIDGETS.update(...)``); with
 # DEFAULTS and the model's parameters they are what ``begin_run`` sends to the browser again.
 VALUE_WIDGETS: set[str] = set()

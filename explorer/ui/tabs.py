@@ -96,7 +96,8 @@ def _opened(first: str, ids: dict) -> None:
 
 def render(view: View) -> None:
     """The tabs the model's source offers, in the table's order; the open one is kept by its id (``state.TAB``),
-    across a change of device or flags, a rerun and a link."""
+    across a change of device or flags, a rerun and a link. Only the open tab's panel runs (Streamlit's lazy tabs:
+    opening another reruns the page); what the user set in the others is kept (``state.KEEP_HIDDEN``)."""
     shown = offered(view.choice.source.offers)
     wanted = st.session_state.get(state.TAB)
     open_tab = next((tab for tab in shown if tab.id == wanted), shown[0])
@@ -104,13 +105,15 @@ def render(view: View) -> None:
     containers = st.tabs([tab.title for tab in shown], key=state.TAB_TITLE, on_change=_opened,
                          args=(shown[0].id, {tab.title: tab.id for tab in shown}))
     for tab, container in zip(shown, containers):
+        if container.open is False:  # a closed tab (None: tabs that track no state, where every panel runs)
+            continue
         with container:
             _isolated(tab, view)
 
 
 def _isolated(tab: Tab, view: View) -> None:
-    """A tab's panel; one that fails says so in one line in its own tab, and the page goes on drawing the others
-    (a run cut short by an exception would also leave the browser without the later tabs' widgets)."""
+    """A tab's panel; one that fails says so in one line in its own tab, and the page's run goes on to its end
+    (a run cut short by an exception would leave the browser without the widgets drawn after it)."""
     try:
         tab.panel(view)
     except FragmentHandledException:

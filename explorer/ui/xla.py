@@ -45,7 +45,7 @@ def panel(engine, choice: sidebar.Choice, grappler: dict) -> None:
         st.info("A simulated GPU has no XLA compiler behind it, so there is nothing to compile here. "
                 + gpu_note(_model_ops(grappler)))
         return
-    if not st.toggle("Compile this model with XLA", key=state.XLA_ON,
+    if not st.toggle("Compile this model with XLA", key=state.XLA_ON, persist_state=state.KEEP_HIDDEN,
                      help="Runs experimental_get_compiler_ir and one real call in the worker (well under a second "
                           "for the ready models once the worker is warm)."):
         st.caption("Off: nothing is compiled until you switch it on.")
@@ -173,7 +173,7 @@ def _three_way(engine, choice: sidebar.Choice) -> None:
     with st.form("xla.bench.form", border=False):
         left, right = st.columns([1, 1], vertical_alignment="bottom")
         reps = left.number_input("Timed calls per variant", min_value=3, max_value=500, step=10,
-                                 key=state.XLA_BENCH_REPS)
+                                 key=state.XLA_BENCH_REPS, persist_state=state.KEEP_HIDDEN)
         submitted = right.form_submit_button("Run the three-way benchmark", width="stretch")
     if submitted:
         with st.spinner("Timing unfused, Grappler-fused and XLA…"):
@@ -226,7 +226,8 @@ def _passes(result: dict) -> None:
             return
         files = {f"{r['pass']} ({r['pipeline']}): {r['instructions_before']} → {r['instructions_after']}": r["dump"]
                  for r in dumped}
-        chosen = files[st.selectbox("The module before and after a pass that changed it", list(files), key="xla.pass")]
+        chosen = files[st.selectbox("The module before and after a pass that changed it", list(files), key="xla.pass",
+                                    persist_state=state.KEEP_HIDDEN)]
         dumps = result["passes"]["dumps"]
         after = next(d for d in dumps if d["file"] == chosen)
         before = xla_passes.module_before(dumps, chosen)

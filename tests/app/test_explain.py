@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from explorer.ui import state
+from tests.page_tabs import open_tab
 
 pytestmark = pytest.mark.tf
 
@@ -33,7 +34,7 @@ def summary_badge(at) -> str:
 
 
 def test_why_panel_says_fused_for_the_default_model(make_app):
-    at = make_app().run()
+    at = open_tab(make_app(), "why")
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert verdict_heading(at).endswith(" Fused]")
     assert "-badge[:material/check_circle: fused]" in summary_badge(at)
@@ -46,7 +47,7 @@ def test_why_panel_says_fused_for_the_default_model(make_app):
 
 
 def test_why_panel_with_onednn_off_says_partly_fused_and_the_fix(make_app):
-    at = make_app(**{ONEDNN: "0"}).run()
+    at = open_tab(make_app(**{ONEDNN: "0"}), "why")
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert verdict_heading(at).endswith(" Partly fused]")
     assert "partly fused]" in summary_badge(at)
@@ -64,7 +65,7 @@ def test_why_panel_with_onednn_off_says_partly_fused_and_the_fix(make_app):
 
 
 def test_playground_knob_flips_the_verdict(make_app):
-    at = make_app().run()
+    at = open_tab(make_app(), "why")
     assert verdict_heading(at).endswith(" Fused]")
     knob = at.toggle(key=state.param_key(DEFAULT, "second_consumer"))
     assert knob.label == "second consumer"
@@ -84,7 +85,7 @@ def test_playground_knob_flips_the_verdict(make_app):
 
 
 def test_training_mode_knob_partly_fuses_conv_batchnorm(make_app):
-    at = make_app(**{state.PRESET: "conv2d_batchnorm_relu"}).run()
+    at = open_tab(make_app(**{state.PRESET: "conv2d_batchnorm_relu"}), "why")
     assert verdict_heading(at).endswith(" Fused]")
     at.toggle(key=state.param_key("conv2d_batchnorm_relu", "training")).set_value(True).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -93,7 +94,7 @@ def test_training_mode_knob_partly_fuses_conv_batchnorm(make_app):
 
 
 def test_pass_pipeline_lists_the_remapper_with_its_log_line(make_app):
-    at = make_app().run()
+    at = open_tab(make_app(), "passes")
     assert not at.exception
     tables = [m.value for m in at.markdown if m.value.startswith("<table") and "the pass's own log lines" in m.value]
     assert len(tables) == 1
@@ -118,7 +119,7 @@ def test_pass_pipeline_lists_the_remapper_with_its_log_line(make_app):
 
 def test_tensorflow_skipping_grappler_is_said_plainly(make_app):
     small = {state.param_key("matmul_bias_add_relu", k): v for k, v in {"m": 64, "k": 32, "n": 16}.items()}
-    at = make_app(**{state.PRESET: "matmul_bias_add_relu"}, **small).run()
+    at = open_tab(make_app(**{state.PRESET: "matmul_bias_add_relu"}, **small), "why")
     assert not at.exception
     assert at.session_state[ONEDNN] == "1"  # oneDNN on (make_app asks for it: not every CPU's default)
     errors = [e.value for e in at.error]
@@ -127,6 +128,8 @@ def test_tensorflow_skipping_grappler_is_said_plainly(make_app):
     assert "Ignoring multi-device function optimization failure" in skipped[0]
     assert verdict_heading(at).endswith(" Not fused]")
     # the pass that broke it is shown with the node it left without an op
+    open_tab(at, "passes")
+    errors = [e.value for e in at.error]
     assert "remapper" in at.selectbox(key=state.PASS).format_func(at.selectbox(key=state.PASS).value)
     assert any("with no op at all (`Relu`)" in e for e in errors), errors
     # and the pass table does not pass off the discarded rewrites as the graph that ran
@@ -142,12 +145,12 @@ def test_export_buttons_offer_the_script_and_the_bundle(make_app):
 def test_grappler_log_does_not_read_silence_as_nothing_fused(make_app):
     # TensorFlow threw the remapper's rewrite away: the empty remapper log must not claim it fused nothing.
     small = {state.param_key("matmul_bias_add_relu", k): v for k, v in {"m": 64, "k": 32, "n": 16}.items()}
-    at = make_app(**{state.PRESET: "matmul_bias_add_relu"}, **small).run()
+    at = open_tab(make_app(**{state.PRESET: "matmul_bias_add_relu"}, **small), "log")
     assert not at.exception
     logs = [c.value for c in at.code if c.value.startswith("(the remapper logged nothing")]
     assert logs and "it did rewrite the graph" in logs[0], logs
     # the default model logs one line for two rewrites: the page says the log undercounts
-    at = make_app().run()
+    at = open_tab(make_app(), "log")
     assert any(c.value.startswith("Fuse MatMul with BiasAdd") for c in at.code)
     assert any("Not every rewrite logs a line" in c.value for c in at.caption)
 
@@ -155,7 +158,7 @@ def test_grappler_log_does_not_read_silence_as_nothing_fused(make_app):
 def test_a_gpu_only_pattern_offers_the_simulated_gpu(make_app):
     small = {state.param_key("batchnorm_add_relu", k): v
              for k, v in {"batch": 1, "height": 8, "width": 8, "channels": 4}.items()}
-    at = make_app(**{state.PRESET: "batchnorm_add_relu"}, **small).run()
+    at = open_tab(make_app(**{state.PRESET: "batchnorm_add_relu"}, **small), "why")
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert verdict_heading(at).endswith(" Not fused]")
     assert "`run on a GPU`" in markdown(at)

@@ -10,6 +10,7 @@ from explorer.analysis.scope import search
 from explorer.model.graph import Graph
 from explorer.present.dot import html_id
 from explorer.ui import state
+from tests.page_tabs import open_tab
 
 
 def _frame(at) -> str:
@@ -32,6 +33,7 @@ def test_boxes_search_and_fused_regions_on_the_default_model(make_app):
     assert "each name scope (a Keras layer) is drawn as one box" in _captions(at)
     assert at.multiselect(key=state.GRAPH_OPEN).options == ["Gelu"]
     # the pass pipeline's two graphs follow the same View: the scope is a box there too
+    open_tab(at, "passes")
     assert "apply to these two graphs too" in _captions(at)
     passes = [html.unescape(f.proto.srcdoc) for f in at.get("iframe")
               if "fx-pane" in f.proto.srcdoc and "Before remapper" in f.proto.srcdoc]
@@ -39,6 +41,7 @@ def test_boxes_search_and_fused_regions_on_the_default_model(make_app):
     assert html_id("Gelu/Tanh", "b-") not in passes[0]
 
     # open the box: its nodes are drawn again
+    open_tab(at, "graphs")
     at.multiselect(key=state.GRAPH_OPEN).set_value(["Gelu"]).run()
     assert html_id("Gelu/Tanh", "b-") in _frame(at) and html_id("Gelu/", "b-") not in _frame(at)
 

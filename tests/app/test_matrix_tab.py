@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from explorer.ui import matrix as tab
 from explorer.ui import state
+from tests.page_tabs import open_tab
 
 
 def test_matrix_runs_shows_heatmap_and_opens_a_cell(make_app):
-    at = make_app(**{state.PRESET: "matmul_bias_relu", tab.PRESETS_KEY: ["matmul_bias_relu"],
-                     tab.VARY_KEY: "remapping=on,off"}).run()
+    at = open_tab(make_app(**{state.PRESET: "matmul_bias_relu", tab.PRESETS_KEY: ["matmul_bias_relu"],
+                              tab.VARY_KEY: "remapping=on,off"}), "matrix")
     assert not at.exception
     assert any("2 cells planned" in i.value for i in at.info)
     at.button(key="matrix.run").click().run()
@@ -38,8 +39,9 @@ def test_matrix_on_the_servers_ray(make_app, monkeypatch):
     ray = __import__("pytest").importorskip("ray")
     monkeypatch.setenv(tab.RAY_ADDRESS, "local")
     # cells no other test ran (a cached cell is answered from the cache, not sent to Ray)
-    at = make_app(**{state.PRESET: "matmul_bias_relu", tab.PRESETS_KEY: ["matmul_bias_relu"],
-                     tab.VARY_KEY: "remapping=on,off\ndependency_optimization=off", tab.RAY_KEY: True}).run()
+    at = open_tab(make_app(**{state.PRESET: "matmul_bias_relu", tab.PRESETS_KEY: ["matmul_bias_relu"],
+                              tab.VARY_KEY: "remapping=on,off\ndependency_optimization=off", tab.RAY_KEY: True}),
+                  "matrix")
     assert not at.exception
     try:
         assert at.checkbox(key=tab.RAY_KEY).label == "Run on Ray (local)"
@@ -56,8 +58,8 @@ def test_matrix_on_the_servers_ray(make_app, monkeypatch):
 def test_open_in_the_explorer_with_a_choice_made_in_an_earlier_matrix(make_app):
     # The browser sends a selectbox's choice back as its words; one chosen in an earlier matrix (options since
     # changed) comes back as a str, and the callback compared it with an int: TypeError (ui/matrix.py:79).
-    at = make_app(**{state.PRESET: "matmul_bias_relu", tab.PRESETS_KEY: ["matmul_bias_relu"],
-                     tab.VARY_KEY: "remapping=on,off"}).run()
+    at = open_tab(make_app(**{state.PRESET: "matmul_bias_relu", tab.PRESETS_KEY: ["matmul_bias_relu"],
+                              tab.VARY_KEY: "remapping=on,off"}), "matrix")
     at.button(key="matrix.run").click().run()
     assert not at.exception
     title = tab.cell_name(at.session_state[tab.RESULT_KEY]["rows"][0])
@@ -85,8 +87,8 @@ def _browser_sends(at, words: str) -> None:
 def test_a_rows_configurations_against_a_chosen_base(make_app):
     from explorer.ui import matrix_against
 
-    at = make_app(**{state.PRESET: "matmul_bias_relu", tab.PRESETS_KEY: ["matmul_bias_relu"],
-                     tab.VARY_KEY: "TF_ENABLE_ONEDNN_OPTS=0,1", state.BENCH_PROCESSES: 2}).run()
+    at = open_tab(make_app(**{state.PRESET: "matmul_bias_relu", tab.PRESETS_KEY: ["matmul_bias_relu"],
+                              tab.VARY_KEY: "TF_ENABLE_ONEDNN_OPTS=0,1", state.BENCH_PROCESSES: 2}), "matrix")
     at.button(key="matrix.run").click().run()
     assert not at.exception
     at.selectbox(key=matrix_against.BASE_KEY).set_value(1)  # oneDNN on as A

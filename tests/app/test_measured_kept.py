@@ -4,6 +4,7 @@ session of the same model and configuration shows them (with the date) instead o
 from __future__ import annotations
 
 from explorer.ui import state
+from tests.page_tabs import open_tab
 
 SETTINGS = {state.PRESET: "conv2d_bias_relu", state.BENCH_REPS: 5, state.BENCH_WARMUP: 1, state.BENCH_SECONDS: 10}
 
@@ -15,7 +16,7 @@ def _infos(at) -> str:
 def test_a_reload_shows_the_benchmark_the_session_ran(make_app):
     from explorer.ui import cached
 
-    at = make_app(**SETTINGS).run()
+    at = open_tab(make_app(**SETTINGS), "bench")
     assert not at.exception
     at.button(key="bench.run").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -23,7 +24,7 @@ def test_a_reload_shows_the_benchmark_the_session_ran(make_app):
     assert len(shown) == 3
     benches = cached.engine().queue("cpu").benches_run
 
-    again = make_app(**SETTINGS).run()  # a reload: a new session, the same server
+    again = open_tab(make_app(**SETTINGS), "bench")  # a reload: a new session, the same server
     assert not again.exception
     assert "Not measured yet" not in _infos(again)
     assert {m.label: m.value for m in again.metric if m.label in shown} == shown

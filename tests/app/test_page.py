@@ -10,6 +10,7 @@ import pytest
 from explorer.engine import Engine
 from explorer.model.flags import ENV_FLAGS, Config
 from explorer.ui import state
+from tests.page_tabs import open_tab
 
 pytestmark = pytest.mark.tf
 
@@ -106,7 +107,7 @@ def test_whatif_cpu_against_the_simulated_gpu_shows_pow_against_square(make_app)
 
 
 def test_run_benchmark_shows_summary_and_charts(make_app):
-    at = make_app(**{state.BENCH_REPS: 10, state.BENCH_WARMUP: 2, state.BENCH_SECONDS: 30}).run()
+    at = open_tab(make_app(**{state.BENCH_REPS: 10, state.BENCH_WARMUP: 2, state.BENCH_SECONDS: 30}), "bench")
     at.button(key="bench.run").click().run()
     assert not at.exception
     assert not at.error, [e.value for e in at.error]
@@ -211,7 +212,9 @@ def test_simulated_gpu_shows_graphs_labelled_and_no_timing(make_app):
     assert not at.error, [e.value for e in at.error]
     assert any(e.label.startswith("Simulated on a virtual") for e in at.expander)
     assert "GPU, simulated" in texts(at)
+    open_tab(at, "bench")
     assert any("nothing to time" in i.value for i in at.info)
+    open_tab(at, "graphs")
     # One pair only (nothing ran, so no executed stage): said in words, not offered as a one-option radio.
     assert not any(r.key == state.STAGE_PAIR for r in at.radio)
     assert any("Stages compared:** traced → after Grappler" in m.value and "no executed stage" in m.value
@@ -269,6 +272,17 @@ def drawn_graphs(at) -> list[int]:
     return [f.proto.srcdoc.count("<svg") for f in at.get("iframe") if "fx-pane" in f.proto.srcdoc]
 
 
+def every_tab(at) -> tuple[list[str], list[int]]:
+    """The errors on the page and its drawn graphs with each tab that shows some opened in turn (only the open
+    tab's panel runs), ending on the graph tab: (errors, [graph tab's, pass pipeline's])."""
+    errors, views = [], []
+    for tab in ("why", "passes", "graphs"):
+        open_tab(at, tab)
+        errors += [e.value for e in at.error if e.value not in errors]
+        views = drawn_graphs(at) + views if tab == "graphs" else views + drawn_graphs(at)
+    return errors, views
+
+
 # TF 2.21 leaves a node with no op in this model and skips Grappler: the page says so, and still draws.
 TF_DEFECT_PRESETS = {"matmul_bias_add_relu": "**TensorFlow silently skipped Grappler"}
 
@@ -281,12 +295,11 @@ def test_every_preset_and_contraction_renders(make_app):
     for preset_id in PRESETS:
         at.selectbox(key=state.PRESET).set_value(preset_id).run()
         assert not at.exception, preset_id
-        errors = [e.value for e in at.error]
+        errors, views = every_tab(at)
         if preset_id in TF_DEFECT_PRESETS:
             assert any(e.startswith(TF_DEFECT_PRESETS[preset_id]) for e in errors), (preset_id, errors)
         else:
             assert not errors, (preset_id, errors)
-        views = drawn_graphs(at)
         assert views == [2, 2], (preset_id, views)  # the graph tab and the pass pipeline each draw before and after
     at.radio(key=state.MODE).set_value("chain").run()
     for contraction in CONTRACTIONS:
@@ -299,8 +312,8 @@ def test_every_preset_and_contraction_renders(make_app):
             at.selectbox(key=state.chain_key("bias")).set_value("none")
             at.selectbox(key=state.chain_key("norm")).set_value("FusedBatchNorm").run()
             assert not at.exception
-        assert not at.error, (contraction, [e.value for e in at.error])
-        views = drawn_graphs(at)
+        errors, views = every_tab(at)
+        assert not errors, (contraction, errors)
         assert views == [2, 2], (contraction, views)
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from explorer.ui import state
+from tests.page_tabs import open_tab
 
 
 def test_repeatable_run_shows_processes_values_and_between_share(make_app):
-    at = make_app(**{state.BENCH_REPS: 6, state.BENCH_WARMUP: 1, state.BENCH_SECONDS: 30}).run()
+    at = open_tab(make_app(**{state.BENCH_REPS: 6, state.BENCH_WARMUP: 1, state.BENCH_SECONDS: 30}), "bench")
     assert not at.exception
     radio = at.radio(key=state.BENCH_MODE)
     assert radio.value == "quick" and radio.options == ["quick (1 process)", "repeatable (several fresh processes)"]
@@ -32,8 +33,8 @@ def test_repeatable_run_shows_processes_values_and_between_share(make_app):
 
 def test_a_quick_verdict_is_that_processs_and_the_repeatable_run_is_one_click_away(make_app):
     # A quick run said "fused is slower" (0.75–0.99) that the repeatable run straight after overturned.
-    at = make_app(**{state.PRESET: "matmul_bias_gelu_exact", state.BENCH_REPS: 6, state.BENCH_WARMUP: 1,
-                     state.BENCH_SECONDS: 20, state.BENCH_PROCESSES: 2}).run()
+    at = open_tab(make_app(**{state.PRESET: "matmul_bias_gelu_exact", state.BENCH_REPS: 6, state.BENCH_WARMUP: 1,
+                              state.BENCH_SECONDS: 20, state.BENCH_PROCESSES: 2}), "bench")
     at.button(key="bench.run").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     metric = next(m for m in at.metric if m.label == "Speedup of fusion")

@@ -8,6 +8,7 @@ import pytest
 
 from explorer.model import stack_examples
 from explorer.ui import state
+from tests.page_tabs import open_tab
 
 pytestmark = pytest.mark.tf
 
@@ -33,6 +34,7 @@ def test_a_ready_stack_runs_through_the_whole_page(make_app):
     page = texts(at)
     assert "**2 fusions** found by Grappler · layer stack layout_fp32" in page
     # the verdict tab holds the whole-model report instead of one pattern's checklist: the same fusions
+    open_tab(at, "why")
     report = next(d.value for d in at.dataframe if "fused op" in d.value.columns)
     assert sum(report["count"]) == len(lines)
     assert all(any(op in line for line in lines) for op in report["fused op"])
@@ -77,12 +79,14 @@ def test_start_from_another_ready_stack_and_undo(make_app):
 
 
 def test_benchmark_a_stack(make_app):
-    at = make_app(**{state.MODE: "stack", state.BENCH_REPS: 5, state.BENCH_WARMUP: 1, state.BENCH_SECONDS: 20}).run()
+    at = open_tab(make_app(**{state.MODE: "stack", state.BENCH_REPS: 5, state.BENCH_WARMUP: 1,
+                              state.BENCH_SECONDS: 20}), "bench")
     at.button(key="bench.run").click().run()
     assert not at.exception
     assert not at.error, [e.value for e in at.error]
     labels = {m.label: m.value for m in at.metric}
     assert labels.get("Outputs agree") == "yes"
+    open_tab(at, "graphs")  # the fused graph's ops (the proof's executed graph names oneDNN's own op)
     assert "_FusedConv2D" in texts(at)  # proof of the graph the fused variant ran
 
 

@@ -6,10 +6,11 @@ import re
 import json
 
 from explorer.ui import state
+from tests.page_tabs import open_tab
 
 
 def test_bench_shows_traffic_estimate_beside_measurement(make_app):
-    at = make_app(**{state.BENCH_REPS: 5, state.BENCH_WARMUP: 1, state.BENCH_SECONDS: 20}).run()
+    at = open_tab(make_app(**{state.BENCH_REPS: 5, state.BENCH_WARMUP: 1, state.BENCH_SECONDS: 20}), "bench")
     at.button(key="bench.run").click().run()
     assert not at.exception
     assert not at.error, [e.value for e in at.error]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from explorer.ui import state
+from tests.page_tabs import open_tab
 
 pytestmark = pytest.mark.tf
 
@@ -29,7 +30,7 @@ def xla_results_computed() -> int:
 
 def test_default_page_compiles_nothing_with_xla(make_app):
     before = xla_results_computed()
-    at = make_app().run()
+    at = open_tab(make_app(), "xla")
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert "XLA" in [t.label for t in at.tabs]
     assert at.toggle(key=state.XLA_ON).value is False
@@ -39,7 +40,7 @@ def test_default_page_compiles_nothing_with_xla(make_app):
 
 
 def test_switched_on_it_shows_xla_fusions_beside_grappler(make_app):
-    at = make_app().run()
+    at = open_tab(make_app(), "xla")
     at.toggle(key=state.XLA_ON).set_value(True).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     text = texts(at)
@@ -64,7 +65,7 @@ def test_a_model_xla_refuses_gets_the_op_named_and_grappler_stays(make_app):
     at = make_app(**{state.param_key("hash_bucket", "m"): 8, state.param_key("hash_bucket", "n"): 4,
                      state.XLA_ON: True})
     at.session_state[state.PRESET] = "hash_bucket"
-    at.run()
+    open_tab(at, "xla")
     assert not at.exception
     errors = [e.value for e in at.error]
     assert len(errors) == 1 and "XLA cannot compile this model" in errors[0] and "AsString" in errors[0]
@@ -72,7 +73,7 @@ def test_a_model_xla_refuses_gets_the_op_named_and_grappler_stays(make_app):
 
 
 def test_three_way_benchmark_from_the_tab(make_app):
-    at = make_app(**{state.XLA_ON: True, state.XLA_BENCH_REPS: 5}).run()
+    at = open_tab(make_app(**{state.XLA_ON: True, state.XLA_BENCH_REPS: 5}), "xla")
     assert not at.exception
     next(b for b in at.button if b.label == "Run the three-way benchmark").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -86,8 +87,8 @@ def test_three_way_benchmark_from_the_tab(make_app):
 
 
 def test_size_sweep_gains_the_xla_line(make_app):
-    at = make_app(**{state.XLA_ON: True, state.SWEEP_PARAM: "m", state.SWEEP_VALUES: "32, 64",
-                     state.SWEEP_REPS: 3}).run()
+    at = open_tab(make_app(**{state.XLA_ON: True, state.SWEEP_PARAM: "m", state.SWEEP_VALUES: "32, 64",
+                              state.SWEEP_REPS: 3}), "xla")
     assert not at.exception
     next(b for b in at.button if b.label == "Sweep three ways").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]

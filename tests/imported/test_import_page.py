@@ -17,6 +17,7 @@ from explorer.engine import uploads
 from explorer.engine.uploads import spec_for_path
 from explorer.model.flags import Config
 from explorer.ui import state
+from tests.page_tabs import open_tab
 
 pytestmark = pytest.mark.tf
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -87,6 +88,7 @@ def test_a_graphdef_upload_shows_what_tensorflow_fuses(models, direct_counts):
     assert f"**{fused} fusions** found by Grappler" in texts(at)
     assert "small.pb (GraphDef)" in texts(at)
     # The fusion report panel: every fused op TensorFlow made, counted as a direct run counts them.
+    open_tab(at, "report")
     expected = {op: n for op, n in direct_counts["0"]["small"]["graphdef"].items() if op.startswith("_Fused")}
     assert report_fusions(at) == expected
     assert any(b.label == "Fusions (CSV)" for b in at.get("download_button"))
@@ -97,6 +99,7 @@ def test_a_graphdef_upload_shows_what_tensorflow_fuses(models, direct_counts):
     assert Path(directory).parent.name.startswith(f"server-{os.getpid()}-")
     assert [p.suffix for p in Path(directory).iterdir()] == [".pb"]
     # XLA compiles the imported graph too, its fusions named by the graph's own nodes
+    open_tab(at, "xla")
     at.toggle(key=state.XLA_ON).set_value(True).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     table = next(df.value for df in at.dataframe if "XLA instruction" in df.value.columns)
@@ -155,6 +158,7 @@ def test_a_savedmodels_signatures_are_a_dropdown_and_unknown_dims_are_set(models
     direct = engine.inspect(spec_for_path(str(path), signature="tanh_head", unknown_dim=3),
                             Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "0"}))
     assert direct["output_shapes"] == [[3, 4]]
+    open_tab(at, "report")
     assert report_fusions(at) == {f["fused"].replace(" [", "[").replace(", ", ","): f["count"]
                                   for f in direct["report"]["fusions"]}
     misses = next((d.value for d in at.dataframe if "form found" in d.value.columns), None)
@@ -170,6 +174,7 @@ def test_a_big_models_pass_graphs_are_recorded_when_asked_for(models, monkeypatc
     monkeypatch.setenv(uploads.ALLOW_SETTING, "1")
     at = upload(page("0"), "mobilenetv2.zip", zipped(models / "mobilenetv2_savedmodel"))
     assert not at.exception and not at.error, [e.value for e in at.error]
+    open_tab(at, "passes")
     captions = "\n".join(str(c.value) for c in at.caption)
     assert "came without the graph after every pass" in captions
     assert not [s for s in at.selectbox if s.key == state.PASS]  # nothing drawn until asked
@@ -188,6 +193,7 @@ def test_a_frozen_cnn_with_batch_norm_names_its_near_misses(models):
     near-miss, and a layer that has a bias (zero, here folded away) is never told to add one."""
     at = upload(page("0"), "small.pb", (models / "small.pb").read_bytes())
     assert not at.exception and not at.error, [e.value for e in at.error]
+    open_tab(at, "report")
     misses = next(d.value for d in at.dataframe if "form found" in d.value.columns)
     norm = misses[misses["kind"] == "batch norm as arithmetic"]
     assert len(norm) == 1 and norm["pattern"].iloc[0] == "_FusedConv2D [BiasAdd] + batch norm"
@@ -213,6 +219,7 @@ def test_the_report_times_each_op_and_tries_the_fixes(models):
     the original, shows both graphs and offers the fixed GraphDef."""
     at = upload(page("0"), "small.pb", (models / "small.pb").read_bytes())
     assert not at.exception and not at.error, [e.value for e in at.error]
+    open_tab(at, "report")
     at = at.button(key="report.time_ops").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     misses = next(d.value for d in at.dataframe if "form found" in d.value.columns)
@@ -241,7 +248,7 @@ def test_try_the_fixes_starts_from_the_fixes_that_apply_to_the_model_on_screen(m
     """The fix picker kept the previous model's choice: after a Keras model (variables: freeze applies), a frozen
     GraphDef ran freeze, which the panel itself called not applicable to it."""
     monkeypatch.setenv(uploads.ALLOW_SETTING, "1")
-    at = upload(page("0"), "small.keras", (models / "small.keras").read_bytes())
+    at = open_tab(upload(page("0"), "small.keras", (models / "small.keras").read_bytes()), "report")
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert "freeze" in at.multiselect(key="report.fixes.chosen").value
     at = upload(at, "small.pb", (models / "small.pb").read_bytes())
@@ -258,7 +265,7 @@ def test_a_setting_fix_is_timed_against_the_current_setting(models):
     it. The report's "Time it" runs A (the current setting) against B (the setting), each as served."""
     at = page("0")
     at.session_state[state.BENCH_PROCESSES] = 2
-    at = upload(at, "small_zero_bias.pb", (models / "small_zero_bias.pb").read_bytes())
+    at = open_tab(upload(at, "small_zero_bias.pb", (models / "small_zero_bias.pb").read_bytes()), "report")
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any(m.value.startswith("`TF_ENABLE_ONEDNN_OPTS=1`: fuses here; not timed yet") for m in at.markdown)
     at = at.button(key="report.time.0").click().run()

@@ -13,6 +13,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from explorer.ui import state
+from tests.page_tabs import open_tab
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
 
@@ -55,7 +56,7 @@ def _app(**session) -> AppTest:
 
 
 def test_after_a_run_that_failed_the_form_is_sent_its_values_again():
-    at = _app().run()  # the form's values come from the page's own defaults (state.init), as in a browser
+    at = open_tab(_app(), "bench")  # the form's values come from the page's own defaults (state.init), as in a browser
     assert not at.exception
     defaults = {key: state.DEFAULTS[key] for key in FORM}
     assert _form(at) == defaults  # the first run sends what the session holds
@@ -75,8 +76,7 @@ def test_after_a_run_that_failed_the_form_is_sent_its_values_again():
 
 
 def test_a_tab_that_fails_says_so_in_its_place_and_the_others_are_drawn(monkeypatch):
-    at = _app()
-    at.run()
+    at = open_tab(_app(), "why")
     from explorer.ui import why
 
     def failing(*args, **kwargs):
@@ -86,4 +86,6 @@ def test_a_tab_that_fails_says_so_in_its_place_and_the_others_are_drawn(monkeypa
     at.run()
     assert not at.exception
     assert any("This tab could not be drawn (ValueError: the checklist broke)" in e.value for e in at.error)
+    assert at.session_state[state.RUN_DONE] is True  # the run went on to its end
+    open_tab(at, "bench")
     assert {w.key for w in at.number_input} >= set(FORM)  # the benchmark tab, after it, is drawn

@@ -8,6 +8,7 @@ import pytest
 from explorer.model import stack_examples
 from explorer.model.stack import to_text
 from explorer.ui import matrix, state
+from tests.page_tabs import open_tab
 from tests.security.hostile_graphs import good
 
 SOURCES = ("stack", "import")
@@ -44,7 +45,7 @@ def test_pin_then_switch_the_remapper_off_shows_both_sides_and_both_graphs(repla
 def test_the_matrix_has_the_sidebars_own_model_as_a_row(replay_app, source):
     at = _page(replay_app, source)
     at.session_state[matrix.VARY_KEY] = "remapping=on,off"
-    at.run()
+    open_tab(at, "matrix")
     assert at.checkbox(key=matrix.THIS_KEY).value
     at.button(key="matrix.run").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]

@@ -13,6 +13,7 @@ from explorer.model import stack_examples
 from explorer.model.experiment import Bench, Experiment
 from explorer.model.flags import Config
 from explorer.ui import share, state
+from tests.page_tabs import open_tab
 from tests.security.hostile_graphs import good
 
 RECORD = os.environ.get("EXPLORER_RECORD") == "1"  # see conftest.py
@@ -48,11 +49,12 @@ def test_an_experiment_file_of_every_source_opens_as_it_was_saved(replay_app, so
     assert any(s.value.startswith("Opened exp.experiment.json") for s in at.success)
     assert _on_page(at) == exp
     assert at.session_state[state.MODE] == exp.source.id and at.session_state[state.TAB] == "passes"
-    assert at.toggle(key=state.FOLD).value is True and at.radio(key=state.GRAPH_VIEW).value == "all"
     assert not at.error, [e.value for e in at.error]
     assert RECORD or "graphs replayed from a recording" in "\n".join(c.value for c in at.caption)  # it ran
     at.run()  # and it stays
     assert _on_page(at) == exp
+    open_tab(at, "graphs")  # the graph panel's own widgets hold the file's folding and view
+    assert at.toggle(key=state.FOLD).value is True and at.radio(key=state.GRAPH_VIEW).value == "all"
 
 
 def test_an_imported_models_experiment_opens_while_the_upload_is_kept(replay_app):

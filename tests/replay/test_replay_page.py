@@ -13,6 +13,7 @@ import pytest
 
 from explorer.model import stack_examples
 from explorer.ui import state
+from tests.page_tabs import open_tab
 
 RECORD = os.environ.get("EXPLORER_RECORD") == "1"  # see conftest.py
 
@@ -42,14 +43,16 @@ def test_default_page_from_recordings(replay_app):
     assert "**1 fusion** found by Grappler" in page
     assert RECORD or "graphs replayed from a recording (no worker ran)" in page
     # the verdict tab's checklist, from the engine's analysis of the recorded answer
+    open_tab(at, "why")
     assert any("fused" in m.value.lower() and "BiasAdd" in m.value for m in at.markdown)
     # the pass pipeline's table, with the remapper's row
+    open_tab(at, "passes")
     assert any("remapper" in m.value and "<table" in m.value for m in at.markdown)
     assert RECORD or worker_processes() <= before, "a replay starts no TensorFlow worker"
 
 
 def test_benchmark_with_its_traffic_from_recordings(replay_app):
-    at = replay_app(**{state.BENCH_REPS: 5, state.BENCH_WARMUP: 1, state.BENCH_SECONDS: 20}).run()
+    at = open_tab(replay_app(**{state.BENCH_REPS: 5, state.BENCH_WARMUP: 1, state.BENCH_SECONDS: 20}), "bench")
     at.button(key="bench.run").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     metrics = {m.label: m.value for m in at.metric}
@@ -65,7 +68,7 @@ def test_benchmark_with_its_traffic_from_recordings(replay_app):
 
 
 def test_xla_tab_and_three_way_benchmark_from_recordings(replay_app):
-    at = replay_app(**{state.XLA_ON: True, state.XLA_BENCH_REPS: 5}).run()
+    at = open_tab(replay_app(**{state.XLA_ON: True, state.XLA_BENCH_REPS: 5}), "xla")
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert "**XLA** made:" in texts(at)
     table = next(df.value for df in at.dataframe if "XLA instruction" in df.value.columns)
@@ -82,6 +85,7 @@ def test_a_layer_stack_from_recordings(replay_app):
     assert json.loads(at.text_area(key=state.STACK_TEXT).value) == stack_examples.example("layout_fp32")
     lines = fusion_lines(at)
     assert len(lines) == 2 and all("Conv2D + BiasAdd + Relu" in line for line in lines)
+    open_tab(at, "why")  # a stack's "why" is its whole-model report
     report = next(d.value for d in at.dataframe if "fused op" in d.value.columns)
     assert sum(report["count"]) == len(lines)
 
