@@ -144,8 +144,8 @@ main() {
             ;;
         test)
             setup --test
-            # pytest-xdist; tests/conftest.py groups the tests by file (see there)
-            exec "$VENV/bin/python" -m pytest -n "${EXPLORER_TEST_PROCESSES:-2}" --dist loadgroup "$@"
+            # pytest-xdist; tests/conftest.py schedules the tests by file and by its groups (see there)
+            exec "$VENV/bin/python" -m pytest -n "${EXPLORER_TEST_PROCESSES:-2}" --dist loadfile "$@"
             ;;
         setup)
             setup "$@"

@@ -14,8 +14,9 @@
 A test file may add markers of its own (``gpu``); the directory's come on top. There is no ``slow``
 marker: ``-m "not tf and not e2e"`` is the quick selection (no TensorFlow, no browser).
 
-``./dev.sh test`` runs the suite in two pytest-xdist processes (``--dist loadgroup``): each file is one group, so
-its module fixtures are made once; the files of one of GROUPS run in one process, one after another; each
+``./dev.sh test`` runs the suite in two pytest-xdist processes (``--dist loadfile``, scheduled by GROUPS below):
+each file is one unit, so its module fixtures are made once; the files of one of GROUPS run in one process, one
+after another; each
 process has a temporary folder of its own, so a check that nothing was left behind sees only its own files.
 """
 
@@ -45,14 +46,29 @@ def group(relative: Path) -> str:
 
 
 def pytest_configure(config):
-    # xdist registers it; declared here too for a run without xdist (-p no:xdist), where it means nothing
-    config.addinivalue_line("markers", "xdist_group(name): run in one xdist process with the group's other tests")
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker:  # short (a Ray socket path must fit 107 bytes) and this process's own
         own = Path(tempfile.gettempdir()) / f"tfx-{worker}-{os.getpid()}"
         own.mkdir()
         os.environ["TMPDIR"], tempfile.tempdir = str(own), str(own)
         config.add_cleanup(lambda: shutil.rmtree(own, ignore_errors=True))
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own choice of scheduler
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` with GROUPS: xdist's own way (``xdist_group`` marks, ``--dist loadgroup``) writes the group
+    into each test's id, which pytest 9.2 no longer lets a plugin change (pytest-xdist issue 1386: the marks are
+    silently ignored)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = Path(nodeid.split("::", 1)[0])
+            return group(path.relative_to("tests")) if path.parts[:1] == ("tests",) else path.as_posix()
+
+    return ByGroup(config, log)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -63,7 +79,6 @@ def pytest_collection_modifyitems(config, items):
             continue
         for mark in DIRECTORY_MARKS.get(relative.parts[0], ()):
             item.add_marker(getattr(pytest.mark, mark))
-        item.add_marker(pytest.mark.xdist_group(group(relative)))
 
 
 # Warm workers the session's engine keeps. The tests ask for about a dozen configurations in turns (oneDNN on
