@@ -51,6 +51,9 @@ def pytest_configure(config):
         own = Path(tempfile.gettempdir()) / f"tfx-{worker}-{os.getpid()}"
         own.mkdir()
         os.environ["TMPDIR"], tempfile.tempdir = str(own), str(own)
+        # Ray's sockets too, whatever TMPDIR a fixture sets later (tests/security's lasts the process, as a
+        # package fixture of a folder that is no package: under pytest-of-root/.../popen-gwN/ it is too long)
+        os.environ["RAY_TMPDIR"] = str(own)
         config.add_cleanup(lambda: shutil.rmtree(own, ignore_errors=True))
 
 
