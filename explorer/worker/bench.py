@@ -79,13 +79,9 @@ def fused_fails(rt: Runtime, fn, setup, exc, failed: str, runs: str) -> Exceptio
     rt.flush_run_metadata()  # the failed call's graphs must not be taken for the next call's
     if setup.switches.get("remapping") == "off":
         return exc
-    try:
-        timing.prove(rt, fn, setup, False, float64=False)
-    except rt.tf.errors.OpError:
+    _, unfused_error = checked_outputs.called(rt, fn, setup.args, setup.switches, remapping=False)
+    if unfused_error is not None:
         return exc  # the model fails with the remapper off too: TensorFlow's error, as before
-    finally:
-        rt.flush_run_metadata()
-        rt.reset_grappler()
     said = error_line(getattr(exc, "message", None) or str(exc)) or type(exc).__name__
     return Refused(f"THE FUSION BREAKS THIS MODEL: {failed} ({type(exc).__name__}: {said[:300]}) and {runs}, so "
                    "there is nothing to time. The graphs (inspect) show the failing node; the diagnosis (diagnose) pins "
