@@ -8,14 +8,13 @@ browser is sent is the widget's proto: these tests read it (``set_value`` and ``
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
 from explorer.ui import state
+from tests.replay.small_page import small_app
 from tests.page_tabs import open_tab
 
-RECORDINGS = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
 
 # The page on recordings, with one run that fails after the sidebar (outside every tab) when asked to.
 SCRIPT = """
@@ -46,13 +45,7 @@ def _form(at) -> dict:
 
 
 def _app(**session) -> AppTest:
-    at = AppTest.from_string(SCRIPT.format(recordings=str(RECORDINGS)), default_timeout=30)
-    for name, value in {"m": 64, "k": 32, "n": 16}.items():
-        at.session_state[state.param_key("matmul_bias_gelu_approx", name)] = value
-    at.session_state[state.env_key("TF_ENABLE_ONEDNN_OPTS")] = "1"
-    for key, value in session.items():
-        at.session_state[key] = value
-    return at
+    return small_app(SCRIPT, **session)
 
 
 def test_after_a_run_that_failed_the_form_is_sent_its_values_again():

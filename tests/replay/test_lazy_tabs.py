@@ -6,14 +6,13 @@ else its own default)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
 from explorer.ui import state
+from tests.replay.small_page import RECORDINGS, small_app
 from tests.page_tabs import each_tab, open_tab
 
-RECORDINGS = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
 
 # The page on recordings; the engine notes the fusion report's own engine call (the near-misses' setting-fixes,
 # up to three more configurations run the first time), so a test sees whether a closed report tab asked for it.
@@ -41,13 +40,7 @@ FORM = (state.BENCH_REPS, state.BENCH_WARMUP, state.BENCH_SECONDS)
 
 
 def _app(**session) -> AppTest:
-    at = AppTest.from_string(SCRIPT.format(recordings=str(RECORDINGS)), default_timeout=30)
-    for name, value in {"m": 64, "k": 32, "n": 16}.items():
-        at.session_state[state.param_key("matmul_bias_gelu_approx", name)] = value
-    at.session_state[state.env_key("TF_ENABLE_ONEDNN_OPTS")] = "1"
-    for key, value in session.items():
-        at.session_state[key] = value
-    return at
+    return small_app(SCRIPT, **session)
 
 
 def asked(at) -> list[str]:
