@@ -39,7 +39,7 @@ def table_html(table: list[dict]) -> str:
             mark = "<span title='did not run: nothing to do on this graph'>○</span>"
             nodes = edges = time = "did not run"
         else:
-            style = "background:#fff6dd" if r["changed"] else ""
+            style = "background:rgba(201,138,11,0.16)" if r["changed"] else ""  # amber over either theme's page
             mark = ("<span style='color:#c98a0b' title='changed the graph'>●</span>" if r["changed"]
                     else "<span style='color:#bbb' title='ran, changed nothing'>·</span>")
             nodes = f"{r['nodes_before']} → {r['nodes']} {_delta(r['nodes_delta'])}"
