@@ -206,6 +206,41 @@ HEADLINES = {"fails": "The fusion breaks this model", "aborts": "The fusion brea
              "differs": "The fusion changes this model's numbers beyond tolerance"}
 
 
+def judged(fused, fused_error, reference, reference_error, ops, tf32) -> dict:
+    """One pair of runs on one set of inputs, judged: a status and what it rests on."""
+    if fused_error and reference_error:
+        return {"status": "model_fails", "comparison": None, "fused_error": fused_error,
+                "reference_error": reference_error,
+                "summary": f"fails with the remapper on and off alike: {reference_error['message']}"}
+    if fused_error:
+        where = f" at node {fused_error['node']}" + (f" ({fused_error['op']})" if fused_error["op"] else "") \
+            if fused_error["node"] else ""
+        return {"status": "fails", "comparison": None, "fused_error": fused_error, "reference_error": None,
+                "summary": f"the fused graph fails{where}: {fused_error['type']}: {fused_error['message']}; "
+                           "with the remapper off it runs"}
+    if reference_error:
+        return {"status": "unchecked", "comparison": None, "fused_error": None, "reference_error": reference_error,
+                "summary": f"the unfused reference failed, so nothing was compared: {reference_error['message']}"}
+    comparison = compare(fused, reference, ops=ops, tf32=tf32)
+    return {"status": "agrees" if comparison["agree"] else "differs", "comparison": comparison,
+            "fused_error": None, "reference_error": None, "summary": comparison["summary"]}
+
+
+def concluded(base: dict, main: dict, edges: list[dict], seconds: float) -> dict:
+    """The whole check: ``base`` (what it rests on), the seeded inputs' pair ``main`` and the edge inputs' pairs
+    ``edges`` (each ``judged``, with its case and words), judged together; an edge that fails or differs
+    speaks for a check whose seeded inputs agree."""
+    status, summary = main["status"], main["summary"]
+    for wanted in ("fails", "differs"):
+        bad = [e for e in edges if e["status"] == wanted]
+        if status == "agrees" and bad:
+            status, summary = wanted, f"on edge inputs ({bad[0]['case']}: {bad[0]['inputs']}): {bad[0]['summary']}"
+    result = dict(base, **{k: main[k] for k in ("comparison", "fused_error", "reference_error")}, edges=edges,
+                  status=status, summary=summary, seconds=seconds)
+    result["headline"] = headline(result)
+    return result
+
+
 def headline(check: dict | None) -> str | None:
     """The verdict above everything else ("The fusion breaks this model", ...), or None when it agrees."""
     return HEADLINES.get(str((check or {}).get("status")))

@@ -1,9 +1,8 @@
 """The engine: validated requests in, plain result data out.
 
-It checks a spec and a configuration before any TensorFlow runs, routes the request to the warm
-worker of that configuration, keeps benchmarks from running beside anything else (two timings
-sharing two cores measure each other; a GPU's timing loop runs on the host's cores too), caches graph results on disk, and adds the
-analysis that needs no TensorFlow (the fusions found) to what the worker returns.
+It checks a spec and a configuration before any TensorFlow runs, routes the request to the warm worker of that
+configuration, keeps benchmarks from running beside anything else (two timings sharing two cores measure each
+other), caches graph results on disk, and adds the analysis that needs no TensorFlow to what the worker returns.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from ..model.flags import Config, ConfigLike
 from ..model.limits import MAX_SWEEP_POINTS
 from ..model.results import BenchResult, Fingerprint, InspectResult, SweepResult, WorkerInfo
 from ..model.spec import resolve
-from . import compare, diagnose, fix_check, fixes, machine_profile, warmup
+from . import compare, diagnose, fix_check, fixes, machine_profile, reference, warmup
 from .admission import HOST, AdmissionQueue
 from .cache import DEFAULT_CACHE_DIR, ResultCache, inspect_key
 from .interface import Progress
@@ -50,6 +49,7 @@ class Engine:
     """
 
     name = "live"  # what the page keys its per-engine caches by (a ReplayEngine names its directory)
+    beside = True  # inspect's check may run its reference in a second worker (engine.reference)
 
     def __init__(self, limits: Limits | None = None, cache_dir: Path | str | None = DEFAULT_CACHE_DIR):
         self.pool = Pool(limits)
@@ -59,12 +59,8 @@ class Engine:
         self._inflight: dict[str, threading.Event] = {}  # inspect keys being computed now
 
     def queue(self, device: str) -> AdmissionQueue:
-        """The admission queue of a device's requests: the host's, whatever the device.
-
-        Every request works on the host's cores (TF's import, Grappler, a GPU's kernel launches and
-        its timing loop), so a GPU benchmark beside a CPU one would slow both, and a GPU graph
-        request would disturb a CPU timing: all devices take turns in one queue.
-        """
+        """The admission queue of a device's requests: the host's, whatever the device. Every request works on
+        the host's cores (TF's import, Grappler, a GPU's kernel launches and timing loop): all take turns."""
         with self._lock:
             return self.queues.setdefault(HOST, AdmissionQueue())
 
@@ -95,7 +91,7 @@ class Engine:
         """Start a configuration's worker now, unless it is warm or the pool has no room to keep one more; a
         TensorFlow import is seconds of CPU, so it takes a graph slot (never beside a benchmark timing)."""
         config = Config.coerce(config)
-        if self.pool.has_warm(config) or len(self.pool.workers()) >= self.pool.limits.max_workers - 1:
+        if self.pool.has_warm(config) or len(self.pool.workers(None)) >= self.pool.limits.max_workers - 1:
             return
         with self.queue(config.device).slot("graph"):
             self.pool.get(config)
@@ -152,13 +148,10 @@ class Engine:
 
     def inspect(self, spec, config: ConfigLike = None, *, on_progress: Progress | None = None, use_cache: bool = True,
                 pass_graphs: bool = False) -> InspectResult:
-        """The model's graphs at every stage, the fusions found and Grappler's own account; the near-misses'
-        setting-fixes unchecked (``check_fixes``).
-
-        The graph after every Grappler pass comes with it for a model of up to
-        ``model.limits.PASS_GRAPHS_AUTO_NODES`` nodes; a bigger one's first graphs come without them
-        (``grappler.pass_graphs_deferred``) unless ``pass_graphs``, a request (and cache entry) of its own.
-        """
+        """The model's graphs at every stage, the fusions found, Grappler's own account and the agreement check
+        (its reference beside the fused run where a second worker is warm: ``reference``); the near-misses'
+        setting-fixes unchecked (``check_fixes``). The graph after every Grappler pass comes with it for a model of
+        up to ``model.limits.PASS_GRAPHS_AUTO_NODES`` nodes; a bigger one's only with ``pass_graphs`` (a request of its own)."""
         spec, config = resolve(spec), Config.coerce(config)
         check_import_device(spec, config)
         key = inspect_key(spec, config, pass_graphs)
@@ -205,21 +198,29 @@ class Engine:
 
     def _inspect(self, spec, config: Config, key: str, on_progress: Progress | None,
                  pass_graphs: bool = False) -> InspectResult:
-        payload = inspect_payload(spec, config, pass_graphs)
-        try:
-            answer, info = self._request(config, compilers.FIRST.inspect_op, payload, on_progress=on_progress)
-        except WorkerError as exc:
-            how = next((f"killed by {s}" for s in KERNEL_SIGNALS if f"killed by {s}" in str(exc)), None)
-            if exc.kind != "crash" or how is None or config.device != "cpu":
-                raise
-            # The run killed the worker from inside (a fused kernel's abort): a new worker shows Grappler's
-            # graphs made without running them, and whether the unfused graph runs. If that dies too, the
-            # first error stands.
+        payload, op = inspect_payload(spec, config, pass_graphs), compilers.FIRST.inspect_op
+        with self.queue(config.device).slot("graph", on_progress):
+            beside = reference.start(self, config, payload)  # the check's unfused run, in a second worker
             try:
-                answer, info = self._request(config, compilers.FIRST.inspect_op, dict(payload, aborted=how),
+                answer, info = self._request(config, op, beside.payload if beside else payload, slot=None,
                                              on_progress=on_progress)
-            except WorkerError:
-                raise exc from None
+                answer = beside.finish(answer) if beside else answer
+            except WorkerError as exc:
+                how = next((f"killed by {s}" for s in KERNEL_SIGNALS if f"killed by {s}" in str(exc)), None)
+                if exc.kind != "crash" or how is None or config.device != "cpu":
+                    raise
+                # A fused kernel's abort killed the worker: a new one shows Grappler's graphs made without running
+                # them, and whether the unfused graph runs. If that dies too, the first error stands.
+                try:
+                    answer, info = self._request(config, op, dict(payload, aborted=how), slot=None,
+                                                 on_progress=on_progress)
+                except WorkerError:
+                    raise exc from None
+            finally:
+                if beside:
+                    beside.close()
+        if not beside:
+            reference.start_later(self, config, answer)
         result = annotate({**cast(InspectResult, answer), "config": config.to_dict(), "worker": info, "cached": False,
                            "key": key, "spec": spec.public_dict()})
         if not broken(result.get("agreement")):  # a failed call is asked again, never answered from the cache

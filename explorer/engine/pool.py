@@ -1,5 +1,9 @@
 """The warm worker processes of one engine: one per configuration, bounded, the least recently used idle one
-evicted when the pool is full (``runner.WorkerProcess`` is one of them)."""
+evicted when the pool is full (``runner.WorkerProcess`` is one of them).
+
+A configuration whose models make inspect's agreement check cost (engine.reference) also gets a second worker,
+``role`` REFERENCE, which runs the unfused reference while the first runs the fused graph; it counts against the
+same bounds, and ``workers()`` lists the first ones only."""
 
 from __future__ import annotations
 
@@ -11,6 +15,9 @@ from ..model.flags import Config
 from . import scratch
 from .admission import MemoryBudget
 from .runner import Limits, WorkerProcess
+
+
+MAIN, REFERENCE = "main", "reference"
 
 
 class Pool:
@@ -27,12 +34,12 @@ class Pool:
         self._starting: dict[tuple, threading.Lock] = {}
         scratch.sweep()  # what an engine killed outright left behind
 
-    def has_warm(self, config: Config) -> bool:
-        worker = self._workers.get(config.process_key())
+    def has_warm(self, config: Config, role: str = MAIN) -> bool:
+        worker = self._workers.get((config.process_key(), role))
         return worker is not None and worker.alive()
 
-    def get(self, config: Config) -> WorkerProcess:
-        key = config.process_key()
+    def get(self, config: Config, role: str = MAIN) -> WorkerProcess:
+        key = (config.process_key(), role)
         with self._lock:
             start_lock = self._starting.setdefault(key, threading.Lock())
         with start_lock:
@@ -44,16 +51,16 @@ class Pool:
                 if worker is not None:
                     self._workers.pop(key).close()
                 self._evict_locked()
-            worker = self.start(config)
+            worker = self.start(config, role)
             with self._lock:
                 self._workers[key] = worker
             return worker
 
-    def start(self, config: Config) -> WorkerProcess:
+    def start(self, config: Config, role: str = MAIN) -> WorkerProcess:
         """A new worker of ``config``, outside the pool, once its memory cap fits the budget (an idle pooled
         worker is stopped to make room; the caller closes it)."""
         return WorkerProcess(Config.make(config.device, config.env_dict), self.limits, budget=self.memory,
-                             make_room=self.stop_idle)
+                             make_room=self.stop_idle, role=role)
 
     def stop_idle(self) -> bool:
         """Stop the least recently used idle worker; False when every worker is busy."""
@@ -83,9 +90,10 @@ class Pool:
                     self._workers.pop(key)
         worker.close()
 
-    def workers(self) -> list[WorkerProcess]:
+    def workers(self, role: str | None = MAIN) -> list[WorkerProcess]:
+        """The live workers of ``role`` (None: of every role)."""
         with self._lock:
-            return list(self._workers.values())
+            return [w for (_, r), w in self._workers.items() if role is None or r == role]
 
     def close(self) -> None:
         with self._lock:

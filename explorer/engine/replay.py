@@ -48,6 +48,7 @@ def request_key(config: Config, op: str, payload: dict) -> str:
 
 
 class ReplayEngine(Engine):
+    beside = False  # answered from recordings: no second worker
     def __init__(self, directory: Path | str):
         super().__init__(cache_dir=None)
         self.directory = Path(directory)
@@ -125,6 +126,8 @@ class ReplayEngine(Engine):
 
 class RecordingEngine(Engine):
     """The live engine, writing every worker answer it gets into ``directory`` as a recording."""
+
+    beside = False  # one request per inspect, as a replay asks it
 
     def __init__(self, directory: Path | str, **options):
         super().__init__(**options)

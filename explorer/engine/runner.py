@@ -62,6 +62,9 @@ class Limits:
     memory_bytes: int = min(MAX_WORKER_BYTES, MEMORY_BUDGET // MAX_WORKERS)
     max_workers: int = MAX_WORKERS
     idle_s: float = 900.0  # a worker unused this long is stopped
+    # A reference of inspect's check longer than this gets its configuration a second worker that runs it beside
+    # the fused run (engine.reference); negative: never.
+    beside_after_s: float = 0.25
     memory_budget: int = MEMORY_BUDGET
 
 
@@ -76,10 +79,13 @@ class WorkerProcess:
     """One live ``python -m explorer.worker`` and the pipe protocol to it."""
 
     def __init__(self, config: Config, limits: Limits, base_env: Mapping[str, str] | None = None,
-                 budget: MemoryBudget | None = None, make_room: Callable[[], bool] = lambda: False):
+                 budget: MemoryBudget | None = None, make_room: Callable[[], bool] = lambda: False,
+                 role: str = "main"):
         """``base_env``: the environment to start from (default: this process's); a Ray task passes
         its own with Ray's additions removed. ``budget``: the engine's memory budget, which this worker's
-        cap is held from while it lives (``make_room`` stops an idle worker to free some)."""
+        cap is held from while it lives (``make_room`` stops an idle worker to free some). ``role``: what the
+        pool keeps it for (``pool.MAIN``, ``pool.REFERENCE``), in its environment as EXPLORER_WORKER_ROLE."""
+        self.role = role
         self._budget: MemoryBudget | None = None
         self._held = 0
         if budget is not None:
@@ -141,6 +147,7 @@ class WorkerProcess:
         env["TF_DUMP_GRAPH_PREFIX"] = self.dump_dir
         env["TMPDIR"] = self.tmp_dir
         env["EXPLORER_DEVICE"] = self.config.device
+        env["EXPLORER_WORKER_ROLE"] = self.role
         # XLA reads its flags once per process: its per-pass dumps go to the worker's own directory.
         env["EXPLORER_XLA_DUMP"] = os.path.join(self.workdir, "xla")
         env["XLA_FLAGS"] = " ".join(filter(None, [env.get("XLA_FLAGS", ""), f"--xla_dump_to={env['EXPLORER_XLA_DUMP']}",
@@ -323,4 +330,4 @@ class WorkerProcess:
 # Variables the parent sets for each worker; the caller's own values never leak in.
 # CUDA_VISIBLE_DEVICES is not ours: a GPU worker keeps the user's choice of GPU.
 _OWNED_ENV = {"TF_CPP_VMODULE", "TF_CPP_MIN_LOG_LEVEL", "TF_DUMP_GRAPH_PREFIX", "EXPLORER_DEVICE", "EXPLORER_XLA_DUMP",
-              "TMPDIR"} | set(ENV_FLAGS)
+              "EXPLORER_WORKER_ROLE", "TMPDIR"} | set(ENV_FLAGS)

@@ -13,11 +13,12 @@ import re
 import shutil
 import tempfile
 
-_OWNED = re.compile(r"^explorer-(worker|fix)-(\d+)-")
+_OWNED = re.compile(r"^explorer-(worker|fix|check)-(\d+)-")
 
 
 def folder(kind: str) -> str:
-    """A new private folder ``explorer-<kind>-<pid>-*`` in the system's temporary folder (kind: worker, fix)."""
+    """A new private folder ``explorer-<kind>-<pid>-*`` in the system's temporary folder (kind: worker, fix, check:
+    the outputs an agreement check compares across two workers)."""
     return tempfile.mkdtemp(prefix=f"explorer-{kind}-{os.getpid()}-")
 
 

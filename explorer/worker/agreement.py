@@ -20,10 +20,14 @@ import numpy as np
 
 from ..analysis import agreement as compare_outputs
 from . import models
+from ..model.spec import resolve
 from .protocol import error_line
 from .runtime import Runtime
+from .shapes import executed_tensors, fed_shapes
 
 REFERENCE = "this model with Grappler's remapper off (the other switches as set), same process, same inputs"
+REFERENCE_BESIDE = ("this model with Grappler's remapper off (the other switches as set), run at the same time in a "
+                    "second worker process of this configuration: same flags, same seeded weights and inputs")
 LARGE = 1e4  # how much the "large magnitudes" edge scales float inputs by
 
 
@@ -100,26 +104,6 @@ def bench_agreement(fused: list, reference: list, ops, tf32: bool) -> dict:
             "tf32": any("TF32" in b for o in outs for b in o["tolerance"]["basis"]), "comparison": comparison}
 
 
-def judged(fused, fused_error, reference, reference_error, ops, tf32) -> dict:
-    """One pair of runs on one set of inputs, judged: a status and what it rests on."""
-    if fused_error and reference_error:
-        return {"status": "model_fails", "comparison": None, "fused_error": fused_error,
-                "reference_error": reference_error,
-                "summary": f"fails with the remapper on and off alike: {reference_error['message']}"}
-    if fused_error:
-        where = f" at node {fused_error['node']}" + (f" ({fused_error['op']})" if fused_error["op"] else "") \
-            if fused_error["node"] else ""
-        return {"status": "fails", "comparison": None, "fused_error": fused_error, "reference_error": None,
-                "summary": f"the fused graph fails{where}: {fused_error['type']}: {fused_error['message']}; "
-                           "with the remapper off it runs"}
-    if reference_error:
-        return {"status": "unchecked", "comparison": None, "fused_error": None, "reference_error": reference_error,
-                "summary": f"the unfused reference failed, so nothing was compared: {reference_error['message']}"}
-    comparison = compare_outputs.compare(fused, reference, ops=ops, tf32=tf32)
-    return {"status": "agrees" if comparison["agree"] else "differs", "comparison": comparison,
-            "fused_error": None, "reference_error": None, "summary": comparison["summary"]}
-
-
 def edge_inputs(spec, body, args: list, tf) -> list[tuple[str, str, list]]:
     """[(case, words, inputs)]: the edges a user's data can reach, for a model whose signature leaves a
     dimension open (imports traced as served) or that takes integers or booleans; [] otherwise."""
@@ -172,7 +156,7 @@ def check(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: d
     reference, reference_error = called(rt, fn, args, switches, False, executed)
     base["reference_seconds"] = round(time.perf_counter() - started, 4)  # its own Grappler run and kernels
     base["reference_shapes"] = [[int(d) for d in r.shape] for r in reference] if reference is not None else None
-    main = judged(fused, fused_error, reference, reference_error, ops, tf32)
+    main = compare_outputs.judged(fused, fused_error, reference, reference_error, ops, tf32)
     if main["status"] == "model_fails":
         return None
     edges = []
@@ -181,18 +165,71 @@ def check(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: d
             edge_started = time.perf_counter()
             edge_fused, edge_fused_error = called(rt, fn, inputs, switches)
             edge_ref, edge_ref_error = called(rt, fn, inputs, switches, False)
-            edge = judged(edge_fused, edge_fused_error, edge_ref, edge_ref_error, ops, tf32)
+            edge = compare_outputs.judged(edge_fused, edge_fused_error, edge_ref, edge_ref_error, ops, tf32)
             edges.append(dict(edge, case=case, inputs=words, shapes=[[int(d) for d in a.shape] for a in inputs],
                               seconds=round(time.perf_counter() - edge_started, 4)))
-    status, summary = main["status"], main["summary"]
-    for wanted in ("fails", "differs"):
-        bad = [e for e in edges if e["status"] == wanted]
-        if status == "agrees" and bad:
-            status, summary = wanted, f"on edge inputs ({bad[0]['case']}: {bad[0]['inputs']}): {bad[0]['summary']}"
-    result = dict(base, **{k: main[k] for k in ("comparison", "fused_error", "reference_error")}, edges=edges,
-                  status=status, summary=summary, seconds=round(time.perf_counter() - started, 4))
-    result["headline"] = compare_outputs.headline(result)
-    return result
+    return compare_outputs.concluded(base, main, edges, round(time.perf_counter() - started, 4))
+
+
+def savable(arrays) -> bool:
+    """Whether numpy's own .npz holds these outputs as they are (not bfloat16 and the like, nor strings)."""
+    return all(a.dtype.isbuiltin == 1 and a.dtype.kind != "O" for a in arrays)
+
+
+def fused_side(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: dict, fused: list,
+               stages: dict, path: str) -> dict | None:
+    """Inspect's half of a check whose reference runs beside it (``reference``, in another worker): the fused
+    outputs, on the seeded inputs and the edge inputs, written to ``path`` (.npz: ``main_<i>``, ``<case>_<i>``);
+    the check "pending" with what the engine judges them by (``analysis.agreement.judged``). None when the
+    outputs are not numpy's own dtypes: the check is then made here, as it is without a second worker."""
+    started = time.perf_counter()
+    if not savable(fused):
+        return None
+    arrays = {f"main_{i}": a for i, a in enumerate(fused)}
+    edges = []
+    for case, words, inputs in edge_inputs(spec, body, args, rt.tf):
+        edge_started = time.perf_counter()
+        out, error = called(rt, fn, inputs, switches)
+        if out is not None and not savable(out):
+            return None
+        arrays.update({f"{case}_{i}": a for i, a in enumerate(out or ())})
+        edges.append({"case": case, "inputs": words, "shapes": [[int(d) for d in a.shape] for a in inputs],
+                      "error": error, "count": len(out or ()), "seconds": round(time.perf_counter() - edge_started, 4)})
+    np.savez(path, **arrays)
+    graphs = [g for g in stages.values() if g is not None]
+    return {"status": "pending", "reference": REFERENCE_BESIDE, "inputs": describe_inputs(spec, names, args),
+            "ops": sorted({n.op for g in graphs for n in g.node}), "tf32": rt.tf32_active(), "count": len(fused),
+            "edges": edges, "outputs": path, "seconds": round(time.perf_counter() - started, 4)}
+
+
+def reference(rt: Runtime, request: dict) -> dict:
+    """The ``reference`` request: the model called with the remapper off (the other switches as set), on its seeded
+    inputs and on its edge inputs; the outputs written to ``request["outputs"]`` (numpy's .npz: ``main_<i>``,
+    ``<case>_<i>``). A second warm worker of the same configuration answers it while the first runs the fused graph
+    (engine: ``Engine._inspect``). Returns each run's error, the reference's shapes and seconds, and its executed
+    graph's tensors (the traffic account's unfused graph)."""
+    started = time.perf_counter()
+    spec = resolve(request["spec"])
+    switches = request.get("grappler") or {}
+    rt.reset_grappler()
+    body, args = rt.build(spec)
+    fn = models.function(body, rt.tf, served=True)
+    executed: list = []
+    arrays: dict[str, np.ndarray] = {}
+    with rt.without_dumps():
+        main, error = called(rt, fn, args, switches, False, executed)
+        edges = []
+        for case, _, inputs in edge_inputs(spec, body, args, rt.tf):
+            out, edge_error = called(rt, fn, inputs, switches, False)
+            arrays.update({f"{case}_{i}": a for i, a in enumerate(out or ())})
+            edges.append({"case": case, "error": edge_error, "count": len(out or ())})
+    rt.log.read()  # its Grappler lines are no inspect's log
+    arrays.update({f"main_{i}": a for i, a in enumerate(main or ())})
+    np.savez(request["outputs"], **arrays)
+    return {"error": error, "count": len(main or ()), "edges": edges,
+            "shapes": [[int(d) for d in r.shape] for r in main] if main is not None else None,
+            "executed_tensors": executed_tensors(rt.tf, executed[0], fed_shapes(args)) if executed else None,
+            "seconds": round(time.perf_counter() - started, 4)}
 
 
 def after_abort(rt: Runtime, spec, fn, names: list[str], args: list, switches: dict, how: str) -> dict:

@@ -74,8 +74,13 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
     reference_executed: list = []  # the remapper-off run's executed graph, made by the agreement check
     with rt.without_dumps():
         fused = None if fused_exc is not None else agreement.outputs(rt.tf, out)
-        checked = agreement.check(rt, spec, body, fn, names, args, switches, fused, fused_exc, stages,
-                                  wanted=request.get("agreement", "on") != "off", executed=reference_executed)
+        checked = None
+        if request.get("agreement") == "beside" and fused is not None and switches.get("remapping") != "off":
+            checked = agreement.fused_side(rt, spec, body, fn, names, args, switches, fused, stages,
+                                           request["outputs"])  # the reference runs in a second worker
+        if checked is None:
+            checked = agreement.check(rt, spec, body, fn, names, args, switches, fused, fused_exc, stages,
+                                      wanted=request.get("agreement", "on") != "off", executed=reference_executed)
     rt.log.read()  # the reference run's own Grappler lines are not this inspect's log
     if checked is None:  # it fails with the remapper off too: the model's failure, not the fusion's
         raise fused_exc
@@ -105,11 +110,13 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
         },
         "fingerprint": rt.fingerprint,
     }
-    if fused_exc is None and reference_executed:
-        # what each executed op of both runs reads and writes, at the shapes fed (analysis.traffic)
+    if fused_exc is None and (reference_executed or checked["status"] == "pending"):
+        # what each executed op of both runs reads and writes, at the shapes fed (analysis.traffic); the unfused
+        # run's, where it ran beside, comes with its answer (engine.reference)
         fed = fed_shapes(args)
-        result["executed_tensors"] = {"fused": executed_tensors(rt.tf, stages["executed"], fed),
-                                      "unfused": executed_tensors(rt.tf, reference_executed[0], fed)}
+        result["executed_tensors"] = {"fused": executed_tensors(rt.tf, stages["executed"], fed)}
+        if reference_executed:
+            result["executed_tensors"]["unfused"] = executed_tensors(rt.tf, reference_executed[0], fed)
     described = models.describe(spec, rt.tf)
     if described is not None:
         result["model_info"] = described

@@ -18,7 +18,7 @@ from ..errors import SpecError
 from ..model import compilers
 from ..model.devices import no_gpu_words, nvidia_gpus_present, refuse_simulated
 from ..model.hooks import hook
-from . import diagnose, fix, fix_bench, op_time, probe
+from . import agreement, diagnose, fix, fix_bench, op_time, probe
 from .protocol import BadRequest, NoGpu, Protocol, Refused, error_line
 from .runtime import Runtime
 
@@ -41,6 +41,9 @@ def handle(rt: Runtime, request: dict) -> dict:
             refuse_simulated(rt.device, "bench")
         with rt.without_dumps():
             return MODEL_OPS[op](rt, request)
+    if op == "reference":  # the unfused run of inspect's check, in a second worker beside the fused one
+        refuse_simulated(rt.device, "reference")
+        return agreement.reference(rt, request)
     if op == "diagnose":  # the fused call against the unfused one, each fused node cut out (Grappler's dumps kept)
         refuse_simulated(rt.device, "diagnose")
         return diagnose.run(rt, request)

@@ -11,14 +11,16 @@ from devkit.browser import GRAPH_SVG, LINKED, open_app, start_app
 
 
 def _default_workers(server) -> list[psutil.Process]:
-    """Workers of the default configuration (the server's EXPLORER_DEFAULT_ENV flags, on the CPU)."""
+    """Workers of the default configuration (the server's EXPLORER_DEFAULT_ENV flags, on the CPU); not a second one
+    that runs the agreement check's reference beside it (engine.reference), should the engine start one."""
     found = []
     for proc in server.workers():
         try:
             environ = proc.environ()
         except psutil.Error:
             continue
-        if environ.get("EXPLORER_DEVICE") == "cpu" and environ.get("TF_ENABLE_ONEDNN_OPTS") == "1":
+        if environ.get("EXPLORER_DEVICE") == "cpu" and environ.get("TF_ENABLE_ONEDNN_OPTS") == "1" \
+                and environ.get("EXPLORER_WORKER_ROLE") != "reference":
             found.append(proc)
     return found
 
