@@ -9,7 +9,8 @@ The steps, each in a process of its own (a fused kernel may abort the process th
    (``present.fault_repro``), run here in a fresh Python process with the configuration's flags: the node whose script fails,
    disagrees or aborts as the model did is the one responsible (``analysis.diagnosis.pin``);
    and, on a CPU, the XLA-compiled function's outputs against the same reference (``diagnosis.xla_verdict``);
-3. the ways around it, each run: the remapper off for the model, oneDNN off (a worker of its own);
+3. the ways around it, each run: the remapper off for the model, oneDNN off (a worker of its own), and for an
+   import a rewrite that prevents only the responsible fusion (``REWRITE_WAYS``);
 4. the responsible node's script kept at ``repro`` (what the user files upstream).
 """
 
@@ -58,7 +59,7 @@ def run(engine, spec, config=None, *, repro: str | None = None, ways: bool = Tru
         say({"fraction": 0.75, "message": "verifying the ways around it"})
         result["ways"] = ways_around(engine, spec, config, reps)
         if result["pinned"] is not None:
-            rewritten = fold_batchnorm_way(engine, spec, config, result["pinned"], reps, out)
+            rewritten = rewrite_way(engine, spec, config, result["pinned"], reps, out)
             result["ways"] += [rewritten] if rewritten else []
     pinned = result["pinned"]
     if repro and pinned is not None:
@@ -137,36 +138,51 @@ def ways_around(engine, spec, config: Config, reps: int = 20) -> list[dict]:
     return found
 
 
-def fold_batchnorm_way(engine, spec, config: Config, pinned: dict, reps: int, out: str | None) -> dict | None:
-    """Only that fusion prevented, the maths kept: for an imported model whose responsible fusion holds a
-    batch norm, the batch norm folded into the convolution's weights and bias (the fix ``fold-batchnorm``,
-    ``worker.rewrite``): the remapper then makes Conv2D + BiasAdd + activation instead. The copy is run like the
-    model (does it run, does it agree with its own unfused graph, its time) and kept at ``out`` if given."""
+# The rewrites that prevent only the responsible fusion, the maths kept (``worker.rewrite``): by a fused op the
+# pinned node's fusion holds, the fix and its words.
+REWRITE_WAYS = (
+    ("FusedBatchNorm", "fold-batchnorm",
+     "the batch norm folded into the convolution (fold-batchnorm: a rewrite of the model, same maths)"),
+    ("Mish", "split-mish",
+     "Mish's softplus written as log1p(exp(x)), which the remapper does not fuse (split-mish: a rewrite of the "
+     "model, same maths)"),
+)
+
+
+def rewrite_way(engine, spec, config: Config, pinned: dict, reps: int, out: str | None) -> dict | None:
+    """Only that fusion prevented, the maths kept: for an imported model whose responsible fusion holds a batch
+    norm, the batch norm folded into the convolution's weights and bias (the remapper then makes Conv2D + BiasAdd
+    + activation instead); where it holds Mish, that Mish's softplus split so that the remapper leaves it out
+    (``REWRITE_WAYS``). The copy is run like the model (does it run, does it agree with its own unfused graph,
+    its time) and kept at ``out`` if given."""
     from ..model.sources import source_of
     from . import scratch
     from .fixes import _fixed_spec, _keep
 
-    if "fix" not in source_of(spec).offers or "FusedBatchNorm" not in pinned["target"]:
+    found = next((way for way in REWRITE_WAYS if way[0] in pinned["target"]), None)
+    if "fix" not in source_of(spec).offers or found is None:
         return None
+    _, fix, words = found
     work = scratch.folder("diagnose")
-    words = "the batch norm folded into the convolution (fold-batchnorm: a rewrite of the model, same maths)"
+    targets = {fix: [pinned["node"]]} if fix == "split-mish" else None  # that Mish alone; a fold: every one
     try:
         with engine.queue(config.device).slot("graph"):
-            written, _ = engine.request(config, "fix", {"spec": spec.to_dict(), "out_dir": work, "variants": [
-                {"name": "fold-batchnorm", "fixes": ["fold-batchnorm"]}]}, slot=None, fresh=True)
+            written, _ = engine.request(config, "fix", {"spec": spec.to_dict(), "out_dir": work, "targets": targets,
+                                                        "variants": [{"name": fix, "fixes": [fix]}]},
+                                        slot=None, fresh=True)
         variant = written["variants"][0]
         if not any(record["sites"] for record in variant["records"]):
-            return None  # the batch norm is not in a form the rewrite folds (a FusedBatchNorm op, say)
+            return None  # not in a form the rewrite takes (a batch norm that is no FusedBatchNorm or Mul/Add, say)
         answer = check(engine, resolve(_fixed_spec(variant, spec)), config, reps=reps)
         verdict = diagnosis.verdict(answer)
         kept = _keep(variant, out) if out else None
     except (WorkerError, ExplorerError) as exc:
-        return {"way": "fold-batchnorm", "words": words, "runs": False, "agrees": False,
+        return {"way": fix, "words": words, "runs": False, "agrees": False,
                 "error": getattr(exc, "message", None) or str(exc)}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     fused = sorted({f"{n['op']} [{', '.join(n['fused_ops'])}]" for n in answer.get("nodes") or ()})
-    return {"way": "fold-batchnorm", "words": words, "config": config.to_dict(), "runs": verdict["runs"],
+    return {"way": fix, "words": words, "config": config.to_dict(), "runs": verdict["runs"],
             "agrees": verdict["fault"] is None and verdict["runs"], "verdict": verdict, "timing": answer.get("timing"),
             "fused": fused, "model_out": kept}
 

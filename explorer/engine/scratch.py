@@ -13,12 +13,12 @@ import re
 import shutil
 import tempfile
 
-_OWNED = re.compile(r"^explorer-(worker|fix|check)-(\d+)-")
+_OWNED = re.compile(r"^explorer-(worker|fix|check|diagnose)-(\d+)-")
 
 
 def folder(kind: str) -> str:
     """A new private folder ``explorer-<kind>-<pid>-*`` in the system's temporary folder (kind: worker, fix, check:
-    the outputs an agreement check compares across two workers)."""
+    the outputs an agreement check compares across two workers, diagnose: a way around's rewritten model)."""
     return tempfile.mkdtemp(prefix=f"explorer-{kind}-{os.getpid()}-")
 
 

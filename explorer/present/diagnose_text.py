@@ -47,6 +47,8 @@ def diagnose_text(result: dict) -> str:
             cost = (f"; {timing['configured_ms']:.3f} ms a call (unfused graph {timing['unfused_ms']:.3f} ms, "
                     f"median of {timing['reps']})") if timing else ""
             lines.append(f"  {way['words']}: {state}{cost}")
+            if way.get("model_out"):
+                lines.append(f"    the rewritten model: {way['model_out']}")
     repro = result.get("repro")
     if repro:
         lines += ["", f"Report to file upstream: {repro['path']} (TensorFlow alone; run it: "

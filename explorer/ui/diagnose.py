@@ -51,7 +51,7 @@ def _run(engine, choice, key: str) -> None:
         folder = None
         try:  # a rewritten model is kept in the session's folder, within its quota, as the fixes keep theirs
             folder = upload.scratch("diagnose-")
-            found = engine.diagnose(choice.spec, choice.config, reps=5, out=os.path.join(folder, "model-fold-batchnorm"),
+            found = engine.diagnose(choice.spec, choice.config, reps=5, out=os.path.join(folder, "model-rewritten"),
                                     on_progress=progress)
             uploads.keep_written(upload.session_directory(), folder, "the rewritten model")
         except ExplorerError as exc:

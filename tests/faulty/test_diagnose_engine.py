@@ -38,6 +38,12 @@ def test_corpus_model_is_diagnosed(engine, faulty_models, entry):
         assert ways["onednn-off"]["runs"] and ways["onednn-off"]["agrees"]
         for way in ways.values():
             assert way["timing"]["configured_ms"] > 0 and way["timing"]["unfused_ms"] > 0
+    if entry["source"] == "import" and "Mish" in entry["fused"]:
+        # only that fusion prevented: Mish's softplus split into log1p(exp(x)), the contraction's own fusion kept
+        split = {w["way"]: w for w in result["ways"]}["split-mish"]
+        assert split["runs"] and split["agrees"], split
+        assert split["fused"] and all("Mish" not in f for f in split["fused"]), split["fused"]
+        assert split["verdict"]["agreement"]["agree"]
 
 
 def test_a_fusion_that_works_is_no_fault(engine):

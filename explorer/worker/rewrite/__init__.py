@@ -4,14 +4,14 @@ One module per fix, named after it; each has ``NAME``, ``find(model)`` (every si
 why a site is left alone where it is) and ``apply(model, targets)`` -> (sites rewritten, sites left).
 ``REWRITES`` is their order when several apply together: a bias written as an Add becomes a BiasAdd
 before a batch norm after it is folded, and freezing comes last (it turns the folded weights into
-constants too). ``source`` makes the working copy of a loaded model; ``output`` writes the result.
+constants too). ``split-mish`` prevents a fusion instead (a way around one that breaks the model: engine.diagnose). ``source`` makes the working copy of a loaded model; ``output`` writes the result.
 """
 
 from __future__ import annotations
 
-from . import bias_add, bias_before_reshape, fold_batchnorm, freeze
+from . import bias_add, bias_before_reshape, fold_batchnorm, freeze, split_mish
 
-REWRITES = {module.NAME: module for module in (bias_add, bias_before_reshape, fold_batchnorm, freeze)}
+REWRITES = {module.NAME: module for module in (bias_add, bias_before_reshape, fold_batchnorm, split_mish, freeze)}
 NAMES = tuple(REWRITES)
 
 
