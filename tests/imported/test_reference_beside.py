@@ -8,6 +8,7 @@ import os
 import signal
 import time
 
+import psutil
 import pytest
 
 from explorer.engine import Engine
@@ -63,6 +64,7 @@ def test_the_check_beside_finds_what_the_check_in_one_worker_finds(beside_engine
     assert first["agreement"]["reference"] in (IN_ONE_WORKER, REFERENCE_BESIDE)  # beside once the second is warm
     wait_for_second_worker(beside_engine, ONEDNN_ON)  # the reference took over 0 s: a second worker is started
     [second] = beside_engine.pool.workers(REFERENCE)
+    assert psutil.Process(second.pid).nice() > psutil.Process(beside_engine.pool.workers()[0].pid).nice()  # yields
     beside = beside_engine.inspect(spec, ONEDNN_ON, use_cache=False)
     check = beside["agreement"]
     assert check["reference"] == REFERENCE_BESIDE
