@@ -239,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
             return failure.report(exc)
     from ..engine.cache import DEFAULT_CACHE_DIR
     from ..engine.engine import Engine
+    from ..engine.runner import Limits
 
     engine = None
     try:
@@ -250,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
             spec, config = spec_from_args(args), config_from_args(args)
         resolve(spec)  # checked before any process starts
         page_link = _link(args, spec, config, exp)
-        engine = Engine(cache_dir=None if args.no_cache else DEFAULT_CACHE_DIR)
+        # One command, one model: a second worker for the check's reference would start only as it ends.
+        engine = Engine(Limits(beside_after_s=-1.0), cache_dir=None if args.no_cache else DEFAULT_CACHE_DIR)
         if args.command == "inspect" and args.compiler != compilers.FIRST.id:
             _inspect_compilers(engine, spec, config, args, page_link)
         elif args.command == "inspect":

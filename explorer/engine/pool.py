@@ -11,6 +11,7 @@ import threading
 import time
 from collections import OrderedDict
 
+from ..errors import WorkerError
 from ..model.flags import Config
 from . import scratch
 from .admission import MemoryBudget
@@ -32,6 +33,7 @@ class Pool:
         self._workers: OrderedDict[tuple, WorkerProcess] = OrderedDict()
         self._lock = threading.Lock()
         self._starting: dict[tuple, threading.Lock] = {}
+        self._closed = False
         scratch.sweep()  # what an engine killed outright left behind
 
     def has_warm(self, config: Config, role: str = MAIN) -> bool:
@@ -53,8 +55,11 @@ class Pool:
                 self._evict_locked()
             worker = self.start(config, role)
             with self._lock:
-                self._workers[key] = worker
-            return worker
+                if not self._closed:
+                    self._workers[key] = worker
+                    return worker
+            worker.close()  # the engine closed while it started (a background start): nothing is left running
+            raise WorkerError("protocol", "the engine was closed while this worker started")
 
     def start(self, config: Config, role: str = MAIN) -> WorkerProcess:
         """A new worker of ``config``, outside the pool, once its memory cap fits the budget (an idle pooled
@@ -97,6 +102,7 @@ class Pool:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             workers = list(self._workers.values())
             self._workers.clear()
         for worker in workers:
