@@ -11,7 +11,7 @@ from ..errors import ExplorerError
 from ..model.limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_SWEEP_POINTS, MAX_WARMUP
 from ..model.spec import PARAMS
 from ..present import charts
-from . import frame, state
+from . import experiment, frame, state
 from . import traffic as traffic_ui
 from .model_input import PARAM_LABELS
 from .sidebar import Choice
@@ -39,13 +39,6 @@ def measured(engine, model, config, processes: int = 1) -> dict | None:
         if result is not None:
             state.remember(state.BENCH_RESULTS, key, result)
     return result
-
-
-def chosen_processes() -> int:
-    """1 for the quick run, else the number of fresh worker processes of a repeatable one."""
-    if st.session_state.get(state.BENCH_MODE) != "repeatable":
-        return 1
-    return int(st.session_state.get(state.BENCH_PROCESSES) or 1)
 
 
 def _progress_runner(label: str):
@@ -129,7 +122,7 @@ def panel(engine, choice: Choice) -> None:
                         persist_state=state.KEEP_HIDDEN,
                         help=f"For a repeatable run; 2..{MAX_PROCESSES}. 4 or more: with fewer the interval "
                              "is wide (2 processes give it 1 degree of freedom)")
-    processes = chosen_processes()
+    processes = experiment.on_screen().bench.processes  # 1: the quick run
     if st.session_state.pop(REPEAT, False):  # "Repeat it in N processes" under a quick result
         submitted = processes > 1
     if submitted:
@@ -211,7 +204,7 @@ def show(engine, result: dict, choice: Choice) -> None:
     # Full width and unwrapped: in a narrow column the command broke inside '--warmup'.
     processes = result.get("processes", 1)
     st.code(frame.bench_command(choice, summary["reps_requested"] // processes, result.get("warmup", 0),
-                                float(st.session_state.get(state.BENCH_SECONDS, 60)), processes), language="bash")
+                                experiment.on_screen().bench.seconds, processes), language="bash")
     st.download_button("Samples (CSV)", data=lambda r=result: charts.samples_csv(r), file_name="samples.csv",
                        mime="text/csv", on_click="ignore", key="bench.csv", icon=":material/download:")
 
@@ -224,7 +217,7 @@ def replication(result: dict) -> None:
         words.caption(f"**{replicated.QUICK_MODE}**, {sp['n_pairs']} pairs: the interval covers the noise inside "
                       "this worker process only, so its verdict is this process's; a second run may land outside "
                       "it. The repeatable run's interval includes the variation from one process to the next.")
-        n = int(st.session_state.get(state.BENCH_PROCESSES) or 4)
+        n = state.form_processes()
         button.button(f"Repeat it in {n} fresh processes", key="bench.repeat_button", on_click=_repeat,
                       icon=":material/replay:", width="stretch",
                       help="The same settings, timed in several fresh worker processes one after another")

@@ -241,6 +241,12 @@ GRAPH_SEARCH = "graphs.search"
 DEFAULTS.update({GRAPH_DEPTH: 1, GRAPH_OPEN: [], GRAPH_SEARCH: ""})
 
 
+def form_processes() -> int:
+    """The benchmark form's processes, kept while its run is the quick one: a repeatable run's, and the rounds of an
+    A-against-B timing (at least 2)."""
+    return max(2, int(st.session_state.get(BENCH_PROCESSES) or DEFAULTS[BENCH_PROCESSES]))
+
+
 def presenting() -> bool:
     """The presenter view (ui/presenter.py) is on: present=1 in the link, or the toggle at the top of the page."""
     return bool(st.session_state.get(PRESENT))
