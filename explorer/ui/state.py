@@ -16,13 +16,13 @@ import streamlit as st
 
 from ..model.catalog import PRESETS
 from ..model.devices import Device
-from ..model.experiment import Experiment, server_default
+from ..model.experiment import DEFAULT_MODEL, Experiment, server_default
 from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, UNSET, server_env_defaults as server_env_defaults
 from ..model.spec import DEFAULT_PARAMS
 from ..model.stack import to_text
 from ..model.stack_examples import example
 
-DEFAULT_PRESET = "matmul_bias_gelu_approx"  # shows a fusion on load: MatMul+BiasAdd+GELU -> _FusedMatMul
+DEFAULT_PRESET = DEFAULT_MODEL["preset"]
 
 # The model (sidebar).
 MODE = "model.mode"  # "preset", "chain", "stack" or "import"
