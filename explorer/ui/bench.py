@@ -264,6 +264,22 @@ def _on_param_change() -> None:
     st.session_state[state.SWEEP_VALUES] = ""  # refilled with suggestions for the new parameter
 
 
+def size_inputs(choice: Choice, sizes: list[str], suggest, columns, label: str) -> tuple[str, str]:
+    """The sweep's size to vary and its values' text, in two ``columns``; a size newly chosen gets the values
+    ``suggest(current, low, high)``. The measured sweep's and the simulated GPU's predicted one."""
+    ss = st.session_state
+    if ss.get(state.SWEEP_PARAM) not in sizes:
+        ss[state.SWEEP_PARAM], ss[state.SWEEP_VALUES] = sizes[0], ""
+    if not ss.get(state.SWEEP_VALUES):
+        spec = PARAMS[ss[state.SWEEP_PARAM]]
+        current = int(choice.model.p[ss[state.SWEEP_PARAM]])
+        ss[state.SWEEP_VALUES] = ", ".join(str(v) for v in suggest(current, spec.low, spec.high))
+    left, right = columns
+    param = left.selectbox("Size to vary", sizes, key=state.SWEEP_PARAM, format_func=lambda n: PARAM_LABELS.get(n, n),
+                           on_change=_on_param_change, persist_state=state.KEEP_HIDDEN)
+    return param, right.text_input(label, key=state.SWEEP_VALUES, persist_state=state.KEEP_HIDDEN)
+
+
 def sweep_panel(engine, choice: Choice) -> None:
     st.caption("Fused against unfused at several values of one size: small tensors are dominated by per-op "
                "overhead, large ones by memory traffic, and the fusion pays where the removed passes over "
@@ -274,20 +290,9 @@ def sweep_panel(engine, choice: Choice) -> None:
                 "in its own definition: change them there and benchmark again in 'Fused vs unfused'.",
                 icon=":material/info:")
         return
-    p = choice.model.p
-    if st.session_state.get(state.SWEEP_PARAM) not in sizes:
-        st.session_state[state.SWEEP_PARAM] = sizes[0]
-        st.session_state[state.SWEEP_VALUES] = ""
-    param = st.session_state[state.SWEEP_PARAM]
-    if not st.session_state.get(state.SWEEP_VALUES):
-        spec = PARAMS[param]
-        st.session_state[state.SWEEP_VALUES] = ", ".join(
-            str(v) for v in suggested_values(int(p[param]), spec.low, spec.high))
     c1, c2, c3, c4 = st.columns([1, 2, 1, 1.2], vertical_alignment="bottom")
-    param = c1.selectbox("Size to vary", sizes, key=state.SWEEP_PARAM, format_func=lambda n: PARAM_LABELS.get(n, n),
-                         on_change=_on_param_change, persist_state=state.KEEP_HIDDEN)
-    text = c2.text_input(f"Values (up to {MAX_SWEEP_POINTS}, comma-separated)", key=state.SWEEP_VALUES,
-                         persist_state=state.KEEP_HIDDEN)
+    param, text = size_inputs(choice, sizes, suggested_values, (c1, c2),
+                              f"Values (up to {MAX_SWEEP_POINTS}, comma-separated)")
     reps = c3.number_input("Calls per point", min_value=3, max_value=MAX_SWEEP_REPS, step=5, key=state.SWEEP_REPS,
                            persist_state=state.KEEP_HIDDEN)
     clicked = c4.button("Run sweep", type="primary", key="sweep.run", width="stretch")
