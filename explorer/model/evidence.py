@@ -15,8 +15,6 @@ from __future__ import annotations
 SIMULATED = "Simulated here (Grappler run on a virtual GPU; nothing ran on a GPU)"
 MEASURED_H200 = ("Measured on a real GPU (NVIDIA H200, 2026-11-26; XLA through JAX 0.11.2, driver 580.159, CUDA 13; "
                  "XLA and cuBLASLt as TensorFlow uses them, not TensorFlow itself)")
-SOURCE_XLA = "Read from XLA's source (xla/service/gpu/transforms: gemm_rewriter.cc, cudnn_fused_conv_rewriter.cc)"
-SOURCE_REMAPPER = "Read from TensorFlow 2.21's source (grappler/optimizers/remapper.cc)"
 PREDICTED = "Predicted (a roofline on the vendor's data-sheet figures, calibrated on a measured H100; not measured here)"
 
 # The words that mark a statement's evidence; a GPU statement on the page carries one of them (tests walk them).

@@ -43,8 +43,6 @@ DEFAULT_MODEL = {"preset": "matmul_bias_gelu_approx"}  # shows a fusion on load:
 KEYS = ("device", "on", "off", "compiler", "tab", "stages", "fold", "view", "reps", "warmup", "seconds",
         "processes", "present", "lesson", "step")
 LIST_KEYS = ("on", "off", "out")  # keys a link may repeat, read as one comma-separated list
-# Reserved for the lessons and the presenter view (read through ``Experiment``): ``present=1``, ``lesson=ID&step=N``.
-VIEW_KEYS = ("present", "lesson", "step")
 
 
 @dataclass(frozen=True)

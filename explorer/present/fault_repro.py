@@ -17,7 +17,6 @@ from __future__ import annotations
 from ..analysis.diagnosis import JSON_MARK
 # Largest difference still counted as agreement, by dtype (the bench's table).
 TOLERANCE = {"float64": 1e-9, "float32": 1e-3, "float16": 5e-2, "bfloat16": 1e-1}
-FLAG_NAMES = ("TF_ENABLE_ONEDNN_OPTS",)
 
 
 def _array(entry: dict, rng: str = "rng") -> str:

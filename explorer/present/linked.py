@@ -24,8 +24,6 @@ from .dot_text import html_id
 from .theme import dark_css
 
 BEFORE, AFTER = "b-", "a-"
-PANE_PX = 540  # the width one pane gets on a wide page; only used to guess the frame's height
-MAX_HEIGHT = 2400
 MIN_SCALE = 0.75  # below this a node's 8 pt detail line is under 8 px: stack the two sides instead
 
 # The view's style and script live beside this module as plain files (read once): the script is tested in
@@ -100,19 +98,11 @@ def script_json(data) -> str:
 
 
 _PROLOG = re.compile(r"^.*?(?=<svg[\s>])", re.S)
-_SIZE = re.compile(r'<svg[^>]*?\bwidth="([\d.]+)pt"[^>]*?\bheight="([\d.]+)pt"', re.S)
 
 
 def svg_element(svg: str) -> str:
     """The <svg> element of Graphviz output, without the XML prolog, doctype and comments before it."""
     return _PROLOG.sub("", svg, count=1).strip()
-
-
-def svg_size_px(svg: str) -> tuple[float, float]:
-    m = _SIZE.search(svg)
-    if not m:
-        return 400.0, 400.0
-    return float(m.group(1)) * 4 / 3, float(m.group(2)) * 4 / 3
 
 
 HINT = "Hover over a node, or click it to pin: its counterparts light up. Drag to pan, Ctrl + wheel to zoom."

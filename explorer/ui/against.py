@@ -19,16 +19,12 @@ def _extra(pinned: dict, processes: int, reps: int) -> dict:
     return {"against": pinned["result_key"], "processes": processes, "reps": reps}
 
 
-def _rounds() -> int:
-    return max(2, int(st.session_state.get(state.BENCH_PROCESSES) or 4))
-
-
 def panel(engine, pinned: dict, current: dict) -> None:
     """The button, and the result when this pair was timed (this session, or kept by the server)."""
     if pinned.get("simulated") or current.get("simulated"):
         return
     form = experiment.on_screen().bench  # the benchmark tab's calls, warm-up and time budget
-    rounds, reps = _rounds(), form.reps
+    rounds, reps = state.form_processes(), form.reps
     try:
         a = (resolve(pinned["spec"]), Config.from_dict(pinned["config"]))
         b = (resolve(current["spec"]), Config.from_dict(current["config"]))

@@ -11,7 +11,7 @@ from ..errors import ExplorerError
 from ..model.limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_SWEEP_POINTS, MAX_WARMUP
 from ..model.spec import PARAMS
 from ..present import charts
-from . import frame, state
+from . import experiment, frame, state
 from . import traffic as traffic_ui
 from .model_input import PARAM_LABELS
 from .sidebar import Choice
@@ -39,13 +39,6 @@ def measured(engine, model, config, processes: int = 1) -> dict | None:
         if result is not None:
             state.remember(state.BENCH_RESULTS, key, result)
     return result
-
-
-def chosen_processes() -> int:
-    """1 for the quick run, else the number of fresh worker processes of a repeatable one."""
-    if st.session_state.get(state.BENCH_MODE) != "repeatable":
-        return 1
-    return int(st.session_state.get(state.BENCH_PROCESSES) or 1)
 
 
 def _progress_runner(label: str):
@@ -129,7 +122,7 @@ def panel(engine, choice: Choice) -> None:
                         persist_state=state.KEEP_HIDDEN,
                         help=f"For a repeatable run; 2..{MAX_PROCESSES}. 4 or more: with fewer the interval "
                              "is wide (2 processes give it 1 degree of freedom)")
-    processes = chosen_processes()
+    processes = experiment.on_screen().bench.processes  # 1: the quick run
     if st.session_state.pop(REPEAT, False):  # "Repeat it in N processes" under a quick result
         submitted = processes > 1
     if submitted:
@@ -211,7 +204,7 @@ def show(engine, result: dict, choice: Choice) -> None:
     # Full width and unwrapped: in a narrow column the command broke inside '--warmup'.
     processes = result.get("processes", 1)
     st.code(frame.bench_command(choice, summary["reps_requested"] // processes, result.get("warmup", 0),
-                                float(st.session_state.get(state.BENCH_SECONDS, 60)), processes), language="bash")
+                                experiment.on_screen().bench.seconds, processes), language="bash")
     st.download_button("Samples (CSV)", data=lambda r=result: charts.samples_csv(r), file_name="samples.csv",
                        mime="text/csv", on_click="ignore", key="bench.csv", icon=":material/download:")
 
@@ -224,7 +217,7 @@ def replication(result: dict) -> None:
         words.caption(f"**{replicated.QUICK_MODE}**, {sp['n_pairs']} pairs: the interval covers the noise inside "
                       "this worker process only, so its verdict is this process's; a second run may land outside "
                       "it. The repeatable run's interval includes the variation from one process to the next.")
-        n = int(st.session_state.get(state.BENCH_PROCESSES) or 4)
+        n = state.form_processes()
         button.button(f"Repeat it in {n} fresh processes", key="bench.repeat_button", on_click=_repeat,
                       icon=":material/replay:", width="stretch",
                       help="The same settings, timed in several fresh worker processes one after another")
@@ -271,6 +264,22 @@ def _on_param_change() -> None:
     st.session_state[state.SWEEP_VALUES] = ""  # refilled with suggestions for the new parameter
 
 
+def size_inputs(choice: Choice, sizes: list[str], suggest, columns, label: str) -> tuple[str, str]:
+    """The sweep's size to vary and its values' text, in two ``columns``; a size newly chosen gets the values
+    ``suggest(current, low, high)``. The measured sweep's and the simulated GPU's predicted one."""
+    ss = st.session_state
+    if ss.get(state.SWEEP_PARAM) not in sizes:
+        ss[state.SWEEP_PARAM], ss[state.SWEEP_VALUES] = sizes[0], ""
+    if not ss.get(state.SWEEP_VALUES):
+        spec = PARAMS[ss[state.SWEEP_PARAM]]
+        current = int(choice.model.p[ss[state.SWEEP_PARAM]])
+        ss[state.SWEEP_VALUES] = ", ".join(str(v) for v in suggest(current, spec.low, spec.high))
+    left, right = columns
+    param = left.selectbox("Size to vary", sizes, key=state.SWEEP_PARAM, format_func=lambda n: PARAM_LABELS.get(n, n),
+                           on_change=_on_param_change, persist_state=state.KEEP_HIDDEN)
+    return param, right.text_input(label, key=state.SWEEP_VALUES, persist_state=state.KEEP_HIDDEN)
+
+
 def sweep_panel(engine, choice: Choice) -> None:
     st.caption("Fused against unfused at several values of one size: small tensors are dominated by per-op "
                "overhead, large ones by memory traffic, and the fusion pays where the removed passes over "
@@ -281,20 +290,9 @@ def sweep_panel(engine, choice: Choice) -> None:
                 "in its own definition: change them there and benchmark again in 'Fused vs unfused'.",
                 icon=":material/info:")
         return
-    p = choice.model.p
-    if st.session_state.get(state.SWEEP_PARAM) not in sizes:
-        st.session_state[state.SWEEP_PARAM] = sizes[0]
-        st.session_state[state.SWEEP_VALUES] = ""
-    param = st.session_state[state.SWEEP_PARAM]
-    if not st.session_state.get(state.SWEEP_VALUES):
-        spec = PARAMS[param]
-        st.session_state[state.SWEEP_VALUES] = ", ".join(
-            str(v) for v in suggested_values(int(p[param]), spec.low, spec.high))
     c1, c2, c3, c4 = st.columns([1, 2, 1, 1.2], vertical_alignment="bottom")
-    param = c1.selectbox("Size to vary", sizes, key=state.SWEEP_PARAM, format_func=lambda n: PARAM_LABELS.get(n, n),
-                         on_change=_on_param_change, persist_state=state.KEEP_HIDDEN)
-    text = c2.text_input(f"Values (up to {MAX_SWEEP_POINTS}, comma-separated)", key=state.SWEEP_VALUES,
-                         persist_state=state.KEEP_HIDDEN)
+    param, text = size_inputs(choice, sizes, suggested_values, (c1, c2),
+                              f"Values (up to {MAX_SWEEP_POINTS}, comma-separated)")
     reps = c3.number_input("Calls per point", min_value=3, max_value=MAX_SWEEP_REPS, step=5, key=state.SWEEP_REPS,
                            persist_state=state.KEEP_HIDDEN)
     clicked = c4.button("Run sweep", type="primary", key="sweep.run", width="stretch")

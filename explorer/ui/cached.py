@@ -15,18 +15,13 @@ import streamlit as st
 from ..engine.cache import DEFAULT_CACHE_DIR
 from ..engine.engine import Engine
 from ..model.devices import nvidia_gpus_present
-from ..model.experiment import Experiment
+from ..model.experiment import Experiment, server_default
 from ..model.flags import Config
 from . import state
 
 
 _engines: list[Engine] = []  # what shutdown() closes: tests, and the server's exit (atexit, below)
 _started: list[Engine] = []  # the engine explorer.ui.serve made before the server started, if it did
-
-
-def default_spec() -> dict:
-    """The model a new session starts with (the default preset at its default sizes)."""
-    return {"preset": state.DEFAULT_PRESET}
 
 
 def likely_next(config: Config, result: dict) -> Config | None:
@@ -56,7 +51,7 @@ def start_server_engine(config: Config) -> Engine:
     result cache) and its drawing. The first visitor's page then only draws (and starts the likely next
     configuration's worker once it has: ``prestart_later``)."""
     instance = Engine(cache_dir=os.environ.get("EXPLORER_CACHE_DIR") or DEFAULT_CACHE_DIR)
-    instance.prepare("the server's first result", [Experiment(default_spec(), config)], then=prepare_drawing)
+    instance.prepare("the server's first result", [Experiment(config=config)], then=prepare_drawing)
     _started.append(instance)
     return instance
 
@@ -113,12 +108,10 @@ GPU = Config.make("gpu")
 
 
 def machine_config() -> Config:
-    """The CPU configuration the machine's facts are asked of: the server's default flags
-    (EXPLORER_DEFAULT_ENV), whose worker serve.py starts first. Devices, cores and TensorFlow's build
-    do not depend on the flags; asking a worker of other flags would start a second TensorFlow on
-    the first visit (8 s of a fresh server's first page, measured with TF_ENABLE_ONEDNN_OPTS=1)."""
-    env, _ = state.server_env_defaults()
-    return Config.make("cpu", env)
+    """The configuration the machine's facts are asked of: the server's default one, whose worker serve.py starts
+    first. Devices, cores and TensorFlow's build do not depend on the flags; asking a worker of other flags would
+    start a second TensorFlow on the first visit (8 s of a fresh server's first page, with TF_ENABLE_ONEDNN_OPTS=1)."""
+    return server_default().config
 
 
 @st.cache_data(show_spinner=False, max_entries=4, ttl=3600)

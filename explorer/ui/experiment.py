@@ -33,7 +33,7 @@ def apply(exp: Experiment) -> None:
 def apply_settings(settings: list[dict]) -> None:
     """A fix's settings (``{"kind", "name", "value"}``: an env flag, a Grappler switch, the device, a model parameter
     or an op chain's field) applied to the experiment on screen. A simulated GPU keeps the profile last chosen."""
-    exp = current()
+    exp = on_screen()
     for setting in settings:
         value = setting["value"]
         if setting["kind"] == "device" and value == "gpu-sim":
@@ -44,7 +44,8 @@ def apply_settings(settings: list[dict]) -> None:
 
 
 def on_screen() -> Experiment:
-    """The experiment on screen: the one this run's ``link.sync`` made (a fragment's view changes included)."""
+    """The experiment on screen: the one the last ``link.sync`` made (in a callback, the last run's; a fragment's view
+    changes included). ``current`` reads the widgets only there."""
     return st.session_state.get(state.EXPERIMENT) or current()
 
 

@@ -13,12 +13,10 @@ from ..analysis import gpu_measured, gpu_roofline
 from ..errors import ExplorerError
 from ..model.devices import Device
 from ..model.evidence import PREDICTED
-from ..model.spec import PARAMS
 from ..present import gpu_charts
 from ..present.command import command_line
 from . import frame, state
-from .bench import parse_values, simulated_note
-from .model_input import PARAM_LABELS
+from .bench import parse_values, simulated_note, size_inputs
 from .sidebar import Choice
 
 CHART_CONFIG = {"displayModeBar": False}
@@ -81,6 +79,11 @@ def _row(k: dict) -> dict:
             "bound": k["bound"] if k["kernel"] else k["why"]}
 
 
+def _around(current: int, low: int, high: int) -> list[int]:
+    """Sizes from 1/16 to 16 times the current one, within the parameter's bounds."""
+    return sorted({min(max(current * m // 16, low), high) for m in (1, 4, 16, 64, 256)})
+
+
 def sweep_panel(engine, choice: Choice) -> None:
     """Predicted speedup over one size on the simulated GPU: where does fusion stop paying?"""
     st.caption(f"{PREDICTED}. Each size is simulated (Grappler on the virtual GPU) and its kernels timed by the "
@@ -91,19 +94,8 @@ def sweep_panel(engine, choice: Choice) -> None:
         st.info(f"A sweep varies one size parameter of a preset or op chain; {choice.model.label()} has its sizes "
                 "in its own definition.", icon=":material/info:")
         return
-    if st.session_state.get(state.SWEEP_PARAM) not in sizes:
-        st.session_state[state.SWEEP_PARAM] = sizes[0]
-        st.session_state[state.SWEEP_VALUES] = ""
-    param = st.session_state[state.SWEEP_PARAM]
-    if not st.session_state.get(state.SWEEP_VALUES):
-        spec, current = PARAMS[param], int(choice.model.p[param])
-        st.session_state[state.SWEEP_VALUES] = ", ".join(
-            str(v) for v in sorted({min(max(current * m // 16, spec.low), spec.high) for m in (1, 4, 16, 64, 256)}))
     c1, c2, c3 = st.columns([1, 2, 1.2], vertical_alignment="bottom")
-    param = c1.selectbox("Size to vary", sizes, key=state.SWEEP_PARAM, format_func=lambda n: PARAM_LABELS.get(n, n),
-                         on_change=lambda: st.session_state.update({state.SWEEP_VALUES: ""}),
-                         persist_state=state.KEEP_HIDDEN)
-    text = c2.text_input("Values (comma-separated)", key=state.SWEEP_VALUES, persist_state=state.KEEP_HIDDEN)
+    param, text = size_inputs(choice, sizes, _around, (c1, c2), "Values (comma-separated)")
     clicked = c3.button("Predict over sizes", type="primary", key="gpu.sweep.run", width="stretch")
     try:
         values = parse_values(text)

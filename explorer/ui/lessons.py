@@ -26,7 +26,7 @@ CHOICE = "lesson.choice"  # the sidebar's lesson selectbox
 UPLOAD = "lesson.upload"  # the sidebar's lesson file uploader
 PROBLEM = "lesson.problem"  # the line that refused the last file loaded, or None
 NOTICE = "lesson.notice"  # a line about the lesson a link named, shown once at the top of the page, or None
-DEFAULTS = {CUSTOM: {}, APPLIED: None, PROBLEM: None, NOTICE: None}
+state.DEFAULTS.update({CUSTOM: {}, APPLIED: None, PROBLEM: None, NOTICE: None})
 OWN_FILE = "lesson.own-file"  # the choice that shows the uploader of a teacher's own lesson file
 KEYS_HELP = "Keys: → PageDown Space for the next step, ← PageUp for the previous (a presentation clicker sends these)."
 NONE = ""  # the choice of no lesson (a selectbox shows None as an empty choice)
@@ -106,8 +106,6 @@ def begin(engine) -> Lesson | None:
     """The open lesson (the link's ``lesson=ID``, or one chosen), with its step's experiment put into the state
     when the step was not opened yet; call it after ``link.bind`` and before the sidebar draws."""
     ss = st.session_state
-    for key, value in DEFAULTS.items():
-        ss.setdefault(key, value.copy() if isinstance(value, dict) else value)
     lesson_id = ss.get(state.LESSON)
     if not lesson_id:
         ss[APPLIED] = None

@@ -49,7 +49,7 @@ def open_cell(row: dict) -> None:
         spec = {"preset": row["preset"], "params": row["params"]}
     else:  # a row of the model that was on screen (its spec stays in the session, not in the rows' downloads)
         spec = ((st.session_state.get(RESULT_KEY) or {}).get("specs") or {}).get(row.get("model"))
-    now = experiment.current()
+    now = experiment.on_screen()
     experiment.apply(now.replace(model=spec if spec is not None else now.model,
                                  config=Config.make(row.get("device") or "cpu", row["env"], row["grappler"])))
 

@@ -36,7 +36,7 @@ def panel(engine, rows: list[dict], specs: dict, name, words) -> None:
     if not isinstance(base, int) or base not in ok:
         return
     others = [i for i in ok if i != base and name(rows[i]) == name(rows[base])]
-    rounds = max(2, int(st.session_state.get(state.BENCH_PROCESSES) or 4))  # the benchmark form's processes
+    rounds = state.form_processes()
     store = st.session_state.setdefault(AGAINST_KEY, {})
     if right.button(f"Time {len(others)} against it", key="matrix.against_button", icon=":material/compare_arrows:",
                     width="stretch", disabled=not others,

@@ -98,7 +98,7 @@ def _share(engine, choice: sidebar.Choice, result: dict | None) -> None:
     """The link of this experiment, and its file to save (or another to open)."""
     measured = None
     if result is not None and choice.ready:
-        measured = (bench.measured(engine, choice.model, choice.config, bench.chosen_processes())
+        measured = (bench.measured(engine, choice.model, choice.config, experiment.on_screen().bench.processes)
                     or bench.measured(engine, choice.model, choice.config))
     with st.expander("Share or keep this experiment: its link, Save experiment, Open experiment",
                      icon=":material/share:"):

@@ -55,7 +55,7 @@ def panel(engine, result: dict, choice, key: str) -> None:
     candidates = [(s, target) for s, target in candidates if target is not None and target != choice.config]
     if not candidates:
         return
-    rounds, reps = max(2, int(st.session_state.get(state.BENCH_PROCESSES) or 4)), 30
+    rounds, reps = state.form_processes(), 30
     st.markdown("**Is it faster?** A setting that fuses, timed against the current setting on this model")
     for i, (settings, target) in enumerate(candidates):
         extra = {"against": choice.config.to_dict(), "processes": rounds, "reps": reps}

@@ -70,11 +70,7 @@ def panel(result: dict, focus: dict | None = None) -> None:
     marks = graph_views.search_marks(query, found_names, drawn, fold, drawn["names"])
     looked_at = graph_views.focus_marks(focus or {}, drawn, fold, (before, after))
     if not presenting:
-        found, legend = st.columns([3, 2], gap="medium")
-        with found:
-            _fusions(drawn, pair)
-        with legend:
-            _legend()
+        _fusions_and_legend(drawn, pair)
         left, right = st.columns(2, gap="medium")
         for col, side, stage in ((left, "before", before), (right, "after", after)):
             with col:
@@ -87,11 +83,15 @@ def panel(result: dict, focus: dict | None = None) -> None:
         for col, side in ((left, "before"), (right, "after")):
             col.graphviz_chart(drawn[side], width="stretch")
     if presenting:  # what fused, and the colours, below the graphs
-        found, legend = st.columns([3, 2], gap="medium")
-        with found:
-            _fusions(drawn, pair)
-        with legend:
-            _legend()
+        _fusions_and_legend(drawn, pair)
+
+
+def _fusions_and_legend(drawn: dict, pair: str) -> None:
+    found, legend = st.columns([3, 2], gap="medium")
+    with found:
+        _fusions(drawn, pair)
+    with legend:
+        _legend()
 
 
 def _pick(where, label: str, options: list, key: str, format_func, help: str, compact: bool):

@@ -1,4 +1,5 @@
-"""Every session-state key of the page and its default, in one place.
+"""The page's session-state keys that more than one module reads, and their defaults (a panel's own keys live in its
+module: ``VALUE_WIDGETS``).
 
 Widgets take their value from these keys (never from a ``value=`` argument as well), so a test
 can jump to any state by setting ``at.session_state[KEY]`` before ``at.run()``.
@@ -16,13 +17,13 @@ import streamlit as st
 
 from ..model.catalog import PRESETS
 from ..model.devices import Device
-from ..model.experiment import Experiment, server_default
+from ..model.experiment import DEFAULT_MODEL, Experiment, server_default
 from ..model.flags import ENV_FLAGS, GRAPPLER_SWITCHES, UNSET, server_env_defaults as server_env_defaults
 from ..model.spec import DEFAULT_PARAMS
 from ..model.stack import to_text
 from ..model.stack_examples import example
 
-DEFAULT_PRESET = "matmul_bias_gelu_approx"  # shows a fusion on load: MatMul+BiasAdd+GELU -> _FusedMatMul
+DEFAULT_PRESET = DEFAULT_MODEL["preset"]
 
 # The model (sidebar).
 MODE = "model.mode"  # "preset", "chain", "stack" or "import"
@@ -82,6 +83,11 @@ LESSON_STEP = "lesson.step"  # its step, 1 being the first (a link's step=N), or
 # The graph panel.
 STAGE_PAIR = "graphs.pair"  # "traced->optimized", "optimized->executed" or "traced->executed"
 FOLD = "graphs.fold"  # fold constants, argument and identity nodes away
+GRAPH_VIEW = "graphs.view"  # the graph panel's view of big graphs (ui/graph_views.py): "auto", "all", "scopes", "fused"
+# The graph panel's scope depth, the scopes opened one level deeper, and the search text.
+GRAPH_DEPTH = "graphs.depth"
+GRAPH_OPEN = "graphs.open"
+GRAPH_SEARCH = "graphs.search"
 
 # The pass pipeline.
 PASS = "passes.selected"  # "<result key>|<iteration>:<position>" of the pass whose graphs are shown, or None
@@ -110,7 +116,8 @@ SHOWN = "inspect.shown"  # {"key", "provenance"}
 
 KEEP_RESULTS = 8  # benchmark and sweep results kept per session
 XLA_ON = "xla.on"  # XLA beside Grappler (the experiment's compiler): off until asked, so no page waits for XLA
-GRAPH_VIEW = "graphs.view"  # the graph panel's view of big graphs (ui/graph_views.py): "auto", "all", "scopes", "fused"
+XLA_BENCH_REPS = "xla.bench.reps"
+XLA_BENCH_RESULTS = "xla.bench.results"  # run key -> three-way bench result, the last few of this session
 
 
 def experiment_keys(exp: Experiment) -> dict[str, object]:
@@ -159,9 +166,12 @@ DEFAULTS: dict[str, object] = {
     SWEEP_RESULTS: {},
     PINNED: None,
     SHOWN: None,
+    XLA_BENCH_REPS: 30,
+    XLA_BENCH_RESULTS: {},
+    GRAPH_DEPTH: 1,
+    GRAPH_OPEN: [],
+    GRAPH_SEARCH: "",
 }
-
-
 
 
 def init() -> None:
@@ -230,15 +240,11 @@ def remember(store_key: str, run_key: str, value) -> None:
 def recall(store_key: str, run_key: str):
     return (st.session_state.get(store_key) or {}).get(run_key)
 
-XLA_BENCH_REPS = "xla.bench.reps"
-XLA_BENCH_RESULTS = "xla.bench.results"  # run key -> three-way bench result, the last few of this session
-DEFAULTS.update({XLA_BENCH_REPS: 30, XLA_BENCH_RESULTS: {}})
 
-# The graph panel's scope depth, the scopes opened one level deeper, and the search text (its view: GRAPH_VIEW).
-GRAPH_DEPTH = "graphs.depth"
-GRAPH_OPEN = "graphs.open"
-GRAPH_SEARCH = "graphs.search"
-DEFAULTS.update({GRAPH_DEPTH: 1, GRAPH_OPEN: [], GRAPH_SEARCH: ""})
+def form_processes() -> int:
+    """The benchmark form's processes, kept while its run is the quick one: a repeatable run's, and the rounds of an
+    A-against-B timing (at least 2)."""
+    return max(2, int(st.session_state.get(BENCH_PROCESSES) or DEFAULTS[BENCH_PROCESSES]))
 
 
 def presenting() -> bool:

@@ -197,7 +197,7 @@ def _graphs(engine, pinned: dict, result: dict) -> None:
         st.caption(f"The pinned result's {STAGE_WORDS[stage]} graph is not at hand any more (the cache let it go); "
                    "pin it again to draw it.")
         return
-    drawn = cached.results_pair(other["key"], result["key"], stage, bool(st.session_state.get(state.FOLD)), other,
+    drawn = cached.results_pair(other["key"], result["key"], stage, experiment.on_screen().fold, other,
                                 result)
     titles = (f"Pinned · {STAGE_WORDS[stage]} · {drawn['nodes']['before']} nodes",
               f"Current · {STAGE_WORDS[stage]} · {drawn['nodes']['after']} nodes")
