@@ -33,7 +33,7 @@ class Pool:
         self._workers: OrderedDict[tuple, WorkerProcess] = OrderedDict()
         self._lock = threading.Lock()
         self._starting: dict[tuple, threading.Lock] = {}
-        self._closed = False
+        self._closes = 0  # how many times the pool was closed (it may serve again after)
         scratch.sweep()  # what an engine killed outright left behind
 
     def has_warm(self, config: Config, role: str = MAIN) -> bool:
@@ -53,12 +53,13 @@ class Pool:
                 if worker is not None:
                     self._workers.pop(key).close()
                 self._evict_locked()
+            closes = self._closes
             worker = self.start(config, role)
             with self._lock:
-                if not self._closed:
+                if closes == self._closes:
                     self._workers[key] = worker
                     return worker
-            worker.close()  # the engine closed while it started (a background start): nothing is left running
+            worker.close()  # the pool was closed while it started (a background start): nothing is left running
             raise WorkerError("protocol", "the engine was closed while this worker started")
 
     def start(self, config: Config, role: str = MAIN) -> WorkerProcess:
@@ -102,7 +103,7 @@ class Pool:
 
     def close(self) -> None:
         with self._lock:
-            self._closed = True
+            self._closes += 1
             workers = list(self._workers.values())
             self._workers.clear()
         for worker in workers:
