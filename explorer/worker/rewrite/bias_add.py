@@ -9,7 +9,7 @@ change the result), a contraction read by anything else, a node with control edg
 from __future__ import annotations
 
 from .fold_batchnorm import ADDS, CONTRACTIONS, _only, _other
-from .model import Model, as_bias_add, attr
+from .model import Model, as_bias_add, attr, each_site
 
 NAME = "bias-add"
 
@@ -42,13 +42,5 @@ def find(model: Model) -> list[dict]:
 
 
 def apply(model: Model, targets: set[str] | None = None) -> tuple[list[dict], list[dict]]:
-    done, left = [], []
-    for site in find(model):
-        if targets is not None and site["contraction"] not in targets:
-            continue
-        if site["why"]:
-            left.append({"nodes": site["nodes"], "why": site["why"]})
-            continue
-        as_bias_add(model.nodes()[site["add"]], site["contraction"], site["bias"])
-        done.append({"nodes": site["nodes"], "why": None})
-    return done, left
+    return each_site(find(model), targets, "contraction",
+                     lambda site: as_bias_add(model.nodes()[site["add"]], site["contraction"], site["bias"]))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .fold_batchnorm import ADDS, _only, _other
-from .model import Model, as_bias_add, attr
+from .model import Model, as_bias_add, attr, each_site
 
 NAME = "bias-before-reshape"
 
@@ -50,21 +50,16 @@ def find(model: Model) -> list[dict]:
 
 
 def apply(model: Model, targets: set[str] | None = None) -> tuple[list[dict], list[dict]]:
-    done, left = [], []
-    for site in find(model):
-        if targets is not None and site["matmul"] not in targets:
-            continue
-        if site["why"]:
-            left.append({"nodes": site["nodes"], "why": site["why"]})
-            continue
-        nodes = model.nodes()
-        add, reshape = nodes[site["add"]], nodes[site["reshape"]]
-        model.reroute(f"{add.name}:0", f"{reshape.name}:0")  # what read the bias now reads the Reshape...
-        as_bias_add(add, site["matmul"], site["bias"])  # ...which now reshapes MatMul + bias
-        reshape.input[0] = add.name
-        tail = _move_tail(model, reshape.name, add.name)
-        done.append({"nodes": site["nodes"] + tail, "why": None})
-    return done, left
+    return each_site(find(model), targets, "matmul", lambda site: _rewrite(model, site))
+
+
+def _rewrite(model: Model, site: dict) -> list[str]:
+    nodes = model.nodes()
+    add, reshape = nodes[site["add"]], nodes[site["reshape"]]
+    model.reroute(f"{add.name}:0", f"{reshape.name}:0")  # what read the bias now reads the Reshape...
+    as_bias_add(add, site["matmul"], site["bias"])  # ...which now reshapes MatMul + bias
+    reshape.input[0] = add.name
+    return _move_tail(model, reshape.name, add.name)
 
 
 # Element-wise ops an activation is written with (a GELU as Keras 3 writes it: x·0.5·(1 + erf(x/√2)), or its Tanh

@@ -180,6 +180,21 @@ class Model:
         return out
 
 
+def each_site(sites: list[dict], targets: set[str] | None, key: str, rewrite) -> tuple[list[dict], list[dict]]:
+    """(sites rewritten, sites left with why) of the ``sites`` whose ``key`` names one of ``targets`` (None: every
+    site): a site with a ``why`` is left, each other one given to ``rewrite(site)``, which returns the names of any
+    other nodes it touched."""
+    done, left = [], []
+    for site in sites:
+        if targets is not None and site[key] not in targets:
+            continue
+        if site["why"]:
+            left.append({"nodes": site["nodes"], "why": site["why"]})
+            continue
+        done.append({"nodes": site["nodes"] + list(rewrite(site) or ()), "why": None})
+    return done, left
+
+
 def attr(node, name: str):
     """A node's attribute, or its op's default when the node leaves it out, never written into the node.
 

@@ -15,7 +15,7 @@ the Tanh, or with control edges.
 from __future__ import annotations
 
 from .fold_batchnorm import _only
-from .model import Model, _tensor
+from .model import Model, _tensor, each_site
 
 NAME = "split-mish"
 
@@ -42,17 +42,12 @@ def find(model: Model) -> list[dict]:
 
 
 def apply(model: Model, targets: set[str] | None = None) -> tuple[list[dict], list[dict]]:
-    done, left = [], []
-    for site in find(model):
-        if targets is not None and site["contraction"] not in targets:
-            continue
-        if site["why"]:
-            left.append({"nodes": site["nodes"], "why": site["why"]})
-            continue
-        softplus = model.nodes()[site["softplus"]]
-        exp = model.graph_def.node.add(name=model.unique(softplus.name + "/exp"), op="Exp", input=[softplus.input[0]])
-        exp.attr["T"].CopyFrom(softplus.attr["T"])
-        softplus.op = "Log1p"
-        softplus.input[:] = [exp.name]
-        done.append({"nodes": site["nodes"], "why": None})
-    return done, left
+    return each_site(find(model), targets, "contraction", lambda site: _split(model, site["softplus"]))
+
+
+def _split(model: Model, name: str) -> None:
+    softplus = model.nodes()[name]
+    exp = model.graph_def.node.add(name=model.unique(name + "/exp"), op="Exp", input=[softplus.input[0]])
+    exp.attr["T"].CopyFrom(softplus.attr["T"])
+    softplus.op = "Log1p"
+    softplus.input[:] = [exp.name]
