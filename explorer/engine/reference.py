@@ -50,12 +50,13 @@ class Beside:
 
     def _run(self) -> None:
         pool = self.engine.pool
-        worker = pool.get(self.config, REFERENCE)  # warm: ``start`` only makes one beside a warm one
+        worker = None
         try:
+            worker = pool.get(self.config, REFERENCE)  # warm: ``start`` only makes one beside a warm one
             self.answer = worker.request("reference", self.reference_payload, pool.limits.inspect_s)
         except WorkerError as exc:
             self.error = exc
-            if exc.kind in ("crash", "timeout", "memory"):
+            if worker is not None and exc.kind in ("crash", "timeout", "memory"):
                 pool.discard(worker)
         except Exception as exc:  # noqa: BLE001 - the first worker runs the reference instead
             self.error = exc
