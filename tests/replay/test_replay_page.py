@@ -9,11 +9,11 @@ import json
 import os
 
 import psutil
-import pytest
 
 from explorer.model import stack_examples
 from explorer.ui import state
 from tests.page_tabs import open_tab
+from tests.replay.small_page import small_app
 
 RECORD = os.environ.get("EXPLORER_RECORD") == "1"  # see conftest.py
 
@@ -100,10 +100,18 @@ def test_whatif_pin_then_flip_a_flag_from_recordings(replay_app):
     assert "_FusedMatMul [BiasAdd, GeluApproximate]" in pinned and "_FusedMatMul [BiasAdd]`" in current
 
 
-def test_what_was_not_recorded_is_a_message(replay_app):
-    if RECORD:
-        pytest.skip("recording: the live engine would run (and record) what this test needs to be missing")
-    at = replay_app(**{state.PRESET: "matmul_bias_relu", state.DEVICE: "gpu-sim"}).run()
+# Always a ReplayEngine, even while recordings are made (EXPLORER_RECORD=1 gives replay_app the live engine,
+# which would run and record what this test needs to be missing).
+REPLAY_ONLY = """
+from explorer.engine.replay import ReplayEngine
+from explorer.ui import page
+
+page.render(ReplayEngine({recordings!r}))
+"""
+
+
+def test_what_was_not_recorded_is_a_message():
+    at = small_app(REPLAY_ONLY, **{state.PRESET: "matmul_bias_relu", state.DEVICE: "gpu-sim"}).run()
     assert not at.exception
     errors = [e.value for e in at.error]
     assert any("no recorded inspect result for matmul_bias_relu on gpu-sim" in e for e in errors), errors
