@@ -226,6 +226,21 @@ def judged(fused, fused_error, reference, reference_error, ops, tf32) -> dict:
             "fused_error": None, "reference_error": None, "summary": comparison["summary"]}
 
 
+def edges_judged(fused: list[dict], reference: list[dict], ops, tf32) -> list[dict]:
+    """The edge inputs' pairs, ``judged`` case by case: each side's runs ({"case", "outputs", "error", ...}, the
+    fused side's with its "inputs" words and "shapes"); a case one side did not run is left out. Seconds: both
+    runs', where both sides timed theirs."""
+    theirs = {e["case"]: e for e in reference}
+    pairs = []
+    for edge in fused:
+        other = theirs.get(edge["case"])
+        if other is not None:
+            pair = judged(edge["outputs"], edge["error"], other["outputs"], other["error"], ops, tf32)
+            pairs.append(dict(pair, case=edge["case"], inputs=edge["inputs"], shapes=edge["shapes"],
+                              seconds=round(edge["seconds"] + other.get("seconds", 0.0), 4)))
+    return pairs
+
+
 def concluded(base: dict, main: dict, edges: list[dict], seconds: float) -> dict:
     """The whole check: ``base`` (what it rests on), the seeded inputs' pair ``main`` and the edge inputs' pairs
     ``edges`` (each ``judged``, with its case and words), judged together; an edge that fails or differs

@@ -100,24 +100,16 @@ def settle(answer: dict, reference: dict, fused_path: str, reference_path: str, 
     def outputs(arrays: dict, case: str, count: int) -> list:
         return [arrays[f"{case}_{i}"] for i in range(count)]
 
+    def runs(arrays: dict, edges: list[dict]) -> list[dict]:  # as worker.agreement.edge_runs made them
+        return [dict(e, outputs=None if e["error"] else outputs(arrays, e["case"], e["count"])) for e in edges]
+
     ops, tf32 = pending["ops"], pending["tf32"]
     reference_error = reference["error"]
     main = agreement.judged(outputs(fused, "main", pending["count"]), None,
                             None if reference_error else outputs(ref, "main", reference["count"]), reference_error,
                             ops, tf32)
-    edges = []
-    if main["status"] == "agrees":
-        theirs = {e["case"]: e for e in reference["edges"]}
-        for edge in pending["edges"]:
-            other = theirs.get(edge["case"])
-            if other is None:
-                continue
-            judged = agreement.judged(None if edge["error"] else outputs(fused, edge["case"], edge["count"]),
-                                      edge["error"],
-                                      None if other["error"] else outputs(ref, edge["case"], other["count"]),
-                                      other["error"], ops, tf32)
-            edges.append(dict(judged, case=edge["case"], inputs=edge["inputs"], shapes=edge["shapes"],
-                              seconds=edge["seconds"]))
+    edges = agreement.edges_judged(runs(fused, pending["edges"]), runs(ref, reference["edges"]), ops, tf32) \
+        if main["status"] == "agrees" else []
     base = {"reference": pending["reference"], "inputs": pending["inputs"],
             "reference_seconds": reference["seconds"], "reference_shapes": reference["shapes"]}
     checked = agreement.concluded(base, main, edges, round(pending["seconds"] + waited, 4))

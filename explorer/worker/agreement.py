@@ -161,14 +161,22 @@ def check(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: d
         return None
     edges = []
     if main["status"] == "agrees":
-        for case, words, inputs in edge_inputs(spec, body, args, rt.tf):
-            edge_started = time.perf_counter()
-            edge_fused, edge_fused_error = called(rt, fn, inputs, switches)
-            edge_ref, edge_ref_error = called(rt, fn, inputs, switches, False)
-            edge = compare_outputs.judged(edge_fused, edge_fused_error, edge_ref, edge_ref_error, ops, tf32)
-            edges.append(dict(edge, case=case, inputs=words, shapes=[[int(d) for d in a.shape] for a in inputs],
-                              seconds=round(time.perf_counter() - edge_started, 4)))
+        cases = edge_inputs(spec, body, args, rt.tf)
+        edges = compare_outputs.edges_judged(edge_runs(rt, fn, cases, switches),
+                                             edge_runs(rt, fn, cases, switches, False), ops, tf32)
     return compare_outputs.concluded(base, main, edges, round(time.perf_counter() - started, 4))
+
+
+def edge_runs(rt: Runtime, fn, cases: list, switches: dict, remapping: bool | None = None) -> list[dict]:
+    """Each edge case (``edge_inputs``) called once, as ``called`` calls: its case, words, input shapes, outputs
+    (None when it failed), error and seconds."""
+    runs = []
+    for case, words, inputs in cases:
+        started = time.perf_counter()
+        out, error = called(rt, fn, inputs, switches, remapping)
+        runs.append({"case": case, "inputs": words, "shapes": [[int(d) for d in a.shape] for a in inputs],
+                     "outputs": out, "error": error, "seconds": round(time.perf_counter() - started, 4)})
+    return runs
 
 
 def savable(arrays) -> bool:
@@ -176,38 +184,39 @@ def savable(arrays) -> bool:
     return all(a.dtype.isbuiltin == 1 and a.dtype.kind != "O" for a in arrays)
 
 
+def written(path: str, main: list | None, edges: list[dict]) -> list[dict]:
+    """The outputs of one side of a check beside another worker written to ``path`` (numpy's .npz: ``main_<i>``,
+    ``<case>_<i>``, read back by ``engine.reference``); the edges as sent, each with its output count instead of
+    its outputs."""
+    arrays = {f"main_{i}": a for i, a in enumerate(main or ())}
+    for edge in edges:
+        arrays.update({f"{edge['case']}_{i}": a for i, a in enumerate(edge["outputs"] or ())})
+    np.savez(path, **arrays)
+    return [dict({k: v for k, v in edge.items() if k != "outputs"}, count=len(edge["outputs"] or ())) for edge in edges]
+
+
 def fused_side(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: dict, fused: list,
                stages: dict, path: str) -> dict | None:
     """Inspect's half of a check whose reference runs beside it (``reference``, in another worker): the fused
-    outputs, on the seeded inputs and the edge inputs, written to ``path`` (.npz: ``main_<i>``, ``<case>_<i>``);
-    the check "pending" with what the engine judges them by (``analysis.agreement.judged``). None when the
-    outputs are not numpy's own dtypes: the check is then made here, as it is without a second worker."""
+    outputs, on the seeded inputs and the edge inputs, ``written`` to ``path``; the check "pending" with what the
+    engine judges them by. None when the outputs are not numpy's own dtypes: the check is then made here, as it is
+    without a second worker."""
     started = time.perf_counter()
-    if not savable(fused):
+    edges = edge_runs(rt, fn, edge_inputs(spec, body, args, rt.tf), switches)
+    if not savable(fused) or not all(savable(e["outputs"]) for e in edges if e["outputs"] is not None):
         return None
-    arrays = {f"main_{i}": a for i, a in enumerate(fused)}
-    edges = []
-    for case, words, inputs in edge_inputs(spec, body, args, rt.tf):
-        edge_started = time.perf_counter()
-        out, error = called(rt, fn, inputs, switches)
-        if out is not None and not savable(out):
-            return None
-        arrays.update({f"{case}_{i}": a for i, a in enumerate(out or ())})
-        edges.append({"case": case, "inputs": words, "shapes": [[int(d) for d in a.shape] for a in inputs],
-                      "error": error, "count": len(out or ()), "seconds": round(time.perf_counter() - edge_started, 4)})
-    np.savez(path, **arrays)
     graphs = [g for g in stages.values() if g is not None]
     return {"status": "pending", "reference": REFERENCE_BESIDE, "inputs": describe_inputs(spec, names, args),
             "ops": sorted({n.op for g in graphs for n in g.node}), "tf32": rt.tf32_active(), "count": len(fused),
-            "edges": edges, "outputs": path, "seconds": round(time.perf_counter() - started, 4)}
+            "edges": written(path, fused, edges), "outputs": path, "seconds": round(time.perf_counter() - started, 4)}
 
 
 def reference(rt: Runtime, request: dict) -> dict:
     """The ``reference`` request: the model called with the remapper off (the other switches as set), on its seeded
-    inputs and on its edge inputs; the outputs written to ``request["outputs"]`` (numpy's .npz: ``main_<i>``,
-    ``<case>_<i>``). A second warm worker of the same configuration answers it while the first runs the fused graph
-    (engine: ``Engine._inspect``). Returns each run's error, the reference's shapes and seconds, and its executed
-    graph's tensors (the traffic account's unfused graph)."""
+    inputs and on its edge inputs, the outputs ``written`` to ``request["outputs"]``. A second warm worker of the
+    same configuration answers it while the first runs the fused graph (``engine.reference``). Returns each run's
+    error, the reference's shapes and seconds, and its executed graph's tensors (the traffic account's unfused
+    graph)."""
     started = time.perf_counter()
     spec = resolve(request["spec"])
     switches = request.get("grappler") or {}
@@ -215,18 +224,11 @@ def reference(rt: Runtime, request: dict) -> dict:
     body, args = rt.build(spec)
     fn = models.function(body, rt.tf, served=True)
     executed: list = []
-    arrays: dict[str, np.ndarray] = {}
     with rt.without_dumps():
         main, error = called(rt, fn, args, switches, False, executed)
-        edges = []
-        for case, _, inputs in edge_inputs(spec, body, args, rt.tf):
-            out, edge_error = called(rt, fn, inputs, switches, False)
-            arrays.update({f"{case}_{i}": a for i, a in enumerate(out or ())})
-            edges.append({"case": case, "error": edge_error, "count": len(out or ())})
+        edges = edge_runs(rt, fn, edge_inputs(spec, body, args, rt.tf), switches, False)
     rt.log.read()  # its Grappler lines are no inspect's log
-    arrays.update({f"main_{i}": a for i, a in enumerate(main or ())})
-    np.savez(request["outputs"], **arrays)
-    return {"error": error, "count": len(main or ()), "edges": edges,
+    return {"error": error, "count": len(main or ()), "edges": written(request["outputs"], main, edges),
             "shapes": [[int(d) for d in r.shape] for r in main] if main is not None else None,
             "executed_tensors": executed_tensors(rt.tf, executed[0], fed_shapes(args)) if executed else None,
             "seconds": round(time.perf_counter() - started, 4)}
