@@ -88,7 +88,7 @@ def main() -> int:
           f"reference {args.where}", flush=True)
     export(directory, names)
     config = Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": args.onednn})
-    engine = Engine(Limits(beside_after_s=0.0 if args.where == "beside" else -1.0), cache_dir=None)
+    engine = Engine(Limits(beside_after_s=0.0 if args.where == "beside" else None), cache_dir=None)
     ratios = []
     print(f"{'network':<18}{'with s':>9}{'without s':>11}{'ratio':>8}{'check s':>9}  found")
     try:

@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         resolve(spec)  # checked before any process starts
         page_link = _link(args, spec, config, exp)
         # One command, one model: a second worker for the check's reference would start only as it ends.
-        engine = Engine(Limits(beside_after_s=-1.0), cache_dir=None if args.no_cache else DEFAULT_CACHE_DIR)
+        engine = Engine(Limits(beside_after_s=None), cache_dir=None if args.no_cache else DEFAULT_CACHE_DIR)
         if args.command == "inspect" and args.compiler != compilers.FIRST.id:
             _inspect_compilers(engine, spec, config, args, page_link)
         elif args.command == "inspect":

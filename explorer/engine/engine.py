@@ -49,7 +49,6 @@ class Engine:
     """
 
     name = "live"  # what the page keys its per-engine caches by (a ReplayEngine names its directory)
-    beside = True  # inspect's check may run its reference in a second worker (engine.reference)
 
     def __init__(self, limits: Limits | None = None, cache_dir: Path | str | None = DEFAULT_CACHE_DIR):
         self.pool = Pool(limits)

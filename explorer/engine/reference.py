@@ -81,10 +81,10 @@ class Beside:
 
 
 def start(engine, config: Config, payload: dict) -> Beside | None:
-    """The reference started beside the fused run, where this configuration has a second worker warm (and the
-    check compares something: the remapper on, a real device); None otherwise."""
-    if (not engine.beside or engine.pool.limits.beside_after_s < 0 or is_simulated(config.device)
-            or config.grappler_dict.get("remapping") == "off" or not engine.pool.has_warm(config, REFERENCE)):
+    """The reference started beside the fused run, where this configuration has a second worker warm (only
+    ``start_later`` starts one) and the check compares something (the remapper on, a real device); else None."""
+    if (is_simulated(config.device) or config.grappler_dict.get("remapping") == "off"
+            or not engine.pool.has_warm(config, REFERENCE)):
         return None
     return Beside(engine, config, payload)
 
@@ -131,7 +131,7 @@ def start_later(engine, config: Config, answer: dict) -> None:
     ``Limits.beside_after_s`` and the pool has room for it beside the workers it holds."""
     limits = engine.pool.limits
     seconds = (answer.get("agreement") or {}).get("reference_seconds")
-    if (not engine.beside or limits.beside_after_s < 0 or seconds is None or seconds < limits.beside_after_s
+    if (limits.beside_after_s is None or seconds is None or seconds < limits.beside_after_s
             or engine.pool.has_warm(config, REFERENCE) or len(engine.pool.workers(None)) >= limits.max_workers - 1):
         return
 

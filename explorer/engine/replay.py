@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,7 @@ from .cache import ResultCache, spec_identity
 from .engine import Engine
 from .interface import EngineInterface, Progress
 from .payloads import compiler_payload, inspect_payload, profile_payload
+from .runner import Limits
 
 SUFFIX = ".worker.json"
 
@@ -48,9 +50,8 @@ def request_key(config: Config, op: str, payload: dict) -> str:
 
 
 class ReplayEngine(Engine):
-    beside = False  # answered from recordings: no second worker
     def __init__(self, directory: Path | str):
-        super().__init__(cache_dir=None)
+        super().__init__(Limits(beside_after_s=None), cache_dir=None)  # no worker to start, for the check or any
         self.directory = Path(directory)
         self.cache = ResultCache(self.directory, read_only=True)
         self.name = f"replay:{self.directory}"
@@ -127,9 +128,9 @@ class ReplayEngine(Engine):
 class RecordingEngine(Engine):
     """The live engine, writing every worker answer it gets into ``directory`` as a recording."""
 
-    beside = False  # one request per inspect, as a replay asks it
-
     def __init__(self, directory: Path | str, **options):
+        # one request per inspect, as a replay asks it: never a second worker for the check's reference
+        options["limits"] = replace(options.get("limits") or Limits(), beside_after_s=None)
         super().__init__(**options)
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)

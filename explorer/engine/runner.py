@@ -63,8 +63,8 @@ class Limits:
     max_workers: int = MAX_WORKERS
     idle_s: float = 900.0  # a worker unused this long is stopped
     # A reference of inspect's check longer than this gets its configuration a second worker that runs it beside
-    # the fused run (engine.reference); negative: never.
-    beside_after_s: float = 0.25
+    # the fused run (engine.reference); None: never.
+    beside_after_s: float | None = 0.25
     memory_budget: int = MEMORY_BUDGET
 
 

@@ -33,7 +33,7 @@ def wait_for_second_worker(engine: Engine, config: Config, seconds: float = 120.
 
 @pytest.fixture(scope="module")
 def one_worker_engine():
-    engine = Engine(Limits(max_workers=2, beside_after_s=-1.0), cache_dir=None)  # never a second worker
+    engine = Engine(Limits(max_workers=2, beside_after_s=None), cache_dir=None)  # never a second worker
     yield engine
     engine.close()
 
