@@ -90,7 +90,7 @@ class Engine:
         """Start a configuration's worker now, unless it is warm or the pool has no room to keep one more; a
         TensorFlow import is seconds of CPU, so it takes a graph slot (never beside a benchmark timing)."""
         config = Config.coerce(config)
-        if self.pool.has_warm(config) or len(self.pool.workers(None)) >= self.pool.limits.max_workers - 1:
+        if self.pool.has_warm(config) or not self.pool.has_room():
             return
         with self.queue(config.device).slot("graph"):
             self.pool.get(config)

@@ -40,6 +40,10 @@ class Pool:
         worker = self._workers.get((config.process_key(), role))
         return worker is not None and worker.alive()
 
+    def has_room(self) -> bool:
+        """Whether a worker started ahead of need fits: the pool keeps one place free for a request's own."""
+        return len(self.workers(None)) < self.limits.max_workers - 1
+
     def get(self, config: Config, role: str = MAIN) -> WorkerProcess:
         key = (config.process_key(), role)
         with self._lock:

@@ -132,7 +132,7 @@ def start_later(engine, config: Config, answer: dict) -> None:
     limits = engine.pool.limits
     seconds = (answer.get("agreement") or {}).get("reference_seconds")
     if (limits.beside_after_s is None or seconds is None or seconds < limits.beside_after_s
-            or engine.pool.has_warm(config, REFERENCE) or len(engine.pool.workers(None)) >= limits.max_workers - 1):
+            or engine.pool.has_warm(config, REFERENCE) or not engine.pool.has_room()):
         return
 
     def run() -> None:
