@@ -32,7 +32,7 @@ from .cache import DEFAULT_CACHE_DIR, ResultCache, inspect_key
 from .interface import Progress
 from .payloads import (KERNEL_SIGNALS, bench_payload, check_bench_options, check_import_device, check_range,
                        compiler_payload, inspect_payload, profile_payload)
-from .pool import Pool
+from .pool import MAIN, Pool
 from .runner import Limits, WorkerProcess
 
 MAX_PROFILE_CALLS = 200  # profiled calls of one per-op time request (the other bounds: model.limits)
@@ -86,14 +86,15 @@ class Engine:
         the likely next one (oneDNN flipped) while the person reads the current one."""
         warmup.prestart(self, Config.coerce(config), after_s)
 
-    def start_worker(self, config: ConfigLike) -> None:
-        """Start a configuration's worker now, unless it is warm or the pool has no room to keep one more; a
-        TensorFlow import is seconds of CPU, so it takes a graph slot (never beside a benchmark timing)."""
+    def start_worker(self, config: ConfigLike, role: str = MAIN) -> None:
+        """Start a configuration's worker of ``role`` (``pool.MAIN``, or the agreement check's ``REFERENCE``) now,
+        unless it is warm or the pool has no room to keep one more; a TensorFlow import is seconds of CPU, so it
+        takes a graph slot (never beside a benchmark timing)."""
         config = Config.coerce(config)
-        if self.pool.has_warm(config) or not self.pool.has_room():
+        if self.pool.has_warm(config, role) or not self.pool.has_room():
             return
         with self.queue(config.device).slot("graph"):
-            self.pool.get(config)
+            self.pool.get(config, role)
 
     def prepare(self, name: str, experiments: list, configs: Sequence[ConfigLike] = (),
                 then: Callable[[InspectResult], object] | None = None) -> bool:

@@ -26,7 +26,7 @@ from ..analysis import agreement
 from ..errors import WorkerError
 from ..model.devices import is_simulated
 from ..model.flags import Config
-from . import scratch
+from . import scratch, warmup
 from .pool import REFERENCE
 
 log = logging.getLogger(__name__)
@@ -127,19 +127,10 @@ def settle(answer: dict, reference: dict, fused_path: str, reference_path: str, 
 
 def start_later(engine, config: Config, answer: dict) -> None:
     """After an inspect that checked in one worker: this configuration's second worker started in the
-    background (under a graph slot, as any TensorFlow import), where the reference took longer than
-    ``Limits.beside_after_s`` and the pool has room for it beside the workers it holds."""
+    background (``warmup.prestart``), where the reference took longer than ``Limits.beside_after_s`` and the
+    pool has room for it beside the workers it holds."""
     limits = engine.pool.limits
     seconds = (answer.get("agreement") or {}).get("reference_seconds")
-    if (limits.beside_after_s is None or seconds is None or seconds < limits.beside_after_s
-            or engine.pool.has_warm(config, REFERENCE) or not engine.pool.has_room()):
-        return
-
-    def run() -> None:
-        try:
-            with engine.queue(config.device).slot("graph"):
-                engine.pool.get(config, REFERENCE)
-        except Exception:  # a failed start only costs the head start
-            log.info("starting the reference worker of %s failed", config, exc_info=True)
-
-    threading.Thread(target=run, daemon=True, name="explorer-reference-start").start()
+    if (limits.beside_after_s is not None and seconds is not None and seconds >= limits.beside_after_s
+            and not engine.pool.has_warm(config, REFERENCE) and engine.pool.has_room()):
+        warmup.prestart(engine, config, role=REFERENCE)

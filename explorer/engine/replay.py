@@ -121,7 +121,7 @@ class ReplayEngine(Engine):
     def prestart(self, config: ConfigLike, *, after_s: float = 0.0) -> None:
         pass
 
-    def start_worker(self, config: ConfigLike) -> None:
+    def start_worker(self, config: ConfigLike, role: str = "main") -> None:
         pass  # nothing to start
 
 

@@ -16,6 +16,7 @@ from ..errors import ExplorerError
 from ..model import compilers
 from ..model.devices import is_simulated
 from ..model.flags import Config
+from .pool import MAIN
 
 log = logging.getLogger(__name__)
 
@@ -23,17 +24,17 @@ _prepared: set[tuple[str, str]] = set()  # (engine name, what was prepared): eac
 _lock = threading.Lock()
 
 
-def prestart(engine, config: Config, after_s: float = 0.0) -> None:
-    """``engine.start_worker(config)`` in a background thread, ``after_s`` seconds from now (started at once, a
+def prestart(engine, config: Config, after_s: float = 0.0, role: str = MAIN) -> None:
+    """``engine.start_worker(config, role)`` in a background thread, ``after_s`` seconds from now (started at once, a
     TensorFlow import would slow the browser drawing the page that asked for it)."""
-    if engine.is_warm(config):
+    if role == MAIN and engine.is_warm(config):
         return
 
     def start() -> None:
         try:
-            engine.start_worker(config)
+            engine.start_worker(config, role)
         except Exception:  # a failed warm-up only costs the head start
-            log.info("prestarting %s failed", config, exc_info=True)
+            log.info("prestarting the %s worker of %s failed", role, config, exc_info=True)
 
     timer = threading.Timer(after_s, start)
     timer.daemon = True
