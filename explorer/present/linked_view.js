@@ -8,7 +8,8 @@
   const MIN_SCALE = parseFloat(root.dataset.minScale) || 0.75;
   const READ = 0.9;  // the presenter view: below this a label is too small for the back of a room
   const PRESENT = root.dataset.present === "1";
-  const MAX_FIT = PRESENT ? 1.6 : 1.0;  // "fit" never blows a small graph up past this
+  const MAX_FIT = PRESENT ? 1.6 : 1.0;
+  const TITLE = PRESENT ? 24 : 0;  // the presenter view's pane title, over the drawing's top (linked_view.css)  // "fit" never blows a small graph up past this
   const ZOOM_MIN = 0.05, ZOOM_MAX = 4, STEP = 1.25, GAP = 24;
   const ids = name => (root.dataset[name] || "").split(" ").filter(Boolean);
 
@@ -257,7 +258,7 @@
     if (!PRESENT) return Math.max(Math.min(MIN_SCALE, MAX_FIT), Math.min(MAX_FIT, fitting(half)));
     let width = Math.min(MAX_FIT, fitting(single ? panes.clientWidth : half));
     const sight = paneLimit();  // what of a pane is in sight: down to the window's bottom
-    const whole = Math.min(width, ...visible().map(s => (sight - 6) / s.h));
+    const whole = Math.min(width, ...visible().map(s => (sight - 6 - TITLE) / s.h));
     let zoom = Math.max(whole, READ);  // a graph wider than the pane even then: it pans (to the step's nodes)
     visible().forEach(s => {  // the focus nodes' extent, at zoom 1
       const els = inSide(focus, s);
