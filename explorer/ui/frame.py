@@ -43,9 +43,11 @@ def header(lesson_open: bool = False) -> None:
         return
     title.title("TF Fusion Explorer", anchor=False)
     presenter.toggle(switch)
-    st.caption("Which op chains does TensorFlow's Grappler remapper fuse into one kernel here, and what does "
-               "that buy? Build a model in the sidebar; the graphs and fusions appear below.")
-    with st.expander("What is fusion?"):
+    # The introduction beside the caption, not on a line of its own: a laptop's first screen keeps room for graphs.
+    caption, intro = st.columns([4, 1], vertical_alignment="center")
+    caption.caption("Which op chains does TensorFlow's Grappler remapper fuse into one kernel here, and what does "
+                    "that buy? Build a model in the sidebar; the graphs and fusions appear below.")
+    with intro.popover("What is fusion?", icon=":material/help:", width="stretch"):
         st.markdown(INTRO)
 
 
