@@ -28,7 +28,7 @@ def top_controls(view_col=None, find_col=None) -> tuple[str, str]:
     """The view choice and the search text (they do not depend on the drawing): on a row of their own, or in
     the columns given (the presenter view's one row of controls, where the view is a drop-down)."""
     if view_col is None:
-        view_col, find_col = st.columns([3, 2], vertical_alignment="bottom")
+        view_col, find_col = st.columns([7, 3], vertical_alignment="bottom")
         view = view_col.radio("View", list(VIEWS), key=state.GRAPH_VIEW, horizontal=True, format_func=VIEWS.get,
                               help=VIEW_HELP, persist_state=state.KEEP_HIDDEN)
     else:

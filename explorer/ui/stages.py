@@ -39,7 +39,7 @@ def panel(result: dict, focus: dict | None = None) -> None:
     if presenting:
         top_left, view_col, top_right, find_col = st.columns([2.2, 1.6, 1.5, 1.7], vertical_alignment="bottom")
     else:
-        top_left, top_right = st.columns([3, 2], vertical_alignment="bottom")
+        top_left, top_right = st.columns([7, 3], vertical_alignment="bottom")  # the stage pairs on one line at 1280 px
         view_col = find_col = None
     if len(pairs) > 1:
         pair = _pick(top_left, "Stages to compare", pairs, state.STAGE_PAIR, PAIRS.get, PAIR_HELP, presenting)
@@ -70,7 +70,6 @@ def panel(result: dict, focus: dict | None = None) -> None:
     marks = graph_views.search_marks(query, found_names, drawn, fold, drawn["names"])
     looked_at = graph_views.focus_marks(focus or {}, drawn, fold, (before, after))
     if not presenting:
-        _fusions_and_legend(drawn, pair)
         left, right = st.columns(2, gap="medium")
         for col, side, stage in ((left, "before", before), (right, "after", after)):
             with col:
@@ -82,8 +81,7 @@ def panel(result: dict, focus: dict | None = None) -> None:
         left, right = st.columns(2, gap="medium")
         for col, side in ((left, "before"), (right, "after")):
             col.graphviz_chart(drawn[side], width="stretch")
-    if presenting:  # what fused, and the colours, below the graphs
-        _fusions_and_legend(drawn, pair)
+    _fusions_and_legend(drawn, pair)  # below the graphs: the first screen is theirs (a laptop's, a projector's)
 
 
 def _fusions_and_legend(drawn: dict, pair: str) -> None:
