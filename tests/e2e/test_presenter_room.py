@@ -152,3 +152,37 @@ def test_the_lesson_uploader_states_its_own_limit_only(app_server, page):
     assert "MB" not in uploader.inner_text()
     assert "256 KiB" in zone.evaluate("z => getComputedStyle(z.firstElementChild, '::after').content")
     expect(sidebar).to_contain_text("at most 256 KiB")
+
+
+# Per shown pane of the first linked frame: how many drawn nodes the pane's title (over the pane's top left corner in
+# the presenter view) overlaps, as the drawing opens.
+TITLE_OVER_NODES_JS = """() => {
+  const frame = document.querySelector("[data-testid='stIFrame']");
+  const doc = frame && frame.contentDocument;
+  if (!doc || !doc.querySelector('.fx-pane g.node')) return null;
+  return [...doc.querySelectorAll('.fx-pane')].filter(p => !p.hidden).map(p => {
+    const t = p.querySelector('.fx-pane-title').getBoundingClientRect();
+    return [...p.querySelectorAll('g.node')].filter(n => {
+      const r = n.getBoundingClientRect();
+      return r.left < t.right && r.right > t.left && r.top < t.bottom && r.bottom > t.top;
+    }).length;
+  });
+}"""
+
+
+def test_the_pane_titles_cover_no_node_as_the_presenter_view_opens(app_server, browser):
+    context = new_context(browser, viewport={"width": W, "height": H})
+    page = context.new_page()
+    try:
+        open_app(page, f"{app_server}/?present=1", STEP_S)
+        page.frame_locator(LINKED).first.locator("g.node").first.wait_for(state="attached", timeout=STEP_S)
+        wait_idle(page, STEP_S)
+        covered = None
+        for _ in range(50):  # the frame lays its drawing out after the script is idle
+            covered = page.evaluate(TITLE_OVER_NODES_JS)
+            if covered:
+                break
+            page.wait_for_timeout(200)
+        assert covered and all(n == 0 for n in covered), covered
+    finally:
+        context.close()
