@@ -3,7 +3,7 @@ the exports downloaded."""
 
 from __future__ import annotations
 
-from devkit.browser import GRAPH_SVG, LINKED, download, expect_rerun, open_app, wait_idle
+from devkit.browser import GRAPH_SVG, LINKED, download, expect_rerun, new_context, open_app, wait_idle
 
 PLOTLY = "[data-testid='stPlotlyChart'] .js-plotly-plot"
 EXCEPTION = "[data-testid='stException']"
@@ -43,6 +43,42 @@ def test_graphs_preset_and_benchmark(app_server, page):
     assert page.locator(PLOTLY).count() >= 3
     assert page.get_by_text("Speedup of fusion").first.is_visible()
     assert page.locator(EXCEPTION).count() == 0
+
+
+# Per graph pane of the first linked frame, in the window's coordinates: its view's top, and the top of the drawn
+# node whose text holds the fused op (null where the pane has none).
+FIRST_SCREEN_JS = """() => {
+  const frame = document.querySelector("[data-testid='stIFrame']");
+  const doc = frame && frame.contentDocument;
+  if (!doc || !doc.querySelector('.fx-pane g.node')) return null;
+  const f = frame.getBoundingClientRect();
+  return [...doc.querySelectorAll('.fx-pane')].filter(p => !p.hidden).map(p => {
+    const fused = [...p.querySelectorAll('g.node')].find(n => n.textContent.includes('_FusedMatMul'));
+    return {view: f.top + p.querySelector('.fx-view').getBoundingClientRect().top,
+            fused: fused ? f.top + fused.getBoundingClientRect().top : null};
+  });
+}"""
+
+
+def test_the_first_screen_at_1600x1000_shows_both_graphs_and_the_fused_node(app_server, browser):
+    """The default experiment on a 1600x1000 screen: both graphs start within it, the fused node in sight."""
+    context = new_context(browser, viewport={"width": 1600, "height": 1000})
+    page = context.new_page()
+    try:
+        open_app(page, app_server, 180_000)
+        page.frame_locator(LINKED).first.locator(GRAPH_SVG).nth(1).wait_for(state="visible", timeout=60_000)
+        wait_idle(page, 120_000)
+        panes = None
+        for _ in range(50):  # the frame lays its drawing out after the script is idle
+            panes = page.evaluate(FIRST_SCREEN_JS)
+            if panes:
+                break
+            page.wait_for_timeout(200)
+        assert panes and len(panes) == 2, panes
+        assert all(p["view"] < 1000 - 200 for p in panes), panes  # at least 200 px of each graph on the screen
+        assert panes[1]["fused"] is not None and panes[1]["fused"] < 1000 - 40, panes
+    finally:
+        context.close()
 
 
 def test_graphs_too_wide_to_read_side_by_side_are_stacked(app_server, page):
