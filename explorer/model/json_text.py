@@ -98,12 +98,19 @@ def load(text: str | bytes, field: str, what: str, max_bytes: int | None = None,
     return data
 
 
-def validate(data, schema: dict, field: str = "", root: str = "document") -> None:
+def validate(data, schema: dict, field: str = "", root: str = "document", in_order: bool = False) -> None:
     """SpecError naming the first place ``data`` breaks ``schema`` (its path below ``field``; ``root`` names the
-    document itself), with the schema node's message when it has one, otherwise a sentence stating the limit."""
-    from jsonschema import Draft202012Validator  # imported on first use: the page's start does not wait on it
+    document itself), with the schema node's message when it has one, otherwise a sentence stating the limit.
+    The shallowest error comes first; among equals, the first by path, or with ``in_order`` the first field in
+    the order the schema declares them (a reader's order of checks)."""
+    from jsonschema import Draft202012Validator, FormatChecker  # on first use: the page's start does not wait
 
-    errors = sorted(Draft202012Validator(schema).iter_errors(data), key=lambda e: (len(e.path), list(map(str, e.path))))
+    printable = FormatChecker(())
+    printable.checks("printable")(lambda value: not isinstance(value, str) or value.isprintable())
+    order = list(schema.get("properties", {})) if in_order else []
+    errors = sorted(Draft202012Validator(schema, format_checker=printable).iter_errors(data), key=lambda e: (
+        len(e.path), order.index(e.path[0]) if e.path and e.path[0] in order else len(order),
+        [] if in_order else list(map(str, e.path))))
     if not errors:
         return
     error = _deepest(errors[0])
@@ -222,7 +229,8 @@ def _message(error) -> str:
     if template:
         allowed = sorted(schema.get("properties", {}))
         extra = sorted(map(str, set(value) - set(allowed))) if isinstance(value, dict) else []
-        return template.replace("{extra}", shown(extra, 200)).replace("{allowed}", ", ".join(allowed))
+        said = {"extra": shown(extra, 200), "allowed": ", ".join(allowed), "value": repr(value)}
+        return re.sub(r"\{(extra|allowed|value)\}", lambda m: said[m[1]], template)
     if rule == "type":
         kinds = [limit] if isinstance(limit, str) else limit
         return f"expected {' or '.join(_JSON_TYPES.get(k, k) for k in kinds)}, got {_json_type(value)}"

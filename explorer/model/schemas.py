@@ -4,7 +4,8 @@ counts, the number ranges. What a value means (a preset that exists, a flag's ac
 is checked afterwards by the module that reads the document (``experiment.py``, ``lesson.py``).
 
 A schema node's ``messages`` (per rule) or ``message`` replaces the generic sentence; ``{extra}`` in a message
-is the list of unknown fields (the field named is then the object's), ``{allowed}`` the fields it may have.
+is the list of unknown fields (the field named is then the object's), ``{allowed}`` the fields it may have,
+``{value}`` the value refused (its repr). ``"format": "printable"`` is text without control characters.
 A layer stack's fields are declared by its own table (``layers.LAYER_TYPES``), read by ``stack.py``.
 """
 
@@ -103,3 +104,34 @@ def _strip_none(schema):
 
 _strip_none(EXPERIMENT)
 _strip_none(LESSON)
+
+
+# An imported model's options ({"import": {...}}); imported.py fills the absent fields with their defaults first.
+IMPORT_FORMATS = ("graphdef", "savedmodel", "keras")
+IMPORT_FIELDS = ("path", "format", "digest", "name", "signature", "unknown_dim", "outputs", "fixed_dims")
+MAX_UNKNOWN_DIM = 4096  # a value for a dimension the model leaves open (batch, sequence length...)
+MAX_OUTPUTS = 64
+IMPORT = _object({
+    "format": {"enum": list(IMPORT_FORMATS), "message": f"{{value}} is not one of {list(IMPORT_FORMATS)}"},
+    "digest": {"type": "string", "pattern": r"^[0-9a-f]{64}\Z",
+               "message": "expected the sha256 of the model's content (64 hex digits)"},
+    "path": {"type": ["string", "null"], "minLength": 1, "pattern": r"^[^\x00]*\Z",
+             "message": "expected a file or directory path"},
+    "name": {"type": "string", "maxLength": 200, "format": "printable", "message": "expected a short printable file name"},
+    "signature": {"type": ["string", "null"], "minLength": 1, "maxLength": 200, "format": "printable",
+                  "message": "expected a signature name such as 'serving_default'"},
+    "unknown_dim": {"type": "integer", "minimum": 1, "maximum": MAX_UNKNOWN_DIM,
+                    "message": f"{{value}} is out of range; allowed 1..{MAX_UNKNOWN_DIM}"},
+    "outputs": {"type": ["array", "null"], "maxItems": MAX_OUTPUTS,  # a name that is not one: said of the list
+                "not": {"type": "array", "contains": {"not": {"type": "string", "pattern": r"^[A-Za-z0-9_.\-/>]+(:[0-9]+)?\Z"}}},
+                "message": f"expected up to {MAX_OUTPUTS} node names such as 'dense/BiasAdd'"},
+    "fixed_dims": {"type": "boolean", "message": "expected true or false, got {value}"},
+}, message=f"unknown field(s) {{extra}}; allowed: {', '.join(IMPORT_FIELDS)}",
+    # what only one format has, refused before its own form is checked
+    allOf=[{"if": {"properties": {"format": {"const": fmt}}}, "then": {"properties": {
+        **({"signature": {"type": "null", "message": f"only a SavedModel has signatures, not a {fmt}"}}
+           if fmt != "savedmodel" else {}),
+        **({"outputs": {"type": "null", "message": f"output nodes are chosen for a GraphDef only; a {fmt} has its own"}}
+           if fmt != "graphdef" else {})}}} for fmt in IMPORT_FORMATS])
+IMPORT = {"allOf": IMPORT.pop("allOf"), **IMPORT}  # checked first, as the reader did
+IMPORT["messages"].update(type="expected an object with 'format', 'digest' and 'path'")
