@@ -19,7 +19,14 @@ def _nullable(schema: dict) -> dict:
     return dict(schema, type=[*kinds, "null"])
 
 
-def _object(properties: dict, required=(), message: str | None = None, **extra) -> dict:
+def choice(values) -> dict:
+    return {"enum": list(values), "message": f"{{value}} is not one of {list(values)}"}
+
+
+FLAG = {"type": "boolean", "message": "expected true or false, got {value}"}
+
+
+def record(properties: dict, required=(), message: str | None = None, **extra) -> dict:
     schema = {"type": "object", "properties": properties, "additionalProperties": False, **extra}
     if required:
         schema["required"] = list(required)
@@ -35,20 +42,20 @@ _COUNT = {"type": ["integer", "number", "string"], "maxLength": 24}
 _FLAGS = {"type": "object", "maxProperties": 64, "propertyNames": {"maxLength": 64},
           "additionalProperties": {"type": ["string", "null"], "maxLength": 64}}
 
-EXPERIMENT = _object({
+EXPERIMENT = record({
     "experiment": {},  # the format's version: experiment.py says which it reads
     "model": {"type": "object", "maxProperties": 8},
-    "config": _nullable(_object({"device": {"type": "string", "maxLength": 64}, "env": _nullable(_FLAGS),
+    "config": _nullable(record({"device": {"type": "string", "maxLength": 64}, "env": _nullable(_FLAGS),
                                  "grappler": _nullable(_FLAGS)}, message="unknown field(s) {extra}")),
     "compiler": {"type": "string", "maxLength": 40},
-    "view": _nullable(_object({"tab": _nullable(NAME), "stages": NAME, "graph": NAME,
+    "view": _nullable(record({"tab": _nullable(NAME), "stages": NAME, "graph": NAME,
                                "fold": {"type": "boolean", "message": "expected true or false"},
                                "present": {"type": "boolean", "message": "expected true or false"}},
                               message="unknown field(s) {extra}; allowed: {allowed}")),
-    "bench": _nullable(_object({"reps": _COUNT, "warmup": _COUNT,
+    "bench": _nullable(record({"reps": _COUNT, "warmup": _COUNT,
                                 "seconds": _COUNT, "processes": _COUNT},
                                message="unknown field(s) {extra}; allowed: {allowed}")),
-    "lesson": _nullable(_object({"id": _nullable(NAME), "step": _COUNT},
+    "lesson": _nullable(record({"id": _nullable(NAME), "step": _COUNT},
                                 message="unknown field(s) {extra}; allowed: {allowed}")),
     "link": {"type": "string", "maxLength": 100_000},
     "results": {},  # carried for a reader, never read back
@@ -66,12 +73,12 @@ _NODES = {"type": "object", "propertyNames": {"maxLength": 40},
                                    "message": f"expected a list of at most {MAX_NODES} names"}}
 _LESSON_FIELDS = "not a field of a lesson here; allowed: {allowed}"
 
-_STEP = _object({
+_STEP = record({
     "title": dict(_TEXT, maxLength=MAX_TITLE, message=None), "experiment": {"type": "string", "maxLength": 8192},
     "text": dict(_TEXT, maxLength=MAX_TEXT, message=None), "ask": dict(_TEXT, maxLength=MAX_ASK, message=None),
-    "look": _nullable(_object({"tab": _nullable(NAME), "stages": _nullable(NAME), "nodes": _nullable(_NODES)},
+    "look": _nullable(record({"tab": _nullable(NAME), "stages": _nullable(NAME), "nodes": _nullable(_NODES)},
                               message=_LESSON_FIELDS)),
-    "expect": _nullable(_object({
+    "expect": _nullable(record({
         "fusions": _nullable({"type": "integer", "minimum": 0, "maximum": 10_000}),
         "made": _nullable({"type": "array", "maxItems": MAX_NODES,
                            "items": {"type": "string", "minLength": 1, "maxLength": 200}}),
@@ -79,7 +86,7 @@ _STEP = _object({
 }, required=("title", "experiment", "text"), message=_LESSON_FIELDS,
     messages_type="expected an object with title, experiment, text")
 
-LESSON = _object({
+LESSON = record({
     "lesson": {}, "id": NAME,
     "title": dict(_TEXT, maxLength=MAX_TITLE, message=None),
     "summary": dict(_TEXT, maxLength=MAX_TEXT, message=None),
@@ -111,8 +118,8 @@ IMPORT_FORMATS = ("graphdef", "savedmodel", "keras")
 IMPORT_FIELDS = ("path", "format", "digest", "name", "signature", "unknown_dim", "outputs", "fixed_dims")
 MAX_UNKNOWN_DIM = 4096  # a value for a dimension the model leaves open (batch, sequence length...)
 MAX_OUTPUTS = 64
-IMPORT = _object({
-    "format": {"enum": list(IMPORT_FORMATS), "message": f"{{value}} is not one of {list(IMPORT_FORMATS)}"},
+IMPORT = record({
+    "format": choice(IMPORT_FORMATS),
     "digest": {"type": "string", "pattern": r"^[0-9a-f]{64}\Z",
                "message": "expected the sha256 of the model's content (64 hex digits)"},
     "path": {"type": ["string", "null"], "minLength": 1, "pattern": r"^[^\x00]*\Z",
@@ -125,7 +132,7 @@ IMPORT = _object({
     "outputs": {"type": ["array", "null"], "maxItems": MAX_OUTPUTS,  # a name that is not one: said of the list
                 "not": {"type": "array", "contains": {"not": {"type": "string", "pattern": r"^[A-Za-z0-9_.\-/>]+(:[0-9]+)?\Z"}}},
                 "message": f"expected up to {MAX_OUTPUTS} node names such as 'dense/BiasAdd'"},
-    "fixed_dims": {"type": "boolean", "message": "expected true or false, got {value}"},
+    "fixed_dims": FLAG,
 }, message=f"unknown field(s) {{extra}}; allowed: {', '.join(IMPORT_FIELDS)}",
     # what only one format has, refused before its own form is checked
     allOf=[{"if": {"properties": {"format": {"const": fmt}}}, "then": {"properties": {
