@@ -42,6 +42,18 @@ _COUNT = {"type": ["integer", "number", "string"], "maxLength": 24}
 _FLAGS = {"type": "object", "maxProperties": 64, "propertyNames": {"maxLength": 64},
           "additionalProperties": {"type": ["string", "null"], "maxLength": 64}}
 
+# A model spec of a preset or an op chain (spec.parse_model; the chain's own fields: chain.SCHEMA).
+SPEC = record({"preset": {}, "chain": {}, "params": {"type": ["object", "null"],
+                                                     "message": "expected an object of name: value"}},
+              message="unknown field(s) {extra}")
+SPEC["messages"].update(type="expected an object with 'preset' or 'chain', and 'params'")
+
+# A configuration as Config.from_dict takes it (each flag's name and value: flags.Config.make).
+CONFIG = record({"device": {}, "env": {"type": ["object", "null"], "message": "expected an object of NAME: VALUE"},
+                 "grappler": {"type": ["object", "null"], "message": "expected an object of switch: on|off"}},
+                message="unknown field(s) {extra}")
+CONFIG["messages"].update(type="expected an object with device, env and grappler")
+
 EXPERIMENT = record({
     "experiment": {},  # the format's version: experiment.py says which it reads
     "model": {"type": "object", "maxProperties": 8},

@@ -17,9 +17,11 @@ import numpy as np
 
 from ..errors import SpecError, shown
 from .catalog import PRESETS
+from . import json_text
 from .chain import Chain
 from .limits import MAX_DIM, MAX_MODEL_BYTES, MAX_TENSOR_BYTES
 from .hooks import hook
+from .schemas import SPEC
 from .sources import is_spec, source_for_data
 
 DTYPES = ("float32", "float16", "bfloat16", "float64")
@@ -275,15 +277,8 @@ def resolve(data):
 
 def parse_model(data, presets: dict | None = None) -> ModelSpec:
     """A preset's or an op chain's spec data (preset + params, chain + params) as a checked ``ModelSpec``."""
-    if not isinstance(data, dict):
-        raise SpecError("spec", "expected an object with 'preset' or 'chain', and 'params'")
-    unknown = set(data) - {"preset", "chain", "params"}
-    if unknown:
-        raise SpecError("spec", f"unknown field(s) {sorted(unknown)}")
-    params_in = data.get("params")
-    params_in = {} if params_in is None else params_in
-    if not isinstance(params_in, dict):
-        raise SpecError("params", "expected an object of name: value")
+    json_text.validate(data, SPEC, root="spec")
+    params_in = data.get("params") or {}
     preset_id = data.get("preset")
     defaults = dict(DEFAULT_PARAMS)
     if preset_id is not None:
