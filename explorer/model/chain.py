@@ -26,8 +26,8 @@ KINDS = ("chain", "hash_bucket", "batchnorm_fold", "batch_matmul_scale_add", "la
          "batchnorm_grad")
 SCHEMA = record({"kind": choice(KINDS), "contraction": choice(CONTRACTIONS), "bias": choice(BIASES),
                   "norm": choice(NORMS), "activation": choice(ACTIVATIONS), "squeeze": FLAG, "side_add": FLAG,
-                  "pad": FLAG}, message="unknown field(s) {extra}")
-SCHEMA["messages"].update(type="expected an object with contraction, bias, norm, activation")
+                  "pad": FLAG}, message="unknown field(s) {extra}",
+                 type_message="expected an object with contraction, bias, norm, activation")
 
 @dataclass(frozen=True)
 class Chain:

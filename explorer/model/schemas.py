@@ -26,12 +26,14 @@ def choice(values) -> dict:
 FLAG = {"type": "boolean", "message": "expected true or false, got {value}"}
 
 
-def record(properties: dict, required=(), message: str | None = None, **extra) -> dict:
+def record(properties: dict, required=(), message: str | None = None, type_message: str | None = None,
+           **extra) -> dict:
+    """An object of these fields only; ``message`` refuses another field, ``type_message`` a value not an object."""
     schema = {"type": "object", "properties": properties, "additionalProperties": False, **extra}
     if required:
         schema["required"] = list(required)
-    if message:
-        schema["messages"] = {"additionalProperties": message}
+    schema["messages"] = {rule: said for rule, said in (("additionalProperties", message), ("type", type_message))
+                          if said}
     return schema
 
 
@@ -45,14 +47,12 @@ _FLAGS = {"type": "object", "maxProperties": 64, "propertyNames": {"maxLength": 
 # A model spec of a preset or an op chain (spec.parse_model; the chain's own fields: chain.SCHEMA).
 SPEC = record({"preset": {}, "chain": {}, "params": {"type": ["object", "null"],
                                                      "message": "expected an object of name: value"}},
-              message="unknown field(s) {extra}")
-SPEC["messages"].update(type="expected an object with 'preset' or 'chain', and 'params'")
+              message="unknown field(s) {extra}", type_message="expected an object with 'preset' or 'chain', and 'params'")
 
 # A configuration as Config.from_dict takes it (each flag's name and value: flags.Config.make).
 CONFIG = record({"device": {}, "env": {"type": ["object", "null"], "message": "expected an object of NAME: VALUE"},
                  "grappler": {"type": ["object", "null"], "message": "expected an object of switch: on|off"}},
-                message="unknown field(s) {extra}")
-CONFIG["messages"].update(type="expected an object with device, env and grappler")
+                message="unknown field(s) {extra}", type_message="expected an object with device, env and grappler")
 
 EXPERIMENT = record({
     "experiment": {},  # the format's version: experiment.py says which it reads
@@ -96,7 +96,7 @@ _STEP = record({
                            "items": {"type": "string", "minLength": 1, "maxLength": 200}}),
         "has": _nullable(_NODES), "lacks": _nullable(_NODES), "verdict": _nullable(NAME)}, message=_LESSON_FIELDS)),
 }, required=("title", "experiment", "text"), message=_LESSON_FIELDS,
-    messages_type="expected an object with title, experiment, text")
+    type_message="expected an object with title, experiment, text")
 
 LESSON = record({
     "lesson": {}, "id": NAME,
@@ -105,8 +105,8 @@ LESSON = record({
     "source": dict(_TEXT, maxLength=MAX_TITLE * 4, message=None),
     "steps": {"type": "array", "minItems": 1, "maxItems": MAX_STEPS, "items": _STEP,
               "message": f"expected a list of 1..{MAX_STEPS} steps"},
-}, required=("lesson", "id", "title", "steps"), message=_LESSON_FIELDS)
-LESSON["messages"].update(type='expected a lesson file: a JSON object with "lesson": 1 (docs/lessons.md)')
+}, required=("lesson", "id", "title", "steps"), message=_LESSON_FIELDS,
+    type_message='expected a lesson file: a JSON object with "lesson": 1 (docs/lessons.md)')
 
 
 def _strip_none(schema):
@@ -114,8 +114,6 @@ def _strip_none(schema):
     if isinstance(schema, dict):
         if schema.get("message", "") is None:
             del schema["message"]
-        if "messages_type" in schema:
-            schema.setdefault("messages", {})["type"] = schema.pop("messages_type")
         for value in schema.values():
             _strip_none(value)
     return schema
@@ -146,6 +144,7 @@ IMPORT = record({
                 "message": f"expected up to {MAX_OUTPUTS} node names such as 'dense/BiasAdd'"},
     "fixed_dims": FLAG,
 }, message=f"unknown field(s) {{extra}}; allowed: {', '.join(IMPORT_FIELDS)}",
+    type_message="expected an object with 'format', 'digest' and 'path'",
     # what only one format has, refused before its own form is checked
     allOf=[{"if": {"properties": {"format": {"const": fmt}}}, "then": {"properties": {
         **({"signature": {"type": "null", "message": f"only a SavedModel has signatures, not a {fmt}"}}
@@ -153,4 +152,3 @@ IMPORT = record({
         **({"outputs": {"type": "null", "message": f"output nodes are chosen for a GraphDef only; a {fmt} has its own"}}
            if fmt != "graphdef" else {})}}} for fmt in IMPORT_FORMATS])
 IMPORT = {"allOf": IMPORT.pop("allOf"), **IMPORT}  # checked first, as the reader did
-IMPORT["messages"].update(type="expected an object with 'format', 'digest' and 'path'")
