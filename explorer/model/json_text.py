@@ -34,6 +34,7 @@ _KINDS = {stat.S_IFIFO: "a named pipe", stat.S_IFCHR: "a character device", stat
 _STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _NOT_STRUCTURE = re.compile(r"[^\[\]{},]+")
 _WHOLE = re.compile(r"[+-]?[0-9]{1,%d}" % MAX_DIGITS)
+_VALIDATORS: dict[int, tuple] = {}
 
 
 def read_file(path, field: str, what: str, max_bytes: int) -> bytes:
@@ -114,11 +115,7 @@ def refusal(data, schema: dict, in_order: bool = False) -> tuple[list, str] | No
     field's name) and the message; None when it holds. The shallowest error comes first (among equals, the first
     by path), or with ``in_order`` the first a reader meets who checks each object, then its fields in the
     order the schema declares them (an unknown field: the first in the document)."""
-    from jsonschema import Draft202012Validator, FormatChecker  # on first use: the page's start does not wait
-
-    printable = FormatChecker(())
-    printable.checks("printable")(lambda value: not isinstance(value, str) or value.isprintable())
-    errors = Draft202012Validator(schema, format_checker=printable).iter_errors(data)
+    errors = _validator(schema).iter_errors(data)
     if in_order:  # a missing field is refused where it would have been read
         ordered = sorted(errors, key=lambda e: _ranks(schema, [*e.path, *_missing(e)[:1]]))
     else:
@@ -205,6 +202,17 @@ def _deepest(error):
     while error.context:
         error = max(error.context, key=lambda e: len(e.path))
     return error
+
+
+def _validator(schema: dict):
+    """The schema's validator, made once (the schemas are the modules' constants)."""
+    from jsonschema import Draft202012Validator, FormatChecker  # on first use: the page's start does not wait
+
+    if id(schema) not in _VALIDATORS:
+        printable = FormatChecker(())
+        printable.checks("printable")(lambda value: not isinstance(value, str) or value.isprintable())
+        _VALIDATORS[id(schema)] = (schema, Draft202012Validator(schema, format_checker=printable))
+    return _VALIDATORS[id(schema)][1]  # the schema kept beside it: its id is not reused
 
 
 def _missing(error) -> list:
