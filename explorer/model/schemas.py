@@ -19,6 +19,10 @@ def _nullable(schema: dict) -> dict:
     return dict(schema, type=[*kinds, "null"])
 
 
+def _text(limit: int) -> dict:
+    return {"type": "string", "maxLength": limit}
+
+
 def choice(values) -> dict:
     return {"enum": list(values), "message": f"{{value}} is not one of {list(values)}"}
 
@@ -78,7 +82,6 @@ EXPERIMENT["messages"].update(type='expected an experiment file: a JSON object w
 MAX_STEPS = 40
 MAX_TITLE, MAX_TEXT, MAX_ASK, MAX_NODES = 120, 1500, 400, 24
 STAGE_KEYS = ("traced", "optimized", "executed", "any")  # where look.nodes and expect.has/lacks look
-_TEXT = {"type": "string", "message": "expected text"}
 _NODES = {"type": "object", "propertyNames": {"maxLength": 40},
           "messages": {"type": f"expected an object: a stage ({', '.join(STAGE_KEYS)}) -> a list of names"},
           "additionalProperties": {"type": "array", "maxItems": MAX_NODES,
@@ -86,8 +89,8 @@ _NODES = {"type": "object", "propertyNames": {"maxLength": 40},
 _LESSON_FIELDS = "not a field of a lesson here; allowed: {allowed}"
 
 _STEP = record({
-    "title": dict(_TEXT, maxLength=MAX_TITLE, message=None), "experiment": {"type": "string", "maxLength": 8192},
-    "text": dict(_TEXT, maxLength=MAX_TEXT, message=None), "ask": dict(_TEXT, maxLength=MAX_ASK, message=None),
+    "title": _text(MAX_TITLE), "experiment": _text(8192),
+    "text": _text(MAX_TEXT), "ask": _text(MAX_ASK),
     "look": _nullable(record({"tab": _nullable(NAME), "stages": _nullable(NAME), "nodes": _nullable(_NODES)},
                               message=_LESSON_FIELDS)),
     "expect": _nullable(record({
@@ -99,28 +102,12 @@ _STEP = record({
     type_message="expected an object with title, experiment, text")
 
 LESSON = record({
-    "lesson": {}, "id": NAME,
-    "title": dict(_TEXT, maxLength=MAX_TITLE, message=None),
-    "summary": dict(_TEXT, maxLength=MAX_TEXT, message=None),
-    "source": dict(_TEXT, maxLength=MAX_TITLE * 4, message=None),
+    "lesson": {}, "id": NAME, "title": _text(MAX_TITLE), "summary": _text(MAX_TEXT), "source": _text(MAX_TITLE * 4),
     "steps": {"type": "array", "minItems": 1, "maxItems": MAX_STEPS, "items": _STEP,
               "message": f"expected a list of 1..{MAX_STEPS} steps"},
 }, required=("lesson", "id", "title", "steps"), message=_LESSON_FIELDS,
     type_message='expected a lesson file: a JSON object with "lesson": 1 (docs/lessons.md)')
 
-
-def _strip_none(schema):
-    """``message=None`` above means: the generic sentence (with the limit) for every rule."""
-    if isinstance(schema, dict):
-        if schema.get("message", "") is None:
-            del schema["message"]
-        for value in schema.values():
-            _strip_none(value)
-    return schema
-
-
-_strip_none(EXPERIMENT)
-_strip_none(LESSON)
 
 
 # An imported model's options ({"import": {...}}); imported.py fills the absent fields with their defaults first.
