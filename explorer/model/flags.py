@@ -191,7 +191,7 @@ class Config:
 
     @staticmethod
     def from_dict(data: dict) -> "Config":
-        if isinstance(data, dict):  # no flags, however spelled, are none
+        if isinstance(data, dict):  # an empty value of any kind ("", [], false) means no flags
             data = {**data, **{part: data[part] or None for part in ("env", "grappler") if part in data}}
         json_text.validate(data, CONFIG, root="config")
         return Config.make(data.get("device", "cpu"), data.get("env") or {}, data.get("grappler") or {})

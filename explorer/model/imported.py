@@ -114,7 +114,7 @@ def parse_import(data: dict) -> ImportSpec:
 
 def resolve_import(data) -> ImportSpec:
     """Check the fields of ``{"import": {...}}``'s inner object (``schemas.IMPORT``); every error names its field."""
-    if isinstance(data, dict):  # an absent field is its default; no outputs, however spelled, is none
+    if isinstance(data, dict):  # an absent field is its default; empty outputs of any kind mean none
         data = {**_DEFAULTS, **data, "outputs": data.get("outputs") or None}
     json_text.validate(data, IMPORT, "import", in_order=True)
     signature = None if data["signature"] == DEFAULT_SIGNATURE else data["signature"]  # one spelling, one cache entry

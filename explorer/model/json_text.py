@@ -10,7 +10,8 @@ Every door reads the same way, and refuses in one line (a SpecError naming the i
   (both counted before Python's parser recurses or allocates), numbers as JSON numbers of at most MAX_DIGITS
   digits and finite (no NaN, no 10^5000);
 - the structure (``validate``): a JSON Schema declared in ``schemas.py`` (jsonschema), its first error named
-  by its path (``steps[2].look.tab``) with the schema's own message, or a generic one stating the limit.
+  by its path (``steps[2].look.tab``) with the schema's own message, or a generic one stating the limit
+  (``refusal``: that error's path and message, for a reader that names places its own way, as a stack does).
 
 ``whole_number`` reads a number that may come as text (a link's ``step=3``): ASCII digits only, bounded.
 """

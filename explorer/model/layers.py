@@ -1,7 +1,8 @@
 """The layer types a layer stack may use: one table of each type's fields, ranges, defaults and help.
 
-``stack.parse`` checks a stack against it; the page's reference table and ``stacks --layers`` print it
-(``field_help``); ``worker/models/stack.py`` builds each type with its Keras 3 layer.
+``stack.parse`` checks a stack's layers with the schemas made from it (``LAYER_SCHEMAS``); the page's reference
+table and ``stacks --layers`` print it (``field_help``); ``worker/models/stack.py`` builds each type with its
+Keras 3 layer.
 """
 
 from __future__ import annotations

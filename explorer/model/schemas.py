@@ -5,8 +5,10 @@ is checked afterwards by the module that reads the document (``experiment.py``, 
 
 A schema node's ``messages`` (per rule) or ``message`` replaces the generic sentence; ``{extra}`` in a message
 is the list of unknown fields (the field named is then the object's), ``{allowed}`` the fields it may have,
-``{value}`` the value refused (its repr). ``"format": "printable"`` is text without control characters.
-A layer stack's fields are declared by its own table (``layers.LAYER_TYPES``), read by ``stack.py``.
+``{value}`` the value refused (its repr; ``{said}`` cut at 60 characters). ``"format": "printable"`` is text
+without control characters. Schemas made from a module's own tables live beside them, built with ``record``:
+an op chain's (``chain.SCHEMA``), a layer stack's (``stack.STACK``, ``stack.BLOCK``) and each layer type's
+(``layers.LAYER_SCHEMAS``, from ``layers.LAYER_TYPES``).
 """
 
 from __future__ import annotations
