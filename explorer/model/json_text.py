@@ -209,11 +209,14 @@ def _validator(schema: dict):
     """The schema's validator, made once (the schemas are the modules' constants)."""
     from jsonschema import Draft202012Validator, FormatChecker  # on first use: the page's start does not wait
 
-    if id(schema) not in _VALIDATORS:
+    made = _VALIDATORS.get(id(schema))
+    if made is None:
+        if len(_VALIDATORS) > 1000:  # not the constants this is made for: no growing without end
+            _VALIDATORS.clear()
         printable = FormatChecker(())
         printable.checks("printable")(lambda value: not isinstance(value, str) or value.isprintable())
-        _VALIDATORS[id(schema)] = (schema, Draft202012Validator(schema, format_checker=printable))
-    return _VALIDATORS[id(schema)][1]  # the schema kept beside it: its id is not reused
+        made = _VALIDATORS[id(schema)] = (schema, Draft202012Validator(schema, format_checker=printable))
+    return made[1]  # the schema kept beside it: its id is not reused
 
 
 def _missing(error) -> list:
