@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import SpecError
+from . import json_text
+from .schemas import FLAG, choice, record
 
 CONTRACTIONS = ("MatMul", "BatchMatMulV2", "Conv2D", "DepthwiseConv2dNative", "Conv3D", "none")
 BIASES = ("none", "BiasAdd", "Add")
@@ -22,6 +24,10 @@ ACTIVATIONS = (
 # other op shapes (see catalog.py).
 KINDS = ("chain", "hash_bucket", "batchnorm_fold", "batch_matmul_scale_add", "layer_norm", "instance_norm",
          "batchnorm_grad")
+SCHEMA = record({"kind": choice(KINDS), "contraction": choice(CONTRACTIONS), "bias": choice(BIASES),
+                  "norm": choice(NORMS), "activation": choice(ACTIVATIONS), "squeeze": FLAG, "side_add": FLAG,
+                  "pad": FLAG}, message="unknown field(s) {extra}",
+                 type_message="expected an object with contraction, bias, norm, activation")
 
 @dataclass(frozen=True)
 class Chain:
@@ -42,27 +48,8 @@ class Chain:
 
     @staticmethod
     def from_dict(data) -> "Chain":
-        if not isinstance(data, dict):
-            raise SpecError("chain", "expected an object with contraction, bias, norm, activation")
-        unknown = set(data) - set(Chain.__dataclass_fields__)
-        if unknown:
-            raise SpecError("chain", f"unknown field(s) {sorted(unknown)}")
-        values = {}
-        kind = data.get("kind", "chain")
-        if kind not in KINDS:
-            raise SpecError("chain.kind", f"{kind!r} is not one of {list(KINDS)}")
-        values["kind"] = kind
-        for name, allowed in (("contraction", CONTRACTIONS), ("bias", BIASES), ("norm", NORMS), ("activation", ACTIVATIONS)):
-            value = data.get(name, getattr(Chain, name))
-            if value not in allowed:
-                raise SpecError(f"chain.{name}", f"{value!r} is not one of {list(allowed)}")
-            values[name] = value
-        for name in ("squeeze", "side_add", "pad"):
-            value = data.get(name, False)
-            if not isinstance(value, bool):
-                raise SpecError(f"chain.{name}", f"expected true or false, got {value!r}")
-            values[name] = value
-        chain = Chain(**values)
+        json_text.validate(data, SCHEMA, "chain", in_order=True)
+        chain = Chain(**data)
         chain.check()
         return chain
 

@@ -26,7 +26,7 @@ from urllib.parse import urlencode
 from ..errors import SpecError, shown
 from .compilers import FIRST as FIRST_COMPILER
 from .experiment_parts import (GRAPH_VIEWS, MAX_STEP, STAGE_PAIRS, Bench, check_compiler,  # noqa: F401
-                               check_graph_view, check_lesson, check_object, check_stages, check_step, check_tab,
+                               check_graph_view, check_lesson, check_stages, check_step, check_tab,
                                last_of, phrase, short, values_of)
 from .flags import ENV_FLAGS, GRAPPLER_SWITCHES, UNSET, Config, server_env_defaults
 from . import json_text

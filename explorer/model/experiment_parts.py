@@ -78,17 +78,6 @@ def check_step(value) -> int:
     return whole_number(value, "step", 1, MAX_STEP, "a step number")
 
 
-def check_object(value, where: str, allowed: set) -> dict:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise SpecError(where, "expected an object")
-    unknown = set(value) - allowed
-    if unknown:
-        raise SpecError(where, f"unknown field(s) {sorted(map(str, unknown))}; allowed: {', '.join(sorted(allowed))}")
-    return value
-
-
 def values_of(value) -> list[str]:
     return [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
 

@@ -13,7 +13,9 @@ import shlex
 from dataclasses import dataclass, field
 
 from ..errors import SpecError
+from . import json_text
 from .devices import Device
+from .schemas import CONFIG
 
 # "Leave TensorFlow's default" for an env flag or a Grappler switch: one value (a sidebar choice, a link's env flag,
 # a matrix axis's value). "default", how the page spelled it before, is still read where it was (a Config's switch).
@@ -189,17 +191,10 @@ class Config:
 
     @staticmethod
     def from_dict(data: dict) -> "Config":
-        if not isinstance(data, dict):
-            raise SpecError("config", "expected an object with device, env and grappler")
-        unknown = set(data) - {"device", "env", "grappler"}
-        if unknown:
-            raise SpecError("config", f"unknown field(s) {sorted(unknown)}")
-        env, grappler = data.get("env") or {}, data.get("grappler") or {}
-        if not isinstance(env, dict):
-            raise SpecError("env", "expected an object of NAME: VALUE")
-        if not isinstance(grappler, dict):
-            raise SpecError("grappler", "expected an object of switch: on|off")
-        return Config.make(data.get("device", "cpu"), env, grappler)
+        if isinstance(data, dict):  # an empty value of any kind ("", [], false) means no flags
+            data = {**data, **{part: data[part] or None for part in ("env", "grappler") if part in data}}
+        json_text.validate(data, CONFIG, root="config")
+        return Config.make(data.get("device", "cpu"), data.get("env") or {}, data.get("grappler") or {})
 
     @staticmethod
     def coerce(config: "ConfigLike") -> "Config":

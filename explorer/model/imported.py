@@ -10,22 +10,19 @@ The path is left out of results (``public_dict``): it names a session's own temp
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 
 from ..errors import SpecError
+from . import json_text
+from .schemas import IMPORT, IMPORT_FORMATS as FORMATS, MAX_UNKNOWN_DIM  # noqa: F401 (read from here)
 
-FORMATS = ("graphdef", "savedmodel", "keras")
 FORMAT_LABELS = {"graphdef": "GraphDef (.pb, .pbtxt)", "savedmodel": "SavedModel (a directory, or a .zip of one)",
                  "keras": "Keras (.keras)"}
 DEFAULT_SIGNATURE = "serving_default"
-MAX_UNKNOWN_DIM = 4096  # a value for a dimension the model leaves open (batch, sequence length...)
-MAX_OUTPUTS = 64
 MAX_NODES = 50_000  # nodes in the graph and its functions together: MobileNetV2 frozen has ~1,000
 MAX_UPLOAD_BYTES = 200 << 20
-FIELDS = ("path", "format", "digest", "name", "signature", "unknown_dim", "outputs", "fixed_dims")
-_DIGEST = re.compile(r"[0-9a-f]{64}")  # fullmatch: "$" would take a trailing newline
-_NODE_NAME = re.compile(r"[A-Za-z0-9_.\-/>]+(:[0-9]+)?")  # fullmatch: "$" would take a trailing newline
+_DEFAULTS = {"format": None, "digest": None, "path": None, "name": "", "signature": None, "unknown_dim": 1,
+             "fixed_dims": False}
 
 
 @dataclass(frozen=True)
@@ -116,43 +113,10 @@ def parse_import(data: dict) -> ImportSpec:
 
 
 def resolve_import(data) -> ImportSpec:
-    """Check the fields of ``{"import": {...}}``'s inner object; every error names its field."""
-    if not isinstance(data, dict):
-        raise SpecError("import", "expected an object with 'format', 'digest' and 'path'")
-    unknown = set(data) - set(FIELDS)
-    if unknown:
-        raise SpecError("import", f"unknown field(s) {sorted(unknown)}; allowed: {', '.join(FIELDS)}")
-    fmt = data.get("format")
-    if fmt not in FORMATS:
-        raise SpecError("import.format", f"{fmt!r} is not one of {list(FORMATS)}")
-    digest = data.get("digest")
-    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
-        raise SpecError("import.digest", "expected the sha256 of the model's content (64 hex digits)")
-    path = data.get("path")
-    if path is not None and (not isinstance(path, str) or not path or "\x00" in path):
-        raise SpecError("import.path", "expected a file or directory path")
-    name = data.get("name", "")
-    if not isinstance(name, str) or len(name) > 200 or not name.isprintable():
-        raise SpecError("import.name", "expected a short printable file name")
-    signature = data.get("signature")
-    if signature is not None:
-        if fmt != "savedmodel":
-            raise SpecError("import.signature", f"only a SavedModel has signatures, not a {fmt}")
-        if not isinstance(signature, str) or not signature or len(signature) > 200 or not signature.isprintable():
-            raise SpecError("import.signature", "expected a signature name such as 'serving_default'")
-        if signature == DEFAULT_SIGNATURE:
-            signature = None  # one spelling, one cache entry
-    dim = data.get("unknown_dim", 1)
-    if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= MAX_UNKNOWN_DIM:
-        raise SpecError("import.unknown_dim", f"{dim!r} is out of range; allowed 1..{MAX_UNKNOWN_DIM}")
-    outputs = data.get("outputs") or ()
-    if outputs:
-        if fmt != "graphdef":
-            raise SpecError("import.outputs", f"output nodes are chosen for a GraphDef only; a {fmt} has its own")
-        if not isinstance(outputs, (list, tuple)) or len(outputs) > MAX_OUTPUTS or not all(
-                isinstance(o, str) and _NODE_NAME.fullmatch(o) for o in outputs):
-            raise SpecError("import.outputs", f"expected up to {MAX_OUTPUTS} node names such as 'dense/BiasAdd'")
-    fixed = data.get("fixed_dims", False)
-    if not isinstance(fixed, bool):
-        raise SpecError("import.fixed_dims", f"expected true or false, got {fixed!r}")
-    return ImportSpec(fmt, digest, path, name, signature, dim, tuple(outputs), fixed)
+    """Check the fields of ``{"import": {...}}``'s inner object (``schemas.IMPORT``); every error names its field."""
+    if isinstance(data, dict):  # an absent field is its default; empty outputs of any kind mean none
+        data = {**_DEFAULTS, **data, "outputs": data.get("outputs") or None}
+    json_text.validate(data, IMPORT, "import", in_order=True)
+    signature = None if data["signature"] == DEFAULT_SIGNATURE else data["signature"]  # one spelling, one cache entry
+    return ImportSpec(data["format"], data["digest"], data["path"], data["name"], signature, int(data["unknown_dim"]),
+                      tuple(data["outputs"] or ()), data["fixed_dims"])

@@ -10,7 +10,8 @@ Every door reads the same way, and refuses in one line (a SpecError naming the i
   (both counted before Python's parser recurses or allocates), numbers as JSON numbers of at most MAX_DIGITS
   digits and finite (no NaN, no 10^5000);
 - the structure (``validate``): a JSON Schema declared in ``schemas.py`` (jsonschema), its first error named
-  by its path (``steps[2].look.tab``) with the schema's own message, or a generic one stating the limit.
+  by its path (``steps[2].look.tab``) with the schema's own message, or a generic one stating the limit
+  (``refusal``: that error's path and message, for a reader that names places its own way, as a stack does).
 
 ``whole_number`` reads a number that may come as text (a link's ``step=3``): ASCII digits only, bounded.
 """
@@ -34,6 +35,7 @@ _KINDS = {stat.S_IFIFO: "a named pipe", stat.S_IFCHR: "a character device", stat
 _STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _NOT_STRUCTURE = re.compile(r"[^\[\]{},]+")
 _WHOLE = re.compile(r"[+-]?[0-9]{1,%d}" % MAX_DIGITS)
+_VALIDATORS: dict[int, tuple] = {}
 
 
 def read_file(path, field: str, what: str, max_bytes: int) -> bytes:
@@ -98,17 +100,35 @@ def load(text: str | bytes, field: str, what: str, max_bytes: int | None = None,
     return data
 
 
-def validate(data, schema: dict, field: str = "", root: str = "document") -> None:
+def validate(data, schema: dict, field: str = "", root: str = "document", in_order: bool = False) -> None:
     """SpecError naming the first place ``data`` breaks ``schema`` (its path below ``field``; ``root`` names the
     document itself), with the schema node's message when it has one, otherwise a sentence stating the limit."""
-    from jsonschema import Draft202012Validator  # imported on first use: the page's start does not wait on it
+    found = refusal(data, schema, in_order)
+    if found is not None:
+        where = field
+        for part in found[0]:
+            where += f"[{part}]" if isinstance(part, int) else (f".{shown(part, 40)}" if where else shown(part, 40))
+        raise SpecError(where or root, found[1])
 
-    errors = sorted(Draft202012Validator(schema).iter_errors(data), key=lambda e: (len(e.path), list(map(str, e.path))))
-    if not errors:
-        return
-    error = _deepest(errors[0])
-    message = _message(error)
-    raise SpecError(_path(field, error, listed="{extra}" in _template(error)) or root, message)
+
+def refusal(data, schema: dict, in_order: bool = False) -> tuple[list, str] | None:
+    """The first place ``data`` breaks ``schema``: its path (keys and indexes, ending with the unknown or missing
+    field's name) and the message; None when it holds. The shallowest error comes first (among equals, the first
+    by path), or with ``in_order`` the first a reader meets who checks each object, then its fields in the
+    order the schema declares them (an unknown field: the first in the document)."""
+    errors = _validator(schema).iter_errors(data)
+    if in_order:  # a missing field is refused where it would have been read
+        ordered = sorted(errors, key=lambda e: _ranks(schema, [*e.path, *_missing(e)[:1]]))
+    else:
+        ordered = sorted(errors, key=lambda e: (len(e.path), list(map(str, e.path))))
+    if not ordered:
+        return None
+    error = _deepest(ordered[0])
+    path = list(error.absolute_path)
+    if error.validator == "additionalProperties" and "{extra}" not in _template(error):
+        extra = [name for name in error.instance if name not in error.schema.get("properties", {})]
+        path += (extra if in_order else sorted(extra, key=str))[:1]
+    return path + _missing(error)[:1], _message(error)
 
 
 def whole_number(value, field: str, low: int, high: int, what: str = "a whole number") -> int:
@@ -185,19 +205,34 @@ def _deepest(error):
     return error
 
 
-def _path(field: str, error, listed: bool) -> str:
-    where = field if field else ""
-    for part in error.absolute_path:
-        where += f"[{part}]" if isinstance(part, int) else (f".{shown(part, 40)}" if where else shown(part, 40))
-    if error.validator == "additionalProperties" and not listed:
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})), key=str)
-        if extra:
-            where += f".{shown(extra[0], 40)}" if where else shown(extra[0], 40)
-    elif error.validator == "required":
-        missing = [name for name in error.validator_value if name not in error.instance]
-        if missing:
-            where += f".{missing[0]}" if where else missing[0]
-    return where
+def _validator(schema: dict):
+    """The schema's validator, made once (the schemas are the modules' constants)."""
+    from jsonschema import Draft202012Validator, FormatChecker  # on first use: the page's start does not wait
+
+    made = _VALIDATORS.get(id(schema))
+    if made is None:
+        if len(_VALIDATORS) > 1000:  # not the constants this is made for: no growing without end
+            _VALIDATORS.clear()
+        printable = FormatChecker(())
+        printable.checks("printable")(lambda value: not isinstance(value, str) or value.isprintable())
+        made = _VALIDATORS[id(schema)] = (schema, Draft202012Validator(schema, format_checker=printable))
+    return made[1]  # the schema kept beside it: its id is not reused
+
+
+def _missing(error) -> list:
+    return [name for name in error.validator_value if name not in error.instance] if error.validator == "required" \
+        else []
+
+
+def _ranks(schema: dict, path) -> list[int]:
+    """Where each step of ``path`` comes in the schema: a field's place among its object's fields, an index."""
+    ranks, node = [], schema
+    for part in path:
+        names = list(node.get("properties", {}))
+        ranks.append(part if isinstance(part, int) else names.index(part) if part in names else len(names))
+        node = (node.get("items") if isinstance(part, int) else node.get("properties", {}).get(part)
+                or node.get("additionalProperties")) or {}
+    return ranks
 
 
 _JSON_TYPES = {"object": "an object", "array": "a list", "string": "text", "integer": "a whole number",
@@ -222,7 +257,9 @@ def _message(error) -> str:
     if template:
         allowed = sorted(schema.get("properties", {}))
         extra = sorted(map(str, set(value) - set(allowed))) if isinstance(value, dict) else []
-        return template.replace("{extra}", shown(extra, 200)).replace("{allowed}", ", ".join(allowed))
+        said = {"extra": shown(extra, 200), "allowed": ", ".join(allowed), "value": repr(value),
+                "said": shown(repr(value), 60)}
+        return re.sub(r"\{(extra|allowed|value|said)\}", lambda m: said[m[1]], template)
     if rule == "type":
         kinds = [limit] if isinstance(limit, str) else limit
         return f"expected {' or '.join(_JSON_TYPES.get(k, k) for k in kinds)}, got {_json_type(value)}"

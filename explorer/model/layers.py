@@ -1,16 +1,17 @@
 """The layer types a layer stack may use: one table of each type's fields, ranges, defaults and help.
 
-``stack.parse`` checks a stack against it; the page's reference table and ``stacks --layers`` print it
-(``field_help``); ``worker/models/stack.py`` builds each type with its Keras 3 layer.
+``stack.parse`` checks a stack's layers with the schemas made from it (``LAYER_SCHEMAS``); the page's reference
+table and ``stacks --layers`` print it (``field_help``); ``worker/models/stack.py`` builds each type with its
+Keras 3 layer.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ..errors import shown
 from .limits import MAX_DIM
+from .schemas import record
 
 # The activations of the presets, by the names the page shows (worker/models/stack.py maps them to Keras).
 ACTIVATIONS = ("none", "relu", "relu6", "elu", "leaky_relu", "tanh", "sigmoid",
@@ -30,49 +31,51 @@ class F:
     choices: tuple = ()
     required: bool = False
 
-    def check(self, value, spatial: int = 2):
-        k = self.kind
+    def schema(self, spatial: int = 2) -> dict:
+        """The JSON Schema of this field's value (``json_text.refusal``), with the message a stack gives."""
+        k, low, high = self.kind, self.low, self.high
         if k == "int":
-            return whole(value, self.low, self.high)
+            return whole_schema(low, high)
         if k == "float":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                    or not self.low <= value <= self.high:
-                raise ValueError(f"expected a number {self.low:g}..{self.high:g}, got {shown(repr(value), 60)}")
-            return float(value)
+            return {"type": "number", "minimum": low, "maximum": high,
+                    "message": f"expected a number {low:g}..{high:g}, got {{said}}"}
         if k == "bool":
-            if not isinstance(value, bool):
-                raise ValueError(f"expected true or false, got {shown(repr(value), 60)}")
-            return value
+            return {"type": "boolean", "message": "expected true or false, got {said}"}
         if k == "choice":
-            if not isinstance(value, str) or value not in self.choices:
-                raise ValueError(f"expected one of {', '.join(self.choices)}; got {shown(repr(value), 60)}")
-            return value
+            return {"enum": list(self.choices), "message": f"expected one of {', '.join(self.choices)}; got {{said}}"}
         if k == "int_or_tuple":  # kernel_size, strides, pool_size: n or [n, n(, n)]
-            if isinstance(value, list):
-                if len(value) != spatial:
-                    raise ValueError(f"expected a whole number or a list of {spatial}, got {shown(repr(value), 60)}")
-                return tuple(whole(v, self.low, self.high) for v in value)
-            return (whole(value, self.low, self.high),) * spatial
+            whole, listed = whole_schema(low, high), f"expected a whole number or a list of {spatial}, got {{said}}"
+            return {"type": ["integer", "array"], "minimum": low, "maximum": high, "minItems": spatial,
+                    "maxItems": spatial, "items": whole, "messages": {
+                        "type": whole["message"], "minimum": whole["message"], "maximum": whole["message"],
+                        "minItems": listed, "maxItems": listed}}
         if k == "names":
-            if not isinstance(value, list) or not self.low <= len(value) <= self.high \
-                    or not all(isinstance(v, str) and v for v in value):
-                raise ValueError(f"expected a list of {int(self.low)}..{int(self.high)} layer names, got {shown(repr(value), 60)}")
-            return tuple(value)
-        if k == "shape":  # a Reshape target without the batch; one -1 allowed
-            if not isinstance(value, list) or not 1 <= len(value) <= 4:
-                raise ValueError(f"expected a list of 1..4 sizes (batch excluded), got {shown(repr(value), 60)}")
-            dims = tuple(-1 if v == -1 and not isinstance(v, bool) else whole(v, 1, MAX_DIM) for v in value)
-            if dims.count(-1) > 1:
+            return {"type": "array", "minItems": int(low), "maxItems": int(high),
+                    "not": {"type": "array", "contains": {"not": {"type": "string", "minLength": 1}}},
+                    "message": f"expected a list of {int(low)}..{int(high)} layer names, got {{said}}"}
+        # shape: a Reshape target without the batch; one -1 allowed (counted by ``value``)
+        return {"type": "array", "minItems": 1, "maxItems": 4, "items": {"anyOf": [
+                    {"const": -1, "message": whole_schema(1, MAX_DIM)["message"]}, whole_schema(1, MAX_DIM)]},
+                "message": "expected a list of 1..4 sizes (batch excluded), got {said}"}
+
+    def value(self, value, spatial: int = 2):
+        """A value that keeps to ``schema`` as the builder takes it: whole numbers as int, lists as tuples."""
+        if value is None:
+            return None
+        if self.kind == "int_or_tuple":
+            return tuple(map(int, value)) if isinstance(value, list) else (int(value),) * spatial
+        if self.kind == "shape":
+            if value.count(-1) > 1:
                 raise ValueError(f"at most one -1, got {shown(repr(value), 60)}")
-            return dims
-        raise AssertionError(k)
+            return tuple(map(int, value))
+        if self.kind == "names":
+            return tuple(value)
+        return int(value) if self.kind == "int" else float(value) if self.kind == "float" else value
 
 
-def whole(value, low, high) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (
-            isinstance(value, float) and not value.is_integer()) or not low <= value <= high:
-        raise ValueError(f"expected a whole number {int(low)}..{int(high)}, got {shown(repr(value), 60)}")
-    return int(value)
+def whole_schema(low, high) -> dict:
+    return {"type": "integer", "minimum": low, "maximum": high,
+            "message": f"expected a whole number {int(low)}..{int(high)}, got {{said}}"}
 
 
 def _act(default="none"):
@@ -133,3 +136,15 @@ def field_help() -> dict:
     return {t: [{"name": f.name, "kind": f.kind, "default": f.default, "low": f.low, "high": f.high,
                  "choices": list(f.choices), "required": f.required, "help": f.help} for f in fields]
             for t, (_, _, fields) in LAYER_TYPES.items()}
+
+
+def _schema(spatial: int, fields: tuple) -> dict:
+    """A layer of one type: its fields (each type requires at most its first), none other."""
+    allowed = ("type", "name") + tuple(f.name for f in fields)
+    required = [{"required": [f.name], "message": f"required ({f.help})"} for f in fields
+                if f.required or (f.default is None and f.kind != "int_or_tuple")]
+    return record({"type": {}, "name": {}, **{f.name: f.schema(spatial) for f in fields}},
+                  message=f"unknown field; expected one of {', '.join(allowed)}", allOf=required)
+
+
+LAYER_SCHEMAS = {kind: _schema(spatial, fields) for kind, (_, spatial, fields) in LAYER_TYPES.items()}

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import json
 import math
+from contextlib import suppress
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from ..errors import SpecError, shown
 from .catalog import PRESETS
+from . import json_text
 from .chain import Chain
 from .limits import MAX_DIM, MAX_MODEL_BYTES, MAX_TENSOR_BYTES
 from .hooks import hook
+from .schemas import FLAG, SPEC, choice
 from .sources import is_spec, source_for_data
 
 DTYPES = ("float32", "float16", "bfloat16", "float64")
@@ -40,33 +44,27 @@ class Param:
     high: int = MAX_DIM
     choices: tuple[str, ...] = ()
 
+    @cached_property
+    def schema(self) -> dict:
+        """Its values' JSON Schema, made once (``json_text`` keeps a validator per schema)."""
+        if self.kind != "int":
+            return FLAG if self.kind == "bool" else choice(self.choices)
+        out_of_range = f"{{value}} is out of range; allowed {self.low}..{self.high}"
+        return {"type": "integer", "minimum": self.low, "maximum": self.high, "messages": {
+            "type": "expected a whole number, got {value}", "minimum": out_of_range, "maximum": out_of_range}}
+
     def check(self, value):
-        where = f"params.{self.name}"
-        if self.kind == "int":
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer, str, float)):
-                raise SpecError(where, f"expected a whole number, got {value!r}")
-            try:
-                number = int(value) if not isinstance(value, float) else value
-            except ValueError:
-                raise SpecError(where, f"expected a whole number, got {value!r}") from None
-            if isinstance(number, float):
-                if not number.is_integer():
-                    raise SpecError(where, f"expected a whole number, got {value!r}")
-                number = int(number)
-            if not self.low <= number <= self.high:
-                raise SpecError(where, f"{number} is out of range; allowed {self.low}..{self.high}")
-            return number
-        if self.kind == "bool":
-            if isinstance(value, bool):
-                return value
-            if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on"):
-                return True
-            if isinstance(value, str) and value.lower() in ("0", "false", "no", "off"):
-                return False
-            raise SpecError(where, f"expected true or false, got {value!r}")
-        if not isinstance(value, str) or value not in self.choices:
-            raise SpecError(where, f"{value!r} is not one of {list(self.choices)}")
+        """``value`` as this parameter takes it: a number, or text as a command line or a link gives it."""
+        if self.kind == "int" and (isinstance(value, (str, np.integer)) or isinstance(value, float) and value.is_integer()):
+            with suppress(ValueError):
+                value = int(value)
+        elif self.kind == "bool" and isinstance(value, str):
+            value = _WORDS.get(value.lower(), value)
+        json_text.validate(value, self.schema, f"params.{self.name}")
         return value
+
+
+_WORDS = {**dict.fromkeys(("1", "true", "yes", "on"), True), **dict.fromkeys(("0", "false", "no", "off"), False)}
 
 
 PARAMS: dict[str, Param] = {
@@ -275,15 +273,8 @@ def resolve(data):
 
 def parse_model(data, presets: dict | None = None) -> ModelSpec:
     """A preset's or an op chain's spec data (preset + params, chain + params) as a checked ``ModelSpec``."""
-    if not isinstance(data, dict):
-        raise SpecError("spec", "expected an object with 'preset' or 'chain', and 'params'")
-    unknown = set(data) - {"preset", "chain", "params"}
-    if unknown:
-        raise SpecError("spec", f"unknown field(s) {sorted(unknown)}")
-    params_in = data.get("params")
-    params_in = {} if params_in is None else params_in
-    if not isinstance(params_in, dict):
-        raise SpecError("params", "expected an object of name: value")
+    json_text.validate(data, SPEC, root="spec")
+    params_in = data.get("params") or {}
     preset_id = data.get("preset")
     defaults = dict(DEFAULT_PARAMS)
     if preset_id is not None:

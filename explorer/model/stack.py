@@ -28,14 +28,14 @@ from __future__ import annotations
 import copy
 import json
 import math
-import re
 import shlex
 from dataclasses import dataclass
 
 from ..errors import SpecError, shown
 from . import json_text
-from .layers import LAYER_TYPES, WINDOWED, whole
+from .layers import LAYER_SCHEMAS, LAYER_TYPES, WINDOWED, whole_schema
 from .limits import MAX_DIM, MAX_MODEL_BYTES, MAX_TENSOR_BYTES
+from .schemas import record
 
 MAX_LAYERS = 256  # after repeats are expanded
 MAX_REPEAT = 64
@@ -43,7 +43,24 @@ MAX_STACK_BYTES = 1 << 20  # a layer stack's JSON (the command line's --spec, a 
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
 SPECIAL_NAMES = ("prev", "input", "block_in")
 MERGE_TYPES = ("Add", "Multiply", "AddN")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_INPUT = 'expected {"shape": [batch, ...], "dtype": "float32"}'
+_SIZES = "expected a list of 2..5 sizes (batch first), got {said}"
+STACK = record({  # its name names the Keras model (a TF name scope) and the stack's file: letters, digits, _ . -
+    "name": {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z", "message": "expected letters, digits, "
+             "_ . - (at most 64, starting with a letter or digit), got {said}"},
+    "description": {"type": "string", "message": "expected text"}, "seed": whole_schema(0, 2**31 - 1),
+    "input": record({"shape": {"type": "array", "minItems": 2, "maxItems": 5, "items": whole_schema(1, MAX_DIM),
+                               "message": _SIZES},
+                     "dtype": {"enum": list(ITEMSIZE), "message": f"expected one of {', '.join(ITEMSIZE)}; got {{said}}"}},
+                    message="unknown field; expected one of shape, dtype", type_message=_INPUT,
+                    allOf=[{"required": ["shape"], "message": _SIZES.replace("{said}", "None")}]),
+    "layers": {}},  # read layer by layer
+    message="unknown field; expected one of name, description, input, seed, layers",
+    allOf=[{"required": ["input"], "message": _INPUT}])
+BLOCK = record({"type": {}, "name": {}, "repeat": whole_schema(1, MAX_REPEAT),
+                "layers": {"type": "array", "minItems": 1, "message": "expected a non-empty list of layers"}},
+               message="unknown field; expected one of type, name, repeat, layers",
+               allOf=[{"required": ["layers"], "message": "expected a non-empty list of layers"}])
 
 
 class StackSpecError(SpecError):
@@ -160,26 +177,9 @@ def parse(data) -> StackSpec:
             raise StackSpecError("stack", "", exc.message) from None
     if not isinstance(data, dict):
         raise StackSpecError("stack", "", f"expected a JSON object, got {type(data).__name__}")
-    _unknown(data, ("name", "description", "input", "seed", "layers"), "stack")
-    name = data.get("name", "stack")
-    # It names the Keras model (a TF name scope) and the stack's file: letters, digits, _ . -
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise StackSpecError("stack", "name", f"expected letters, digits, _ . - (at most 64, starting with a "
-                             f"letter or digit), got {_said(name)}")
-    if not isinstance(data.get("description", ""), str):
-        raise StackSpecError("stack", "description", "expected text")
-    seed = _field("stack", "seed", whole, data.get("seed", 0), 0, 2**31 - 1)
-    inp = data.get("input")
-    if not isinstance(inp, dict):
-        raise StackSpecError("input", "", 'expected {"shape": [batch, ...], "dtype": "float32"}')
-    _unknown(inp, ("shape", "dtype"), "input")
-    shape = inp.get("shape")
-    if not isinstance(shape, list) or not 2 <= len(shape) <= 5:
-        raise StackSpecError("input", "shape", f"expected a list of 2..5 sizes (batch first), got {_said(shape)}")
-    shape = tuple(_field("input", f"shape[{i}]", whole, v, 1, MAX_DIM) for i, v in enumerate(shape))
-    dtype = inp.get("dtype", "float32")
-    if not isinstance(dtype, str) or dtype not in ITEMSIZE:
-        raise StackSpecError("input", "dtype", f"expected one of {', '.join(ITEMSIZE)}; got {_said(dtype)}")
+    _check(data, STACK, "stack")
+    name, seed, inp = data.get("name", "stack"), int(data.get("seed", 0)), data["input"]
+    shape, dtype = tuple(map(int, inp["shape"])), inp.get("dtype", "float32")
     state = _State(dtype, [], {"input": shape}, set(), _size("input", "shape", shape, dtype))
     layers = data.get("layers")
     if not isinstance(layers, list) or not layers:
@@ -221,11 +221,8 @@ def _expand(items, path, st: _State, scope: dict, prefix: str, block_in: str, pr
         if kind is not None and not isinstance(kind, str):
             raise StackSpecError(where, "type", f"expected a layer type's name, got {_said(kind)}")
         if kind == "Block":
-            _unknown(item, ("type", "name", "repeat", "layers"), where)
-            repeat = _field(where, "repeat", whole, item.get("repeat", 1), 1, MAX_REPEAT)
-            inner = item.get("layers")
-            if not isinstance(inner, list) or not inner:
-                raise StackSpecError(where, "layers", "expected a non-empty list of layers")
+            _check(item, BLOCK, where)
+            repeat, inner = int(item.get("repeat", 1)), item["layers"]
             bname = user_name or f"block{i}"
             for r in range(repeat):
                 rprefix = f"{prefix}{bname}_{r}." if repeat > 1 else f"{prefix}{bname}."
@@ -236,15 +233,8 @@ def _expand(items, path, st: _State, scope: dict, prefix: str, block_in: str, pr
         if kind not in LAYER_TYPES:
             raise StackSpecError(where, "type", f"expected one of {', '.join([*LAYER_TYPES, 'Block'])}; got {_said(kind)}")
         rank, spatial, fields = LAYER_TYPES[kind]
-        _unknown(item, ("type", "name") + tuple(f.name for f in fields), where)
-        params = {}
-        for f in fields:
-            if f.name in item:
-                params[f.name] = _field(where, f.name, f.check, item[f.name], spatial)
-            elif f.required or (f.default is None and f.kind != "int_or_tuple"):
-                raise StackSpecError(where, f.name, f"required ({f.help})")
-            else:
-                params[f.name] = None if f.default is None else f.check(f.default, spatial)
+        _check(item, LAYER_SCHEMAS[kind], where)
+        params = {f.name: _field(where, f.name, f.value, item.get(f.name, f.default), spatial) for f in fields}
         if kind in MERGE_TYPES:
             inputs = tuple(_resolve(r, where, scope, prev, block_in) for r in params.pop("inputs"))
         else:
@@ -362,10 +352,18 @@ def _field(where, name, fn, *args):
         raise StackSpecError(where, name, str(exc)) from None
 
 
-def _unknown(obj: dict, allowed, where) -> None:
-    for key in obj:
-        if key not in allowed:
-            raise StackSpecError(where, str(key), f"unknown field; expected one of {', '.join(allowed)}")
+def _check(obj: dict, schema: dict, where: str) -> None:
+    """StackSpecError for the first place ``obj`` breaks ``schema``: the layer's field (a list's, not its item),
+    or the input's (its item too: 'shape[1]')."""
+    found = json_text.refusal(obj, schema, in_order=True)
+    if found is not None:
+        path, message = found
+        if where == "stack" and path[:1] == ["input"]:
+            where, path = "input", path[1:]
+            field = "".join(f"[{part}]" if isinstance(part, int) else str(part) for part in path)
+        else:
+            field = str(path[0]) if path else ""
+        raise StackSpecError(where, field, message)
 
 
 def to_text(data: dict) -> str:
