@@ -15,7 +15,6 @@ from ..errors import SpecError
 from ..model.sources import sources
 from ..model.spec import resolve
 from ..present import compare_text
-from . import failure
 from .model_args import config_from_args, spec_from_args
 
 
@@ -55,11 +54,7 @@ def b_of(a_spec: dict, a_config, changes: list[str]) -> tuple[dict, object]:
     return cell.spec, cell.config
 
 
-def run(args) -> int:
-    return failure.command(lambda open_engine: _run(args, open_engine))
-
-
-def _run(args, open_engine) -> int:
+def run(args, open_engine) -> int:
     from ..engine.cache import DEFAULT_CACHE_DIR
 
     a_spec, a_config = spec_from_args(args), config_from_args(args)

@@ -12,7 +12,6 @@ import json
 import sys
 
 from ..model.sources import sources
-from . import failure
 from .model_args import config_from_args, spec_from_args
 
 JSON_KEYS = ("verdict", "xla", "pinned", "nodes", "ways", "repro", "config", "measured_at")
@@ -36,11 +35,7 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def run(args) -> int:
-    return failure.command(lambda open_engine: _run(args, open_engine))
-
-
-def _run(args, open_engine) -> int:
+def run(args, open_engine) -> int:
     from ..present.diagnose_text import diagnose_text
 
     if not 1 <= args.reps <= 200:

@@ -17,13 +17,13 @@ def report(exc: ExplorerError) -> int:
 
 def command(body: Callable[[Callable], int]) -> int:
     """Run a command's ``body(open_engine)``: its exit status, an explorer error ended in one line (``report``),
-    and every engine it opened (``open_engine(cache_dir)``) closed however it ends."""
+    and every engine it opened (``open_engine(cache_dir, limits=None)``) closed however it ends."""
     from ..engine.engine import Engine
 
     engines: list[Engine] = []
 
-    def open_engine(cache_dir) -> Engine:
-        engines.append(Engine(cache_dir=cache_dir))
+    def open_engine(cache_dir, limits=None) -> Engine:
+        engines.append(Engine(limits, cache_dir=cache_dir))
         return engines[-1]
 
     try:

@@ -15,7 +15,6 @@ from ..analysis.fix_plan import FIXES
 from ..errors import SpecError, shown
 from ..model.sources import sources
 from ..present import fix_text
-from . import failure
 from .model_args import config_from_args
 
 JSON_KEYS = ("applied", "fusions_before", "fusions_after", "max_abs_diff", "max_rel_diff", "tolerance", "speedup",
@@ -73,11 +72,7 @@ def checked_out(out: str) -> str:
     return out
 
 
-def run(args) -> int:
-    return failure.command(lambda open_engine: _run(args, open_engine))
-
-
-def _run(args, open_engine) -> int:
+def run(args, open_engine) -> int:
     from ..engine.cache import DEFAULT_CACHE_DIR
     from ..engine.engine import Engine
     from ..engine.uploads import spec_for_path
