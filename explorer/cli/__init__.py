@@ -39,7 +39,7 @@ from ..model import stack_examples
 from ..present import text
 from .model_args import (config_from_args, experiment_config,
                          experiment_from_args, experiment_spec, page_url, spec_from_args)
-from . import compare, diagnose, failure, fix, lessons
+from . import command, compare, diagnose, fix, lessons
 from .parser import make_parser
 
 __all__ = ["config_from_args", "main", "make_parser", "spec_from_args"]
@@ -142,16 +142,6 @@ def _export(result: dict, directory: str) -> None:
     print(f"exported to {target}: " + ", ".join(sorted(p.name for p in target.iterdir())), file=sys.stderr)
 
 
-def _show(result: dict, as_json: bool, words, page_link: str | None = None) -> None:
-    """A result as JSON, or in words (``present.text``); with its page link (--link) when asked."""
-    if as_json:
-        print(json.dumps(dict(result, link=page_link) if page_link else result, indent=1))
-        return
-    print(words(result), end="")
-    if page_link:
-        print(f"\nPage link: {page_link}")
-
-
 def _given(argv: list[str], option: str) -> bool:
     """Whether the command line names ``option`` itself (``--processes 1`` given equals the default, and still wins
     over an experiment's; argparse takes an unambiguous prefix, ``--proc 1``, as well)."""
@@ -213,11 +203,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "stacks":
         return _stacks(args.name, args.layers)
-    run = {"fix": fix.run, "compare": compare.run, "diagnose": diagnose.run, "lessons": lessons.run,
-           "matrix": _matrix}.get(args.command)
-    if run is not None:
-        return failure.command(lambda open_engine: run(args, open_engine))
-    return failure.command(lambda open_engine: _model_command(args, argv, open_engine))
+    body = {"fix": fix.run, "compare": compare.run, "diagnose": diagnose.run, "lessons": lessons.run,
+            "matrix": _matrix}.get(args.command)
+    if body is not None:
+        return command.run(lambda open_engine: body(args, open_engine))
+    return command.run(lambda open_engine: _model_command(args, argv, open_engine))
 
 
 def _model_command(args, argv: list[str], open_engine) -> int:
@@ -241,18 +231,18 @@ def _model_command(args, argv: list[str], open_engine) -> int:
     elif args.command == "inspect":
         result = engine.inspect(spec, config, use_cache=not args.no_cache, pass_graphs=args.pass_graphs)
         result = engine.check_fixes(spec, config, result)  # the fusion report's near-misses, settled
-        _show(result, args.json, text.inspect_text, page_link)
+        command.show(result, args.json, text.inspect_text, page_link)
         if args.export:
             _export(result, args.export)
         if broken(result.get("agreement")):  # the fused run failed, as TensorFlow's error did before
             return 1
     elif is_simulated(config.device) and args.compiler == compilers.FIRST.id:
-        _show(_predicted(engine, spec, config, args), args.json, gpu_roofline.answer_words, page_link)
+        command.show(_predicted(engine, spec, config, args), args.json, gpu_roofline.answer_words, page_link)
     else:
         result = engine.bench(spec, config, reps=args.reps, warmup=args.warmup, max_seconds=args.max_seconds,
                               compiler=args.compiler, processes=args.processes)
         timed = compilers.timed(args.compiler)
         if timed is compilers.FIRST:  # the memory-traffic account and estimate (measures the machine once)
             result = engine.traffic(result)
-        _show(result, args.json, hook(timed.bench_text), page_link)
+        command.show(result, args.json, hook(timed.bench_text), page_link)
     return 0

@@ -8,13 +8,12 @@ how many times faster B is than A, with its interval over rounds.
 
 from __future__ import annotations
 
-import json
-
 from ..engine import matrix
 from ..errors import SpecError
 from ..model.sources import sources
 from ..model.spec import resolve
 from ..present import compare_text
+from . import command
 from .model_args import config_from_args, spec_from_args
 
 
@@ -63,5 +62,5 @@ def run(args, open_engine) -> int:
     engine = open_engine(DEFAULT_CACHE_DIR)
     result = engine.compare(a_spec, a_config, b_spec, b_config, processes=args.processes, reps=args.reps,
                             warmup=args.warmup, max_seconds=args.max_seconds)
-    print(json.dumps(result, indent=1) if args.json else compare_text.words(result), end="\n" if args.json else "")
+    command.show(result, args.json, compare_text.words)
     return 0

@@ -8,10 +8,8 @@ wrong argument. ``--json`` prints ``JSON_KEYS``.
 
 from __future__ import annotations
 
-import json
-import sys
-
 from ..model.sources import sources
+from . import command
 from .model_args import config_from_args, spec_from_args
 
 JSON_KEYS = ("verdict", "xla", "pinned", "nodes", "ways", "repro", "config", "measured_at")
@@ -44,11 +42,9 @@ def run(args, open_engine) -> int:
         raise SpecError("--reps", f"{args.reps} is out of range; allowed 1..200")
     spec, config = spec_from_args(args), config_from_args(args)
     engine = open_engine(None)  # a diagnosis is never served from the cache: it must be run
-    progress = None if args.json else (lambda p: print(f"  … {p['message']}", file=sys.stderr, flush=True))
     result = engine.diagnose(spec, config, repro=args.repro, ways=not args.no_ways, reps=args.reps,
-                             out=args.out, on_progress=progress)
-    print(json.dumps(public(result), indent=1) if args.json else diagnose_text(result), end="\n" if args.json
-          else "")
+                             out=args.out, on_progress=command.progress(args))
+    command.show(public(result) if args.json else result, args.json, diagnose_text)
     return 1 if result["verdict"]["fault"] or (result.get("xla") or {}).get("fault") else 0
 
 

@@ -1,7 +1,9 @@
-"""How every command ends on an explorer error: one line on stderr and an exit status scripts can read."""
+"""How every command runs and ends: its result printed as JSON or in words, its progress on stderr, an explorer
+error as one line on stderr with an exit status scripts can read, and its engines closed."""
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 
@@ -15,7 +17,22 @@ def report(exc: ExplorerError) -> int:
     return 2 if isinstance(exc, SpecError) else 1
 
 
-def command(body: Callable[[Callable], int]) -> int:
+def show(result: dict, as_json: bool, words, page_link: str | None = None) -> None:
+    """A result as JSON, or in words (``present``); with its page link (--link) when asked."""
+    if as_json:
+        print(json.dumps(dict(result, link=page_link) if page_link else result, indent=1))
+        return
+    print(words(result), end="")
+    if page_link:
+        print(f"\nPage link: {page_link}")
+
+
+def progress(args):
+    """A long command's steps as lines on stderr, unless it prints JSON."""
+    return None if args.json else (lambda p: print(f"  … {p['message']}", file=sys.stderr, flush=True))
+
+
+def run(body: Callable[[Callable], int]) -> int:
     """Run a command's ``body(open_engine)``: its exit status, an explorer error ended in one line (``report``),
     and every engine it opened (``open_engine(cache_dir, limits=None)``) closed however it ends."""
     from ..engine.engine import Engine
