@@ -18,6 +18,7 @@ from collections import defaultdict
 
 from ..model.graph import Graph
 from . import near_miss_chain, near_miss_norm
+from .fusion import fused_label
 from .near_miss_rules import Where, consumers
 
 __all__ = ["Where", "apply_checks", "candidate_settings", "fused_with", "near_misses"]
@@ -56,8 +57,7 @@ def fused_with(nodes: list[str], fusions: list[dict]) -> str | None:
     wanted = set(nodes)
     for fusion in fusions:
         if wanted <= set(fusion.get("absorbed") or ()) | {fusion["node"]}:
-            ops = fusion.get("fused_ops") or []
-            return f"{fusion['op']} [{', '.join(ops)}]" if ops else fusion["op"]
+            return fused_label(fusion["op"], fusion.get("fused_ops"))
     return None
 
 

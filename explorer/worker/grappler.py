@@ -228,13 +228,13 @@ def _concrete(fn, args):
 
 def fused_summary(graph_def) -> dict[str, str]:
     """{node: "op [fused_ops]"} of the fused nodes of a graph: what two graphs of one model compare by."""
-    from ..analysis.fusion import is_fused_op
+    from ..analysis.fusion import fused_label, is_fused_op
 
     out = {}
     for node in graph_def.node:
         fused = [s.decode() for s in node.attr["fused_ops"].list.s] if "fused_ops" in node.attr else []
         if fused or is_fused_op(node.op):
-            out[node.name] = f"{node.op} [{', '.join(fused)}]" if fused else node.op
+            out[node.name] = fused_label(node.op, fused)
     return out
 
 
