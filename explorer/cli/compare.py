@@ -10,18 +10,15 @@ from __future__ import annotations
 
 from ..engine import matrix
 from ..errors import SpecError
-from ..model.sources import sources
 from ..model.spec import resolve
 from ..present import compare_text
 from . import command
-from .model_args import config_from_args, spec_from_args
+from .model_args import add_model_options, config_from_args, spec_from_args
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("compare", help="A against B: the model as served under one setting against another")
-    for source in sources().values():
-        for option in source.cli_options:
-            p.add_argument(*option.flags, **option.kwargs)
+    add_model_options(p)
     p.add_argument("--device", default="cpu", metavar="cpu|gpu", help="A's device (default cpu)")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="an environment flag of A")
     p.add_argument("--grappler", action="append", default=[], metavar="SWITCH=on|off", help="a Grappler switch of A")

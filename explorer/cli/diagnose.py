@@ -8,9 +8,8 @@ wrong argument. ``--json`` prints ``JSON_KEYS``.
 
 from __future__ import annotations
 
-from ..model.sources import sources
 from . import command
-from .model_args import config_from_args, spec_from_args
+from .model_args import add_model_options, config_from_args, spec_from_args
 
 JSON_KEYS = ("verdict", "xla", "pinned", "nodes", "ways", "repro", "config", "measured_at")
 NODE_KEYS = ("node", "op", "fused_ops", "describe", "executed_op", "kernel", "alone", "not_isolated")
@@ -19,9 +18,7 @@ NODE_KEYS = ("node", "op", "fused_ops", "describe", "executed_op", "kernel", "al
 def add_parser(sub) -> None:
     p = sub.add_parser("diagnose", help="whether the fusion breaks the model, the fused node responsible, the "
                        "ways around it, and a repro script to file upstream")
-    for source in sources().values():
-        for option in source.cli_options:
-            p.add_argument(*option.flags, **option.kwargs)
+    add_model_options(p)
     p.add_argument("--device", default="cpu", metavar="cpu|gpu", help="where to run (default cpu)")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="an environment flag")
     p.add_argument("--grappler", action="append", default=[], metavar="SWITCH=on|off", help="a Grappler switch")
