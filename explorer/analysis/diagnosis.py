@@ -9,6 +9,8 @@ remapper's matcher that made it (remapper.cc, /work/shared/reference/remapper-pa
 
 from __future__ import annotations
 
+from .fusion import fused_label
+
 JSON_MARK = "# repro-json: "  # the repro script's last line: what it found, as JSON
 FAULT_WORDS = {
     "fails": "fails at run time (TensorFlow raises an error) where the unfused graph runs",
@@ -123,16 +125,11 @@ def pin(model_verdict: dict, nodes: list[dict]) -> dict | None:
     alone = node["alone"]
     if node.get("kernel") is None and chosen in same and model_verdict.get("kernel"):  # the failing kernel TF's log named
         node.update(kernel=model_verdict["kernel"], kernel_file=model_verdict.get("kernel_file"))
-    return {"index": chosen, "node": node["node"], "target": _target(node), "describe": node.get("describe"),
+    return {"index": chosen, "node": node["node"], "target": fused_label(node["op"], node.get("fused_ops")), "describe": node.get("describe"),
             "pattern": pattern(node), "kernel": node.get("kernel"), "executed_op": node.get("executed_op"),
             "kernel_file": node.get("kernel_file"),
             "fault_alone": alone.get("fault"), "reproduces": chosen in same,
             "others_checked": sum(1 for n in nodes if n.get("alone")) - 1}
-
-
-def _target(node: dict) -> str:
-    fused = node.get("fused_ops") or []
-    return f"{node['op']} [{', '.join(fused)}]" if fused else node["op"]
 
 
 def tally(results: list[dict], expected: dict[str, str]) -> dict:

@@ -13,13 +13,12 @@ from collections import Counter
 from typing import Any, Mapping
 
 from ..model.graph import Graph
-from .fusion import is_fused_node
+from .fusion import fused_label, is_fused_node
 
 
 def fused_nodes(graph: Graph) -> dict[str, str]:
     """{node: "op [fused_ops]"} of a graph's fused nodes (the worker's ``fused_summary`` of a GraphDef)."""
-    return {n.name: (f"{n.op} [{', '.join(n.fused_ops)}]" if n.fused_ops else n.op)
-            for n in graph.nodes if is_fused_node(n)}
+    return {n.name: fused_label(n.op, n.fused_ops) for n in graph.nodes if is_fused_node(n)}
 
 
 def compare(fixed: Graph, served: Mapping[str, Any], unknown_dim: int) -> dict:

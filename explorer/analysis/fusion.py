@@ -83,6 +83,11 @@ def is_kernel_rename(old_op: str, new_op: str) -> bool:
     return old_op != new_op and canonical_op(old_op) == canonical_op(new_op)
 
 
+def fused_label(op: str, fused_ops=()) -> str:
+    """A node as the explorer writes it: "_FusedMatMul [BiasAdd, Relu]", the op alone when it fused nothing."""
+    return f"{op} [{', '.join(fused_ops)}]" if fused_ops else op
+
+
 @dataclass(frozen=True)
 class Fusion:
     node: str  # the fused node's name in `after`
@@ -102,7 +107,7 @@ class Fusion:
         return tuple((n, op) for n, op in zip(self.absorbed, self.absorbed_ops) if op not in CONST_OPS)
 
     def target(self) -> str:
-        return f"{self.op} [{', '.join(self.fused_ops)}]" if self.fused_ops else self.op
+        return fused_label(self.op, self.fused_ops)
 
     def describe(self, verbose: bool = False) -> str:
         """'Conv2D + BiasAdd + Relu → _FusedConv2D [BiasAdd, Relu]'.

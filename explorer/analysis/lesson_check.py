@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from ..model.graph import STAGES
 from ..model.lesson import Expect
+from .fusion import fused_label
 
 
 def made_words(fusion: dict) -> str:
     """A fused node as the page writes it: "_FusedMatMul [BiasAdd, Relu]" ("_FusedConv2D" without fused ops)."""
-    ops = fusion.get("fused_ops") or []
-    return f"{fusion['op']} [{', '.join(ops)}]" if ops else fusion["op"]
+    return fused_label(fusion["op"], fusion.get("fused_ops"))
 
 
 def _ops(result: dict, stage: str) -> set[str] | None:

@@ -18,6 +18,7 @@ from collections import defaultdict
 
 from ..model.graph import Graph
 from . import near_miss_chain, near_miss_norm
+from .fusion import fused_label
 from .near_miss_rules import Where, consumers
 
 __all__ = ["Where", "apply_checks", "candidate_settings", "fused_with", "near_misses"]
@@ -45,7 +46,7 @@ def candidate_settings(misses: list[dict]) -> list[list[dict]]:
     first: dict[str, list[dict]] = {}
     for miss in misses:
         for alternative in miss.get("candidates") or ():
-            key = repr(sorted((s["kind"], s["name"], str(s["value"])) for s in alternative))
+            key = _key(alternative)
             count[key] += 1
             first.setdefault(key, alternative)
     return [first[k] for k in sorted(first, key=lambda k: -count[k])]
@@ -56,8 +57,7 @@ def fused_with(nodes: list[str], fusions: list[dict]) -> str | None:
     wanted = set(nodes)
     for fusion in fusions:
         if wanted <= set(fusion.get("absorbed") or ()) | {fusion["node"]}:
-            ops = fusion.get("fused_ops") or []
-            return f"{fusion['op']} [{', '.join(ops)}]" if ops else fusion["op"]
+            return fused_label(fusion["op"], fusion.get("fused_ops"))
     return None
 
 
@@ -65,13 +65,13 @@ def apply_checks(misses: list[dict], outcomes: list[tuple[list[dict], list[dict]
     """Settle each near-miss's fix from the runs of its candidate settings (``outcomes``: each alternative
     with the fusions its run made, None where it was not run). A setting is offered only where its run
     fused the chain; otherwise the near-miss says that no setting fuses it here, and the code change."""
-    runs = {repr(sorted((s["kind"], s["name"], str(s["value"])) for s in alt)): fusions for alt, fusions in outcomes}
+    runs = {_key(alt): fusions for alt, fusions in outcomes}
     settled = []
     for miss in misses:
         miss = dict(miss)
         tried, fixed = [], None
         for alternative in miss.get("candidates") or ():
-            fusions = runs.get(repr(sorted((s["kind"], s["name"], str(s["value"])) for s in alternative)))
+            fusions = runs.get(_key(alternative))
             if fusions is None:
                 continue
             made = fused_with(_chain_nodes(miss), fusions)
@@ -86,16 +86,19 @@ def apply_checks(misses: list[dict], outcomes: list[tuple[list[dict], list[dict]
             miss.update(changes=[settings], verified=True, fused_with_fix=made,
                         fix=f"set {words} (run here: it fuses into {made})")
         else:
-            ran = tried
+            code = f"; {miss['code_change']}" if miss.get("code_change") else ""
             miss.update(changes=[], verified=False, fused_with_fix=None,
-                        fix=(f"{NO_SETTING}" + (f" ({_tried_text(ran)} ran and left it unfused)" if ran else "")
-                             + (f"; {miss['code_change']}" if miss.get("code_change") else "")))
-            if not ran and miss.get("candidates"):
+                        fix=NO_SETTING + (f" ({_tried_text(tried)} ran and left it unfused)" if tried else "") + code)
+            if not tried and miss.get("candidates"):
                 miss["verified"] = None  # candidates beyond the bound of configurations run: not known
-                miss["fix"] = ("not checked here (more configurations than the engine runs for one model)"
-                               + (f"; {miss['code_change']}" if miss.get("code_change") else ""))
+                miss["fix"] = "not checked here (more configurations than the engine runs for one model)" + code
         settled.append(miss)
     return settled
+
+
+def _key(settings: list[dict]) -> str:
+    """One alternative of settings, whatever their order: the same key in the plan and in the runs' outcomes."""
+    return repr(sorted((s["kind"], s["name"], str(s["value"])) for s in settings))
 
 
 def _tried_text(tried: list[dict]) -> str:

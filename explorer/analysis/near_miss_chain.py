@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..model.chain import Chain
 from ..model.graph import Graph, Node
-from .fusion import canonical_op
+from .fusion import canonical_op, fused_label
 from .near_miss_rules import Where, record, rules
 
 UNFUSED = frozenset({"MatMul", "Conv2D", "DepthwiseConv2dNative", "Conv3D"})
@@ -85,7 +85,7 @@ def _batch_norm(start: Node, graph: Graph, users: dict) -> list[str]:
 
 def _batch_norm_miss(node: Node, norm: list[str], graph: Graph, where: Where, fused: bool) -> dict:
     base = canonical_op(node.op).removeprefix("Fused") if fused else node.op
-    label = f"{node.op} [{', '.join(node.fused_ops)}]" if fused else node.op
+    label = fused_label(node.op, node.fused_ops) if fused else node.op
     if base == "Conv2D":
         needs, _, _ = rules(Chain("Conv2D", bias="none", norm="FusedBatchNorm"), node, where)
         needs = ["a FusedBatchNormV3 node (inference) right after the Conv2D, with no bias between "
@@ -182,7 +182,7 @@ def _after_fused(node: Node, outs: list[Node], graph: Graph, users: dict, where:
     if norm:
         return [_batch_norm_miss(node, norm, graph, where, True)]
     base = canonical_op(node.op).removeprefix("Fused")
-    label = f"{node.op} [{', '.join(node.fused_ops)}]"
+    label = fused_label(node.op, node.fused_ops)
     ops = {c.op for c in outs}
     if "Sigmoid" in ops and "Mul" in ops:  # x * sigmoid(x): Swish
         sigmoid = next(c for c in outs if c.op == "Sigmoid")

@@ -27,10 +27,6 @@ def optimized_times(result: dict, profile: dict) -> dict[str, float]:
     return times
 
 
-def total_ms(times: dict[str, float]) -> float:
-    return float(sum(times.values()))
-
-
 def attach(result: dict, profile: dict, top: int = 10) -> dict:
     """The result with its report's near-misses and fusions timed and ranked, and ``report.op_time``: the
     totals, the slowest nodes, and how it was measured."""
@@ -38,7 +34,7 @@ def attach(result: dict, profile: dict, top: int = 10) -> dict:
     if not report or not profile or not profile.get("nodes"):
         return result
     times = optimized_times(result, profile)
-    whole = total_ms(times)
+    whole = float(sum(times.values()))
 
     def share(ms: float) -> float:
         return ms / whole if whole > 0 else 0.0

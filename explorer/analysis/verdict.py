@@ -13,7 +13,7 @@ from typing import TypedDict
 from ..model.graph import Graph
 from ..model.results import Explanation, InspectResult, SettingDict
 from ..model.spec import resolve
-from .fusion import is_fused_node
+from .fusion import fused_label, is_fused_node
 from .prediction import Prediction, predict
 from .preconditions import Context
 
@@ -105,7 +105,7 @@ def _remedies(failing: list) -> _Remedies:
 def _fmt(fusions) -> str:
     if not fusions:
         return "no fusion"
-    return ", ".join(f"{op} [{', '.join(ops)}]" if ops else op for op, ops in fusions)
+    return ", ".join(fused_label(op, ops) for op, ops in fusions)
 
 
 def _explain_decomposition(result: InspectResult, pred: Prediction) -> Explanation:

@@ -39,13 +39,13 @@ from ..model import stack_examples
 from ..present import text
 from .model_args import (config_from_args, experiment_config,
                          experiment_from_args, experiment_spec, page_url, spec_from_args)
-from . import failure
+from . import command, compare, diagnose, fix, lessons
 from .parser import make_parser
 
 __all__ = ["config_from_args", "main", "make_parser", "spec_from_args"]
 
 
-def _matrix(args) -> int:
+def _matrix(args, open_engine) -> int:
     from ..engine import matrix
     from ..engine.cache import DEFAULT_CACHE_DIR
     from ..engine.engine import Engine
@@ -59,16 +59,13 @@ def _matrix(args) -> int:
     bench = matrix.BenchOptions(args.reps, args.warmup, args.max_seconds, args.processes) if args.bench else None
     if bench is not None:  # the engine's own bounds, checked before anything runs
         Engine.check_bench_options(bench.reps, bench.warmup, bench.max_seconds, bench.processes)
-    engine = Engine(cache_dir=None if args.no_cache else DEFAULT_CACHE_DIR)
-    try:
-        if args.ray:
-            from ..engine import ray_backend
+    engine = open_engine(None if args.no_cache else DEFAULT_CACHE_DIR)
+    if args.ray:
+        from ..engine import ray_backend
 
-            rows = ray_backend.run(engine, cells, args.ray, bench=bench, use_cache=not args.no_cache)
-        else:
-            rows = matrix.run_local(engine, cells, bench=bench, use_cache=not args.no_cache)
-    finally:
-        engine.close()
+        rows = ray_backend.run(engine, cells, args.ray, bench=bench, use_cache=not args.no_cache)
+    else:
+        rows = matrix.run_local(engine, cells, bench=bench, use_cache=not args.no_cache)
     result = {"axes": [{"name": a.name, "kind": a.kind, "values": list(a.values)} for a in axes],
               "presets": list(dict.fromkeys(c.preset for c in cells)), "summary": matrix.summary(cells),
               "cells": rows}
@@ -145,16 +142,6 @@ def _export(result: dict, directory: str) -> None:
     print(f"exported to {target}: " + ", ".join(sorted(p.name for p in target.iterdir())), file=sys.stderr)
 
 
-def _show(result: dict, as_json: bool, words, page_link: str | None = None) -> None:
-    """A result as JSON, or in words (``present.text``); with its page link (--link) when asked."""
-    if as_json:
-        print(json.dumps(dict(result, link=page_link) if page_link else result, indent=1))
-        return
-    print(words(result), end="")
-    if page_link:
-        print(f"\nPage link: {page_link}")
-
-
 def _given(argv: list[str], option: str) -> bool:
     """Whether the command line names ``option`` itself (``--processes 1`` given equals the default, and still wins
     over an experiment's; argparse takes an unambiguous prefix, ``--proc 1``, as well)."""
@@ -216,65 +203,46 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "stacks":
         return _stacks(args.name, args.layers)
-    if args.command == "fix":
-        from . import fix
+    body = {"fix": fix.run, "compare": compare.run, "diagnose": diagnose.run, "lessons": lessons.run,
+            "matrix": _matrix}.get(args.command)
+    if body is not None:
+        return command.run(lambda open_engine: body(args, open_engine))
+    return command.run(lambda open_engine: _model_command(args, argv, open_engine))
 
-        return fix.run(args)
-    if args.command == "compare":
-        from . import compare
 
-        return compare.run(args)
-    if args.command == "diagnose":
-        from . import diagnose
-
-        return diagnose.run(args)
-    if args.command == "lessons":
-        from . import lessons
-
-        return lessons.run(args)
-    if args.command == "matrix":
-        try:
-            return _matrix(args)
-        except ExplorerError as exc:
-            return failure.report(exc)
+def _model_command(args, argv: list[str], open_engine) -> int:
+    """inspect and bench: a model (a preset, a chain, a stack, an imported file or an experiment) and a
+    configuration, run by the engine."""
     from ..engine.cache import DEFAULT_CACHE_DIR
-    from ..engine.engine import Engine
     from ..engine.runner import Limits
 
-    engine = None
-    try:
-        exp = experiment_from_args(args)
-        if exp is not None:
-            spec, config = experiment_spec(args, exp), experiment_config(args, exp)
-            _settings_from(exp, args, argv)
-        else:
-            spec, config = spec_from_args(args), config_from_args(args)
-        resolve(spec)  # checked before any process starts
-        page_link = _link(args, spec, config, exp)
-        # One command, one model: a second worker for the check's reference would start only as it ends.
-        engine = Engine(Limits(beside_after_s=None), cache_dir=None if args.no_cache else DEFAULT_CACHE_DIR)
-        if args.command == "inspect" and args.compiler != compilers.FIRST.id:
-            _inspect_compilers(engine, spec, config, args, page_link)
-        elif args.command == "inspect":
-            result = engine.inspect(spec, config, use_cache=not args.no_cache, pass_graphs=args.pass_graphs)
-            result = engine.check_fixes(spec, config, result)  # the fusion report's near-misses, settled
-            _show(result, args.json, text.inspect_text, page_link)
-            if args.export:
-                _export(result, args.export)
-            if broken(result.get("agreement")):  # the fused run failed, as TensorFlow's error did before
-                return 1
-        elif is_simulated(config.device) and args.compiler == compilers.FIRST.id:
-            _show(_predicted(engine, spec, config, args), args.json, gpu_roofline.answer_words, page_link)
-        else:
-            result = engine.bench(spec, config, reps=args.reps, warmup=args.warmup, max_seconds=args.max_seconds,
-                                  compiler=args.compiler, processes=args.processes)
-            timed = compilers.timed(args.compiler)
-            if timed is compilers.FIRST:  # the memory-traffic account and estimate (measures the machine once)
-                result = engine.traffic(result)
-            _show(result, args.json, hook(timed.bench_text), page_link)
-        return 0
-    except ExplorerError as exc:
-        return failure.report(exc)
-    finally:
-        if engine is not None:
-            engine.close()
+    exp = experiment_from_args(args)
+    if exp is not None:
+        spec, config = experiment_spec(args, exp), experiment_config(args, exp)
+        _settings_from(exp, args, argv)
+    else:
+        spec, config = spec_from_args(args), config_from_args(args)
+    resolve(spec)  # checked before any process starts
+    page_link = _link(args, spec, config, exp)
+    # One command, one model: a second worker for the check's reference would start only as it ends.
+    engine = open_engine(None if args.no_cache else DEFAULT_CACHE_DIR, Limits(beside_after_s=None))
+    if args.command == "inspect" and args.compiler != compilers.FIRST.id:
+        _inspect_compilers(engine, spec, config, args, page_link)
+    elif args.command == "inspect":
+        result = engine.inspect(spec, config, use_cache=not args.no_cache, pass_graphs=args.pass_graphs)
+        result = engine.check_fixes(spec, config, result)  # the fusion report's near-misses, settled
+        command.show(result, args.json, text.inspect_text, page_link)
+        if args.export:
+            _export(result, args.export)
+        if broken(result.get("agreement")):  # the fused run failed, as TensorFlow's error did before
+            return 1
+    elif is_simulated(config.device) and args.compiler == compilers.FIRST.id:
+        command.show(_predicted(engine, spec, config, args), args.json, gpu_roofline.answer_words, page_link)
+    else:
+        result = engine.bench(spec, config, reps=args.reps, warmup=args.warmup, max_seconds=args.max_seconds,
+                              compiler=args.compiler, processes=args.processes)
+        timed = compilers.timed(args.compiler)
+        if timed is compilers.FIRST:  # the memory-traffic account and estimate (measures the machine once)
+            result = engine.traffic(result)
+        command.show(result, args.json, hook(timed.bench_text), page_link)
+    return 0

@@ -8,22 +8,17 @@ how many times faster B is than A, with its interval over rounds.
 
 from __future__ import annotations
 
-import json
-
 from ..engine import matrix
 from ..errors import SpecError
-from ..model.sources import sources
 from ..model.spec import resolve
 from ..present import compare_text
-from . import failure
-from .model_args import config_from_args, spec_from_args
+from . import command
+from .model_args import add_model_options, config_from_args, spec_from_args
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("compare", help="A against B: the model as served under one setting against another")
-    for source in sources().values():
-        for option in source.cli_options:
-            p.add_argument(*option.flags, **option.kwargs)
+    add_model_options(p)
     p.add_argument("--device", default="cpu", metavar="cpu|gpu", help="A's device (default cpu)")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="an environment flag of A")
     p.add_argument("--grappler", action="append", default=[], metavar="SWITCH=on|off", help="a Grappler switch of A")
@@ -55,11 +50,7 @@ def b_of(a_spec: dict, a_config, changes: list[str]) -> tuple[dict, object]:
     return cell.spec, cell.config
 
 
-def run(args) -> int:
-    return failure.command(lambda open_engine: _run(args, open_engine))
-
-
-def _run(args, open_engine) -> int:
+def run(args, open_engine) -> int:
     from ..engine.cache import DEFAULT_CACHE_DIR
 
     a_spec, a_config = spec_from_args(args), config_from_args(args)
@@ -68,5 +59,5 @@ def _run(args, open_engine) -> int:
     engine = open_engine(DEFAULT_CACHE_DIR)
     result = engine.compare(a_spec, a_config, b_spec, b_config, processes=args.processes, reps=args.reps,
                             warmup=args.warmup, max_seconds=args.max_seconds)
-    print(json.dumps(result, indent=1) if args.json else compare_text.words(result), end="\n" if args.json else "")
+    command.show(result, args.json, compare_text.words)
     return 0

@@ -8,12 +8,8 @@ wrong argument. ``--json`` prints ``JSON_KEYS``.
 
 from __future__ import annotations
 
-import json
-import sys
-
-from ..model.sources import sources
-from . import failure
-from .model_args import config_from_args, spec_from_args
+from . import command
+from .model_args import add_model_options, config_from_args, spec_from_args
 
 JSON_KEYS = ("verdict", "xla", "pinned", "nodes", "ways", "repro", "config", "measured_at")
 NODE_KEYS = ("node", "op", "fused_ops", "describe", "executed_op", "kernel", "alone", "not_isolated")
@@ -22,9 +18,7 @@ NODE_KEYS = ("node", "op", "fused_ops", "describe", "executed_op", "kernel", "al
 def add_parser(sub) -> None:
     p = sub.add_parser("diagnose", help="whether the fusion breaks the model, the fused node responsible, the "
                        "ways around it, and a repro script to file upstream")
-    for source in sources().values():
-        for option in source.cli_options:
-            p.add_argument(*option.flags, **option.kwargs)
+    add_model_options(p)
     p.add_argument("--device", default="cpu", metavar="cpu|gpu", help="where to run (default cpu)")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help="an environment flag")
     p.add_argument("--grappler", action="append", default=[], metavar="SWITCH=on|off", help="a Grappler switch")
@@ -36,11 +30,7 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def run(args) -> int:
-    return failure.command(lambda open_engine: _run(args, open_engine))
-
-
-def _run(args, open_engine) -> int:
+def run(args, open_engine) -> int:
     from ..present.diagnose_text import diagnose_text
 
     if not 1 <= args.reps <= 200:
@@ -49,11 +39,9 @@ def _run(args, open_engine) -> int:
         raise SpecError("--reps", f"{args.reps} is out of range; allowed 1..200")
     spec, config = spec_from_args(args), config_from_args(args)
     engine = open_engine(None)  # a diagnosis is never served from the cache: it must be run
-    progress = None if args.json else (lambda p: print(f"  … {p['message']}", file=sys.stderr, flush=True))
     result = engine.diagnose(spec, config, repro=args.repro, ways=not args.no_ways, reps=args.reps,
-                             out=args.out, on_progress=progress)
-    print(json.dumps(public(result), indent=1) if args.json else diagnose_text(result), end="\n" if args.json
-          else "")
+                             out=args.out, on_progress=command.progress(args))
+    command.show(public(result) if args.json else result, args.json, diagnose_text)
     return 1 if result["verdict"]["fault"] or (result.get("xla") or {}).get("fault") else 0
 
 

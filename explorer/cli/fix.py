@@ -7,15 +7,13 @@ directory for a SavedModel), or at ``--out``. ``--json`` prints the keys scripts
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 
 from ..analysis.fix_plan import FIXES
 from ..errors import SpecError, shown
 from ..model.sources import sources
 from ..present import fix_text
-from . import failure
+from . import command
 from .model_args import config_from_args
 
 JSON_KEYS = ("applied", "fusions_before", "fusions_after", "max_abs_diff", "max_rel_diff", "tolerance", "speedup",
@@ -73,11 +71,7 @@ def checked_out(out: str) -> str:
     return out
 
 
-def run(args) -> int:
-    return failure.command(lambda open_engine: _run(args, open_engine))
-
-
-def _run(args, open_engine) -> int:
+def run(args, open_engine) -> int:
     from ..engine.cache import DEFAULT_CACHE_DIR
     from ..engine.engine import Engine
     from ..engine.uploads import spec_for_path
@@ -94,12 +88,10 @@ def _run(args, open_engine) -> int:
     spec = spec_for_path(args.model, signature=args.signature, unknown_dim=args.dim, outputs=args.output)
     out = checked_out(args.out or default_out(args.model))
     engine = open_engine(None if args.no_cache else DEFAULT_CACHE_DIR)
-    progress = None if args.json else (lambda p: print(f"  … {p['message']}", file=sys.stderr, flush=True))
     result = engine.fix(spec, config, apply=apply, out=out, processes=processes,
                         reps=args.reps, warmup=args.warmup, max_seconds=args.max_seconds,
-                        measure=not args.no_measure, on_progress=progress)
-    print(json.dumps(public(result), indent=1) if args.json else fix_text.fix_text(result), end="\n" if args.json
-          else "")
+                        measure=not args.no_measure, on_progress=command.progress(args))
+    command.show(public(result) if args.json else result, args.json, fix_text.fix_text)
     return 0
 
 

@@ -17,7 +17,6 @@ from ..analysis.lesson_check import made_words, mismatches
 from ..errors import ExplorerError, SpecError, shown
 from ..model import json_text
 from ..model.lesson import MAX_FILE_BYTES, read_lesson, seed_lessons
-from . import failure
 
 
 def add_parser(sub) -> None:
@@ -36,40 +35,37 @@ def _lesson(name: str):
     return read_lesson(json_text.read_file(name, "lesson", "a lesson", MAX_FILE_BYTES))
 
 
-def run(args) -> int:
-    try:
-        if not args.lesson:
-            rows = [{"id": lesson.id, "steps": len(lesson.steps), "title": lesson.title}
-                    for lesson in seed_lessons().values()]
-            if args.json:
-                print(json.dumps(rows, indent=1))
-            else:
-                width = max(len(r["id"]) for r in rows)
-                for r in rows:
-                    print(f"{r['id']:<{width}}  {r['steps']:>2} steps  {r['title']}")
-                print("\nOpen one in the page: http://localhost:8501/?lesson=ID (&step=N, &present=1 for a projector)")
-            return 0
-        lesson = _lesson(args.lesson)
-        steps = [{"step": n, "title": step.title, "link": step.link, "ask": step.ask}
-                 for n, step in enumerate(lesson.steps, 1)]
-        if args.check:
-            _check(lesson, steps, use_cache=not args.no_cache)
+def run(args, open_engine) -> int:
+    if not args.lesson:
+        rows = [{"id": lesson.id, "steps": len(lesson.steps), "title": lesson.title}
+                for lesson in seed_lessons().values()]
         if args.json:
-            print(json.dumps({"id": lesson.id, "title": lesson.title, "steps": steps}, indent=1))
+            print(json.dumps(rows, indent=1))
         else:
-            # A lesson file's text is printed as text: a terminal escape sequence in it (OSC 52 writes the
-            # clipboard) is shown escaped, never sent to the terminal.
-            print(f"{lesson.id}: {printable(lesson.title)}")
-            for row in steps:
-                print(f"\n{row['step']}. {printable(row['title'])}\n   {printable(row['link'])}")
-                if row["ask"]:
-                    print(f"   ask: {printable(row['ask'])}")
-                if "holds" in row:
-                    print("   made: " + (", ".join(row["made"]) or "nothing fused"))
-                    print("   holds here" if row["holds"] else "   DOES NOT HOLD: " + printable("; ".join(row["problems"])))
-        return 0 if all(row.get("holds", True) for row in steps) else 1
-    except ExplorerError as exc:
-        return failure.report(exc)
+            width = max(len(r["id"]) for r in rows)
+            for r in rows:
+                print(f"{r['id']:<{width}}  {r['steps']:>2} steps  {r['title']}")
+            print("\nOpen one in the page: http://localhost:8501/?lesson=ID (&step=N, &present=1 for a projector)")
+        return 0
+    lesson = _lesson(args.lesson)
+    steps = [{"step": n, "title": step.title, "link": step.link, "ask": step.ask}
+             for n, step in enumerate(lesson.steps, 1)]
+    if args.check:
+        _check(lesson, steps, args.no_cache, open_engine)
+    if args.json:
+        print(json.dumps({"id": lesson.id, "title": lesson.title, "steps": steps}, indent=1))
+    else:
+        # A lesson file's text is printed as text: a terminal escape sequence in it (OSC 52 writes the
+        # clipboard) is shown escaped, never sent to the terminal.
+        print(f"{lesson.id}: {printable(lesson.title)}")
+        for row in steps:
+            print(f"\n{row['step']}. {printable(row['title'])}\n   {printable(row['link'])}")
+            if row["ask"]:
+                print(f"   ask: {printable(row['ask'])}")
+            if "holds" in row:
+                print("   made: " + (", ".join(row["made"]) or "nothing fused"))
+                print("   holds here" if row["holds"] else "   DOES NOT HOLD: " + printable("; ".join(row["problems"])))
+    return 0 if all(row.get("holds", True) for row in steps) else 1
 
 
 def printable(text) -> str:
@@ -77,23 +73,19 @@ def printable(text) -> str:
     return shown(text, 1 << 20)
 
 
-def _check(lesson, rows: list[dict], use_cache: bool) -> None:
+def _check(lesson, rows: list[dict], no_cache: bool, open_engine) -> None:
     """Each step run as the page runs it; its row gets ``made``, ``holds`` and ``problems``."""
     from ..engine.cache import DEFAULT_CACHE_DIR
-    from ..engine.engine import Engine
 
     # The server's result cache (its EXPLORER_CACHE_DIR when it sets one): a check run on the server before a
     # class leaves every step's result where the page finds it.
-    engine = Engine(cache_dir=(os.environ.get("EXPLORER_CACHE_DIR") or DEFAULT_CACHE_DIR) if use_cache else None)
-    try:
-        for row, step in zip(rows, lesson.steps):
-            try:
-                result = engine.inspect(step.experiment.model, step.experiment.config, use_cache=use_cache)
-            except ExplorerError as exc:  # a step that cannot run does not hold
-                row.update(made=[], holds=False, problems=[f"it did not run: {exc}"])
-                continue
-            problems = mismatches(step.expect, result)
-            row.update(made=[made_words(f) for f in result.get("fusions") or []], holds=not problems,
-                       problems=problems)
-    finally:
-        engine.close()
+    engine = open_engine(None if no_cache else os.environ.get("EXPLORER_CACHE_DIR") or DEFAULT_CACHE_DIR)
+    for row, step in zip(rows, lesson.steps):
+        try:
+            result = engine.inspect(step.experiment.model, step.experiment.config, use_cache=not no_cache)
+        except ExplorerError as exc:  # a step that cannot run does not hold
+            row.update(made=[], holds=False, problems=[f"it did not run: {exc}"])
+            continue
+        problems = mismatches(step.expect, result)
+        row.update(made=[made_words(f) for f in result.get("fusions") or []], holds=not problems,
+                   problems=problems)

@@ -19,6 +19,13 @@ from ..model.sources import sources
 from ..model.stack import MAX_STACK_BYTES
 
 
+def add_model_options(parser) -> None:
+    """Every model source's own options (a preset, ``chain``, ``--spec``, ``--model`` ...), read back by ``spec_from_args``."""
+    for source in sources().values():
+        for option in source.cli_options:
+            parser.add_argument(*option.flags, **option.kwargs)
+
+
 def spec_from_args(args) -> dict:
     """The JSON spec of the model the arguments name; SpecError naming the option that is wrong."""
     picked = []

@@ -11,8 +11,8 @@ import argparse
 from ..model import compilers
 from ..model.experiment_parts import Bench
 from ..model.limits import PASS_GRAPHS_AUTO_NODES
-from ..model.sources import sources
 from . import compare, diagnose, fix, lessons
+from .model_args import add_model_options
 
 
 class Parser(argparse.ArgumentParser):
@@ -31,9 +31,7 @@ def make_parser() -> argparse.ArgumentParser:
     for name, helptext in (("inspect", "show the graph stages, fusions and Grappler's log"),
                            ("bench", "time the fused graph against the unfused one")):
         p = sub.add_parser(name, help=helptext)
-        for source in sources().values():  # each model source's own options (model.sources)
-            for option in source.cli_options:
-                p.add_argument(*option.flags, **option.kwargs)
+        add_model_options(p)
         p.add_argument("--device", default="cpu", metavar="cpu|gpu|gpu-sim[:PROFILE]",
                        help="where to run; gpu-sim simulates Grappler's GPU decisions and bench predicts its time "
                             "(profiles: v100, t4, a100, l4, h100, h200; volta, ampere, hopper as aliases)")

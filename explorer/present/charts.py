@@ -66,8 +66,7 @@ def _is_summary(data: dict) -> bool:
     return isinstance(data.get("fused"), dict) and "median_ms" in data["fused"]
 
 
-def latency_distribution(data: dict, *, kind: str = "violin", title: str | None = None,
-                         height: int = HEIGHT) -> go.Figure:
+def latency_distribution(data: dict, *, kind: str = "violin", height: int = HEIGHT) -> go.Figure:
     """Per-call latency of both variants side by side (ms).
 
     ``data`` is a bench result / ``samples_ns`` dict (violin or box with the points), or a
@@ -84,7 +83,7 @@ def latency_distribution(data: dict, *, kind: str = "violin", title: str | None 
                 lowerfence=[s["p10_ms"]], upperfence=[s["p90_ms"]], mean=[s["mean_ms"]],
                 marker_color=COLORS[name], fillcolor=rgba(COLORS[name], 0.25), showlegend=False,
             ))
-        default_title = "Latency per call (box: quartiles, whiskers: p10–p90)"
+        title = "Latency per call (box: quartiles, whiskers: p10–p90)"
     else:
         samples = _variant_samples(data)
         for name in stats.VARIANTS:
@@ -101,14 +100,14 @@ def latency_distribution(data: dict, *, kind: str = "violin", title: str | None 
                                         spanmode="hard", **common))
             else:
                 fig.add_trace(go.Box(boxpoints=points, jitter=0.35, pointpos=0, **common))
-        default_title = "Latency per call: fused (remapper on) vs unfused (remapper off)"
+        title = "Latency per call: fused (remapper on) vs unfused (remapper off)"
     fig.update_yaxes(title_text="latency per call (ms)", rangemode="tozero")
     fig.update_xaxes(title_text=None)
     if not _is_summary(data):
         top, above = _outlier_cut({name: to_ms(v) for name, v in samples.items()})
         if top is not None:
             _mark_outliers(fig, top, above, lambda name: name)
-    return styled(fig, title or default_title, height)
+    return styled(fig, title, height)
 
 
 FENCE = 3.0  # interquartile ranges above the upper quartile: beyond it a call is an outlier the axis leaves out
@@ -138,7 +137,7 @@ def _mark_outliers(fig: go.Figure, top: float, above: dict[str, list[float]], x_
                            text=f"▲ {len(values)} call{'s' if len(values) > 1 else ''} above, up to {max(values):.3g} ms")
 
 
-def latency_trace(raw: dict, *, title: str | None = None, height: int = HEIGHT) -> go.Figure:
+def latency_trace(raw: dict, *, height: int = HEIGHT) -> go.Figure:
     """Latency of each timed call in order, both variants, with each variant's median dashed."""
     samples = _variant_samples(raw)
     fig = go.Figure()
@@ -160,10 +159,10 @@ def latency_trace(raw: dict, *, title: str | None = None, height: int = HEIGHT) 
     if top is not None:
         n = max(len(v) for v in samples.values())
         _mark_outliers(fig, top, above, lambda name: (n - 1) * (0.25 if name == "fused" else 0.75))
-    return styled(fig, title or "Latency over the run (dashed: median)", height)
+    return styled(fig, "Latency over the run (dashed: median)", height)
 
 
-def speedup_figure(sp: dict, *, title: str | None = None, height: int = 260) -> go.Figure:
+def speedup_figure(sp: dict, *, height: int = 260) -> go.Figure:
     """The speedup with its CI as an error bar, against a dashed 'no difference' line at 1.0×.
 
     Takes a ``stats.speedup`` dict (or a ``bench_summary``, whose ``speedup`` is used).
@@ -197,7 +196,7 @@ def speedup_figure(sp: dict, *, title: str | None = None, height: int = 260) -> 
                      title_text="speedup: median unfused ÷ median fused (×)")
     fig.update_yaxes(showticklabels=False, showgrid=False, zeroline=False, range=[-0.6, 0.9])
     verdict = sp.get("verdict", stats.VERDICTS[code])
-    fig = styled(fig, title or f"Speedup of the fused graph: {verdict}", height)
+    fig = styled(fig, f"Speedup of the fused graph: {verdict}", height)
     fig.update_layout(margin=dict(l=20, r=20, t=60, b=70))
     return fig
 
@@ -207,8 +206,7 @@ def _log_worthy(values) -> bool:
     return len(positive) == len(values) and len(values) > 1 and max(positive) / min(positive) >= 10
 
 
-def sweep_figure(rows: list[dict], param_name: str, *, title: str | None = None,
-                 height: int = 480) -> go.Figure:
+def sweep_figure(rows: list[dict], param_name: str, *, height: int = 480) -> go.Figure:
     """Top: median latency of both variants vs the swept parameter (bars: p10-p90).
     Bottom: speedup with its CI band and the 1.0× line; a dotted line marks where fusion pays."""
     if not rows:
@@ -262,7 +260,7 @@ def sweep_figure(rows: list[dict], param_name: str, *, title: str | None = None,
         fig.add_annotation(x=math.log10(pays) if log_x else pays, xref="x2", y=1.0, yref="y2 domain",
                            xanchor="left", yanchor="top", text=text, showarrow=False,
                            font=dict(size=11, color=FUSED_COLOR), xshift=4)
-    return styled(fig, title or f"Fused vs unfused across {param_name}", height)
+    return styled(fig, f"Fused vs unfused across {param_name}", height)
 
 
 def row_speedup(row: dict) -> dict:
@@ -318,7 +316,7 @@ def _wrapped(name: str, width: int = 26) -> str:
     return "<br>".join(line.replace("\u00a0", " ") for line in lines)
 
 
-def matrix_heatmap(rows: list[dict], *, by: str = "verdict", title: str | None = None) -> go.Figure:
+def matrix_heatmap(rows: list[dict], *, by: str = "verdict") -> go.Figure:
     """Presets down, combinations across; colour = verdict (or measured speedup); a cell's text says
     what fused. ``customdata`` holds each cell's index in ``rows``, so a click finds its run."""
     presets = list(dict.fromkeys(_row_name(r) for r in rows))
@@ -356,5 +354,5 @@ def matrix_heatmap(rows: list[dict], *, by: str = "verdict", title: str | None =
     # Rows by name (a preset's title), wrapped at its parts; the margin grows to fit them instead of cutting them.
     fig.update_yaxes(autorange="reversed", tickvals=presets, ticktext=[_wrapped(p) for p in presets], automargin=True)
     rows_high = 90 if by != "speedup" else 70
-    return styled(fig, title or ("Measured speedup per cell" if by == "speedup" else "What fused, per cell"),
+    return styled(fig, "Measured speedup per cell" if by == "speedup" else "What fused, per cell",
                   max(300, 120 + rows_high * len(presets)))

@@ -16,7 +16,7 @@ import pydot
 
 from ..analysis.fusion import CONST_OPS, is_fused_node
 from ..model.graph import BOILERPLATE_OPS, INPUT_OPS, TRANSFER_OPS, Edge, Graph, Node
-from .dot_text import css_name, html_id, html_text, quoted, shorten, visible
+from .dot_text import cluster_id, css_name, html_id, html_text, quoted, shorten, visible
 
 # Folded by fold_boilerplate. _Arg and _Retval stay: they are the function's inputs and outputs,
 # few, and they anchor the picture.
@@ -31,6 +31,7 @@ IMPLIED_FUSED_OPS = {
 }
 
 FONT = "Helvetica"
+FUSION_FILL, FUSION_BORDER = "#f3effc", "#9b7fd4"  # the box round a fused group's nodes
 # More control inputs than this on one node (tf.function's NoOp waits for every variable read) are
 # counted on it, not drawn: hundreds of converging edges make Graphviz's layout take minutes.
 MAX_CONTROL_FANIN = 16
@@ -274,16 +275,18 @@ def _cluster_boxes(clusters: dict[str, list[str]], ids: dict[str, str], id_prefi
         for name in names:
             if name in ids:
                 membership.setdefault(name, i)
-    boxes: dict[int, pydot.Cluster] = {}
-    for i, (label, _) in enumerate(cluster_list):
-        if i in membership.values():
-            box = pydot.Cluster(
-                f"fusion{i}", label=f"<<i>{html_text(label)}</i>>", style=quoted("rounded,filled"),
-                fillcolor=quoted("#f3effc"), color=quoted("#9b7fd4"), fontsize="9", fontname=quoted(FONT),
-            )
-            box.set("id", quoted(f"fx-{id_prefix}cluster-{i}"))
-            boxes[i] = box
+    boxes = {i: fusion_box(i, f"<<i>{html_text(label)}</i>>", id_prefix)
+             for i, (label, _) in enumerate(cluster_list) if i in membership.values()}
     return boxes, membership
+
+
+def fusion_box(index: int, label: str, id_prefix: str, fill: str = FUSION_FILL, border: str = FUSION_BORDER,
+               **attrs) -> pydot.Cluster:
+    """The box round the ``index``-th fused group's nodes, with the element id the page's links name it by."""
+    box = pydot.Cluster(f"fusion{index}", label=label, style=quoted("rounded,filled"), fillcolor=quoted(fill),
+                        color=quoted(border), fontsize="9", fontname=quoted(FONT), **attrs)
+    box.set("id", quoted(cluster_id(index, id_prefix)))
+    return box
 
 
 def _add_nodes(dot, shown, ids, wiring: _Wiring, boxes, membership, overlay, highlight, id_prefix, node_attrs) -> None:

@@ -2,7 +2,7 @@
 
 TF node names are arbitrary strings (newlines, quotes, backslashes, '<', a lone ']'), so every string
 that reaches DOT goes through here: ``html_text`` inside HTML-like labels, ``quoted`` for attribute
-values (pydot does not escape backslashes), ``html_id`` for the element ids the page links by.
+values (pydot does not escape backslashes), ``html_id`` and ``cluster_id`` for the element ids the page links by.
 """
 
 from __future__ import annotations
@@ -43,6 +43,11 @@ def html_id(name: str, prefix: str = "") -> str:
     slug = re.sub(r"[^A-Za-z0-9_-]+", "_", name)[:40]
     digest = hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"fx-{prefix}{slug}-{digest}"
+
+
+def cluster_id(index: int, prefix: str = "") -> str:
+    """The element id of a drawing's ``index``-th fused box (numbered as its drawing made them)."""
+    return f"fx-{prefix}cluster-{index}"
 
 
 def css_name(text: str) -> str:

@@ -14,9 +14,8 @@ Pure text generation: nothing here imports TensorFlow.
 
 from __future__ import annotations
 
+from ..analysis.agreement import BENCH_TOLERANCE
 from ..analysis.diagnosis import JSON_MARK
-# Largest difference still counted as agreement, by dtype (the bench's table).
-TOLERANCE = {"float64": 1e-9, "float32": 1e-3, "float16": 5e-2, "bfloat16": 1e-1}
 
 
 def _array(entry: dict, rng: str = "rng") -> str:
@@ -61,7 +60,7 @@ def script(isolated: dict, context: dict) -> str:
     """The standalone script (see the module's doc)."""
     env = {k: v for k, v in (context.get("env") or {}).items() if v is not None}
     dtype = isolated["args"][0]["dtype"] if isolated["args"] else "float32"
-    tol = TOLERANCE.get(context.get("dtype") or dtype, 1e-3)
+    tol = BENCH_TOLERANCE.get(context.get("dtype") or dtype, 1e-3)
     args = [a["var"] for a in isolated["args"]]
     lines = header(isolated, context) + ["import os", "import sys"]
     lines += [f"os.environ[{k!r}] = {str(v)!r}" for k, v in sorted(env.items())]

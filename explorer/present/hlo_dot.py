@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import pydot
 
-from .dot import FONT, new_dot
-from .dot_text import html_id, html_text, quoted, shorten
+from .dot import FUSION_BORDER, FUSION_FILL, fusion_box, new_dot
+from .dot_text import cluster_id as _cluster_id, html_id, html_text, quoted, shorten
 
 PREFIX = "x-"
-KIND_COLOURS = {"fusion": ("#f3effc", "#9b7fd4"), "library": ("#e6f1fb", "#3b7dc4")}
+KIND_COLOURS = {"fusion": (FUSION_FILL, FUSION_BORDER), "library": ("#e6f1fb", "#3b7dc4")}
 NODE_STYLE = {"style": quoted("rounded,filled"), "fillcolor": quoted("#ffffff"), "color": quoted("#777777")}
 PARAM_STYLE = {"shape": "ellipse", "style": quoted("filled"), "fillcolor": quoted("#eeeeee"),
                "color": quoted("#999999")}
 
 
 def cluster_id(index: int) -> str:
-    return f"fx-{PREFIX}cluster-{index}"
+    return _cluster_id(index, PREFIX)
 
 
 def instruction_id(name: str) -> str:
@@ -96,10 +96,8 @@ def to_dot(module: dict, groups: list[dict], title: str = "") -> str:
         fill, border = KIND_COLOURS.get(category, KIND_COLOURS["fusion"])
         index = group_index.get(ins["name"], len(groups) + len(source))
         words = group["words"] if group else f"{ins.get('fusion_kind')} fusion"
-        sub = pydot.Cluster(f"fusion{index}", label=f"<<i>{html_text(words)}</i><br/>{html_text(ins['name'])}>",
-                            style=quoted("rounded,filled"), fillcolor=quoted(fill), color=quoted(border),
-                            fontsize="9", fontname=quoted(FONT), tooltip=quoted(_tooltip(ins)))
-        sub.set("id", quoted(cluster_id(index)))
+        sub = fusion_box(index, f"<<i>{html_text(words)}</i><br/>{html_text(ins['name'])}>", PREFIX, fill, border,
+                         tooltip=quoted(_tooltip(ins)))
         folded = _folded(body["instructions"])
         params = {i["name"]: i["parameter_number"] for i in body["instructions"] if i["opcode"] == "parameter"}
         inner_consts: dict[str, int] = {}

@@ -20,7 +20,7 @@ import json
 import re
 from pathlib import Path
 
-from .dot_text import html_id
+from .dot_text import cluster_id, html_id
 from .theme import dark_css
 
 BEFORE, AFTER = "b-", "a-"
@@ -61,8 +61,8 @@ def link_groups(fusions: list[dict], before_names, after_names, cluster_order: l
         after = ids([f["node"]] if f["node"] in after_names else [], of_after, AFTER)
         if f["node"] in cluster_of:
             i = cluster_of[f["node"]]
-            before.append(f"fx-{BEFORE}cluster-{i}")
-            after.append(f"fx-{AFTER}cluster-{i}")
+            before.append(cluster_id(i, BEFORE))
+            after.append(cluster_id(i, AFTER))
         groups.append({"before": before, "after": after,
                        "label": f.get("describe") or f.get("description") or f"→ {f.get('op', '')}"})
         taken.update(f["absorbed"])

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from ..analysis.diagnosis import JSON_MARK  # the script's last line: its findings as JSON, for tools
 from ..analysis.fusion import FUSED_OP_PREFIXES, STOCK_FUSED_NAMES
 from ..model.devices import Device, is_simulated
 from ..model.flags import ENV_FLAGS, Config
@@ -35,7 +36,6 @@ from .command import command_line
 
 VMODULE = "remapper=2"
 STAGE_FILES = ("traced", "optimized", "executed")
-JSON_MARK = "# repro-json: "  # the script's last line: its findings as JSON, for tools
 # The builders the worker runs: numpy-only code that takes the tf module as an argument.
 BUILDERS = Path(__file__).resolve().parents[1] / "worker" / "models" / "chain.py"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from ..analysis.agreement import BENCH_TOLERANCE, TF32
 from ..model.graph import BOILERPLATE_OPS
 from ..model.results import Agreement, BenchResult
 from . import agreement as checked_outputs
@@ -101,11 +102,8 @@ def model_instantiations(function_graphs, traced) -> int:
 
 # The outputs of a setting-fix or another compiler against TensorFlow's (fix_bench, xla_bench); the fused
 # and unfused variants are judged as inspect's check judges them (agreement.bench_agreement).
-# Largest difference still counted as agreement, by dtype. Integer outputs (the hash-bucket
-# model) must match exactly. TF32 keeps 10 mantissa bits, so float32 on a TF32 GPU gets a
-# tolerance between float32's and bfloat16's.
-TOLERANCE = {"float64": 1e-9, "float32": 1e-3, "float16": 5e-2, "bfloat16": 1e-1}
-TF32_TOLERANCE = 1e-2
+# TF32 keeps 10 mantissa bits, so float32 on a TF32 GPU gets a tolerance between float32's and bfloat16's.
+TOLERANCE, TF32_TOLERANCE = BENCH_TOLERANCE, TF32
 
 
 def agreement(a: list, b: list, dtype: str, tf32: bool = False) -> Agreement:

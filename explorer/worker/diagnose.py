@@ -103,7 +103,7 @@ def _call(rt: Runtime, fn, args, switches: dict, remapping):
     """One call with run metadata on (``Runtime.capture``): ({"outputs"} or {"error"}, its stage GraphDefs or None)."""
     try:
         stages, out, _ = rt.capture(fn, args, switches, remapping)
-        return {"outputs": [_numpy(t) for t in as_list(out)]}, stages
+        return {"outputs": [t.numpy() for t in as_list(out)]}, stages
     except Exception as exc:  # noqa: BLE001 - the fused call's failure is the finding
         message = getattr(exc, "message", None) or str(exc)
         node = re.search(r"\{\{node ([^}\s]+)\}\}|Detected at node '?([^'\s]+)", message)
@@ -121,7 +121,7 @@ def xla_check(rt: Runtime, body, args, reference: list) -> dict:
     fn = models.function(body, rt.tf, jit_compile=True)
     try:
         with rt.without_dumps():
-            out = [_numpy(t) for t in as_list(rt.call(fn, args))]
+            out = [t.numpy() for t in as_list(rt.call(fn, args))]
     except Exception as exc:  # noqa: BLE001 - what XLA refuses or fails on is a finding too
         message = getattr(exc, "message", None) or str(exc)
         refused = "unsupported op" in message.lower() or "no registered" in message.lower()
@@ -154,10 +154,6 @@ def dumped_stages(rt: Runtime, log: list[str]) -> dict | None:
     except OSError:
         return None
     return stages
-
-
-def _numpy(tensor):
-    return tensor.numpy()
 
 
 def fn_shapes(rt: Runtime, body, args) -> dict[str, list[int]]:

@@ -133,16 +133,9 @@ def inspect(rt: Runtime, request: dict) -> InspectResult:
 def simulate(rt: Runtime, request: dict) -> InspectResult:
     """Grappler's decisions on a virtual GPU of the requested profile (no execution)."""
     from ..model.devices import DEFAULT_PROFILE
-    from . import simulate as virtual
 
-    spec = resolve(request["spec"])
     profile = rt.device.partition(":")[2] or DEFAULT_PROFILE
-    rt.reset_grappler()
-    result = virtual.simulate(spec, request.get("grappler") or {}, profile, rt.tf, rt.graph_to_dict)
-    rt.reset_grappler()
-    parsed, log = request_log(rt)
-    # The remapper log stays simulate's own: that of the run with the requested switches only.
-    result["grappler"].update(notable=parsed["notable"], items=parsed["items"], pass_graphs={}, log=log)
+    result = _offline(rt, resolve(request["spec"]), request.get("grappler") or {}, profile)
     result["fingerprint"] = dict(rt.fingerprint, simulated_gpu=result.get("profile"))
     return result
 
@@ -151,15 +144,9 @@ def after_abort(rt: Runtime, request: dict) -> InspectResult:
     """The model whose fused run killed the worker process: Grappler's output made without running it
     (``tf_optimizer`` on this CPU, as the simulation's control does), then the unfused graph run on the same
     inputs. Its own failure of the unfused run is the model's, reported as TensorFlow's error."""
-    from . import simulate as offline
-
     spec = resolve(request["spec"])
     switches = request.get("grappler") or {}
-    rt.reset_grappler()
-    result = offline.simulate(spec, switches, "", rt.tf, rt.graph_to_dict, place_on="CPU")
-    rt.reset_grappler()
-    parsed, log = request_log(rt)
-    result["grappler"].update(notable=parsed["notable"], items=parsed["items"], pass_graphs={}, log=log)
+    result = _offline(rt, spec, switches, "", place_on="CPU")
     body, args, names = rt.build(spec, names=True)
     fn = models.function(body, rt.tf, served=True)
     with rt.without_dumps():
@@ -170,6 +157,19 @@ def after_abort(rt: Runtime, request: dict) -> InspectResult:
     result.update(simulated=False, offline_grappler=True, agreement=checked, function_graphs=0,
                   output_shapes=checked.get("reference_shapes") or [], fingerprint=rt.fingerprint,
                   device="cpu", xla_clusters=[])
+    return result
+
+
+def _offline(rt: Runtime, spec, switches: dict, profile: str, place_on: str = "GPU") -> dict:
+    """Grappler run from Python (``worker.simulate``), with what this request logged; the remapper log stays
+    simulate's own: that of the run with the requested switches only."""
+    from . import simulate as offline
+
+    rt.reset_grappler()
+    result = offline.simulate(spec, switches, profile, rt.tf, rt.graph_to_dict, place_on=place_on)
+    rt.reset_grappler()
+    parsed, log = request_log(rt)
+    result["grappler"].update(notable=parsed["notable"], items=parsed["items"], pass_graphs={}, log=log)
     return result
 
 
@@ -228,13 +228,13 @@ def _concrete(fn, args):
 
 def fused_summary(graph_def) -> dict[str, str]:
     """{node: "op [fused_ops]"} of the fused nodes of a graph: what two graphs of one model compare by."""
-    from ..analysis.fusion import is_fused_op
+    from ..analysis.fusion import fused_label, is_fused_op
 
     out = {}
     for node in graph_def.node:
         fused = [s.decode() for s in node.attr["fused_ops"].list.s] if "fused_ops" in node.attr else []
         if fused or is_fused_op(node.op):
-            out[node.name] = f"{node.op} [{', '.join(fused)}]" if fused else node.op
+            out[node.name] = fused_label(node.op, fused)
     return out
 
 

@@ -11,6 +11,7 @@ variance is drawn positive, as a variance is. ``present.fault_repro`` writes the
 
 from __future__ import annotations
 
+from ..analysis.fusion import fused_label
 from ..model.graph import parse_input
 
 SMALL_CONST = 16  # constants of at most this many elements are written by value
@@ -147,7 +148,7 @@ def isolate(tf, traced, fusion, shapes: dict[str, list[int]]) -> dict:
         raise NotIsolated("the fusion absorbed no op of the traced graph")
     root = fusion.get("root") or ops[-1]["name"]
     output = names.get(f"{root}:0") or ops[-1]["var"]
-    return {"node": fusion["node"], "target": _target(fusion), "ops": ops, "consts": consts, "args": args,
+    return {"node": fusion["node"], "target": fused_label(fusion["op"], fusion.get("fused_ops")), "ops": ops, "consts": consts, "args": args,
             "output": output, "absorbed_ops": [o["op"] for o in ops]}
 
 
@@ -159,7 +160,3 @@ def _out_type(tf, node, port: int):
         return node.attr["Toutput"].type
     raise NotIsolated(f"the dtype of {node.name}:{port} is not known")
 
-
-def _target(fusion: dict) -> str:
-    fused = fusion.get("fused_ops") or []
-    return f"{fusion['op']} [{', '.join(fused)}]" if fused else fusion["op"]

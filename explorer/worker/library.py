@@ -18,15 +18,20 @@ MAX_CALL_DEPTH = 64  # a Keras SavedModel nests its calls 3-6 deep
 
 def function_refs(node) -> list[str]:
     """Functions a NodeDef names in its attributes (func or list(func)), nested attributes included."""
-    refs, pending = [], list(node.attr.values())
+    return [func.name for func in function_attrs(node)]
+
+
+def function_attrs(node):
+    """Every NameAttrList a NodeDef's attributes hold (func or list(func)), nested ones included, as protos
+    a caller may rename in place."""
+    pending = list(node.attr.values())
     while pending:
         value = pending.pop()
         kind = value.WhichOneof("value")
         funcs = [value.func] if kind == "func" else list(value.list.func) if kind == "list" else []
         for func in funcs:
-            refs.append(func.name)
+            yield func
             pending.extend(func.attr.values())
-    return refs
 
 
 def functions_of(library, what: str) -> dict:

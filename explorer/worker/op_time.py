@@ -19,7 +19,7 @@ import tempfile
 import time
 
 from . import models, timing
-from .runtime import Runtime, as_list
+from .runtime import Runtime, finish
 
 MAX_CALLS = 200
 
@@ -32,7 +32,7 @@ def run(rt: Runtime, request: dict) -> dict:
     executed = {n.name: n.op for n in stages["executed"].node}
     rt.set_grappler(setup.switches)
     for _ in range(max(1, setup.warmup)):
-        _finish(rt.call(fn, setup.args))
+        finish(rt.call(fn, setup.args))
     durations, walls = profile(rt, fn, setup.args, calls, setup.budget_s)
     rt.reset_grappler()
     rt.log.read()
@@ -48,43 +48,46 @@ def run(rt: Runtime, request: dict) -> dict:
 
 def profile(rt: Runtime, fn, args, calls: int, budget_s: float) -> tuple[dict[str, list[float]], list[float]]:
     """({node: [ms per occurrence]}, [wall ms per call]) of ``calls`` calls under one profiler session."""
+    walls: list[float] = []
+
+    def timed() -> None:
+        started = time.perf_counter()
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            finish(rt.call(fn, args))
+            walls.append((time.perf_counter() - t0) * 1e3)
+            if time.perf_counter() - started > budget_s:
+                break
+
+    durations: dict[str, list[float]] = {}
+    for plane in profiled(rt.tf, timed, "explorer_op_time_"):
+        names = {k: v.name for k, v in plane.event_metadata.items()}
+        for line in plane.lines:
+            for event in line.events:
+                node, sep, op = names.get(event.metadata_id, "").rpartition(":")
+                if sep and node and op and " " not in op:
+                    durations.setdefault(node, []).append(event.duration_ps / 1e9)
+    return durations, walls
+
+
+def profiled(tf, run, prefix: str) -> list:
+    """``run()`` under one session of TensorFlow's profiler: the host's and the devices' planes of its trace
+    (XPlane protos, read before the trace's folder is removed)."""
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-    tf = rt.tf
-    logdir = tempfile.mkdtemp(prefix="explorer_op_time_")
-    walls: list[float] = []
+    logdir = tempfile.mkdtemp(prefix=prefix)
     try:
         tf.profiler.experimental.start(logdir)
         try:
-            started = time.perf_counter()
-            for _ in range(calls):
-                t0 = time.perf_counter()
-                _finish(rt.call(fn, args))
-                walls.append((time.perf_counter() - t0) * 1e3)
-                if time.perf_counter() - started > budget_s:
-                    break
+            run()
         finally:
             tf.profiler.experimental.stop()
-        durations: dict[str, list[float]] = {}
+        planes = []
         for path in glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True):
             space = xplane_pb2.XSpace()
             with open(path, "rb") as handle:
                 space.ParseFromString(handle.read())
-            for plane in space.planes:
-                if not plane.name.startswith(("/host:CPU", "/device:")):
-                    continue
-                names = {k: v.name for k, v in plane.event_metadata.items()}
-                for line in plane.lines:
-                    for event in line.events:
-                        node, sep, op = names.get(event.metadata_id, "").rpartition(":")
-                        if sep and node and op and " " not in op:
-                            durations.setdefault(node, []).append(event.duration_ps / 1e9)
-        return durations, walls
+            planes += [plane for plane in space.planes if plane.name.startswith(("/host:CPU", "/device:"))]
+        return planes
     finally:
         shutil.rmtree(logdir, ignore_errors=True)
-
-
-def _finish(out) -> None:
-    """Wait for the call's results (a GPU returns before its kernels end)."""
-    for tensor in as_list(out):
-        tensor.numpy()

@@ -10,18 +10,16 @@ A model XLA cannot compile raises ``XlaRefused``, whose message names the op XLA
 
 from __future__ import annotations
 
-import glob
 import os
 import re
-import shutil
-import tempfile
 import time
 
 from ..model.spec import resolve
 from . import models
 from .elide import parse_dump
 from .protocol import Refused
-from .runtime import Runtime, as_list
+from .op_time import profiled
+from .runtime import Runtime, as_list, finish
 
 # Text stages of experimental_get_compiler_ir, and the optimised module as a serialized HloModuleProto.
 # Not "optimized_hlo_proto_serialized": with XLA's dumping on (the worker dumps every pass), TF 2.21
@@ -68,7 +66,7 @@ def inspect(rt: Runtime, request: dict) -> dict:
     t0 = time.perf_counter()
     try:
         out = rt.call(fn, args)
-        _ = [t.numpy() for t in as_list(out)]
+        finish(out)
     except Exception as exc:  # noqa: BLE001
         raise refused(exc) from None
     first_call_s = time.perf_counter() - t0
@@ -247,41 +245,23 @@ def profile_call(rt: Runtime, fn, args) -> dict:
     Run metadata records nothing for a jit_compile call (TF 2.21), and reading TF's XLA counters
     from Python re-registers (and wipes) them, so the profile is the proof of what ran.
     """
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
-
-    tf = rt.tf
-    logdir = tempfile.mkdtemp(prefix="explorer_xla_prof_")
-    try:
-        tf.profiler.experimental.start(logdir)
-        try:
-            _ = [t.numpy() for t in as_list(rt.call(fn, args))]
-        finally:
-            tf.profiler.experimental.stop()
-        modules, instructions, kernels, xla_ran = set(), set(), set(), False
-        for path in glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True):
-            space = xplane_pb2.XSpace()
-            with open(path, "rb") as handle:
-                space.ParseFromString(handle.read())
-            for plane in space.planes:
-                if not plane.name.startswith("/host:CPU") and not plane.name.startswith("/device:"):
-                    continue
-                event_names = {k: v.name for k, v in plane.event_metadata.items()}
-                stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
-                for line in plane.lines:
-                    for event in line.events:
-                        name = event_names.get(event.metadata_id, "")
-                        if name.startswith(("CpuExecutable::", "GpuExecutable::")):
-                            xla_ran = True
-                        stats = {stat_names.get(s.metadata_id): s for s in event.stats}
-                        if "hlo_module" in stats:
-                            modules.add(_stat_text(stats["hlo_module"], stat_names))
-                            instructions.add(name)
-                        elif ":" in name and not name.startswith(("end:", "__inference")):
-                            kernels.add(name)
-        return {"xla_executable_ran": xla_ran, "modules": sorted(modules),
-                "hlo_instructions": sorted(instructions), "tf_kernels": sorted(kernels)}
-    finally:
-        shutil.rmtree(logdir, ignore_errors=True)
+    modules, instructions, kernels, xla_ran = set(), set(), set(), False
+    for plane in profiled(rt.tf, lambda: finish(rt.call(fn, args)), "explorer_xla_prof_"):
+        event_names = {k: v.name for k, v in plane.event_metadata.items()}
+        stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+        for line in plane.lines:
+            for event in line.events:
+                name = event_names.get(event.metadata_id, "")
+                if name.startswith(("CpuExecutable::", "GpuExecutable::")):
+                    xla_ran = True
+                stats = {stat_names.get(s.metadata_id): s for s in event.stats}
+                if "hlo_module" in stats:
+                    modules.add(_stat_text(stats["hlo_module"], stat_names))
+                    instructions.add(name)
+                elif ":" in name and not name.startswith(("end:", "__inference")):
+                    kernels.add(name)
+    return {"xla_executable_ran": xla_ran, "modules": sorted(modules),
+            "hlo_instructions": sorted(instructions), "tf_kernels": sorted(kernels)}
 
 
 def _stat_text(stat, stat_names: dict) -> str:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 
+from ..library import function_attrs
+
 TAG_CHARS = 16  # hex digits of the library's sha256
 
 
@@ -39,14 +41,8 @@ def _rename_nodes(nodes, renamed: dict) -> None:
     for node in nodes:
         if node.op in renamed:
             node.op = renamed[node.op]
-        pending = list(node.attr.values())
-        while pending:
-            value = pending.pop()
-            kind = value.WhichOneof("value")
-            funcs = [value.func] if kind == "func" else list(value.list.func) if kind == "list" else []
-            for func in funcs:
-                func.name = renamed.get(func.name, func.name)
-                pending.extend(func.attr.values())
+        for func in function_attrs(node):
+            func.name = renamed.get(func.name, func.name)
 
 
 def release(names, keep) -> None:
