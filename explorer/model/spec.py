@@ -271,8 +271,29 @@ def resolve(data):
     return hook(source.parse)(data) if source is not None else parse_model(data)
 
 
+_PARSED: dict[str, ModelSpec] = {}  # a spec's JSON text -> its checked spec (a page's run asks for the same few)
+MAX_PARSED = 512
+
+
 def parse_model(data, presets: dict | None = None) -> ModelSpec:
-    """A preset's or an op chain's spec data (preset + params, chain + params) as a checked ``ModelSpec``."""
+    """A preset's or an op chain's spec data (preset + params, chain + params) as a checked ``ModelSpec``: checked
+    once per text (a ModelSpec is frozen, so one serves every caller)."""
+    if presets is not None:
+        return _parse_model(data, presets)
+    try:
+        text = json.dumps(data, sort_keys=True)
+    except (TypeError, ValueError):  # not JSON (a caller's numpy value): checked, not kept
+        return _parse_model(data, None)
+    spec = _PARSED.get(text)
+    if spec is None:
+        spec = _parse_model(data, None)
+        if len(_PARSED) >= MAX_PARSED:
+            _PARSED.clear()
+        _PARSED[text] = spec
+    return spec
+
+
+def _parse_model(data, presets: dict | None) -> ModelSpec:
     json_text.validate(data, SPEC, root="spec")
     params_in = data.get("params") or {}
     preset_id = data.get("preset")

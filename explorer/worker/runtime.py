@@ -13,6 +13,7 @@ import os
 import time
 from contextlib import contextmanager
 
+from ..model import json_text
 from . import host, models
 from .convert import graph_to_dict, merge_partitions
 from .protocol import NoGpu, Protocol, StderrCapture
@@ -55,6 +56,7 @@ class Runtime:
         self.device = os.environ.get("EXPLORER_DEVICE", "cpu")
         self.gpus = tf.config.list_physical_devices("GPU")
         self.fingerprint = host.fingerprint(tf, self.device, self.gpus, self.import_s)
+        json_text.prepare()  # every request's spec is checked against its schema
         # TensorFlow's import leaves ~320,000 objects that live as long as the process: out of the
         # collector's sight, a full collection during a request takes ~5 ms instead of ~0.3 s (it struck
         # every other first-graphs request of an imported MobileNetV2).
