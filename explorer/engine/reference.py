@@ -127,10 +127,9 @@ def settle(answer: dict, reference: dict, fused_path: str, reference_path: str, 
 
 def start_later(engine, config: Config, answer: dict) -> None:
     """After an inspect that checked in one worker: this configuration's second worker started in the
-    background (``warmup.prestart``), where the reference took longer than ``Limits.beside_after_s`` and the
-    pool has room for it beside the workers it holds."""
-    limits = engine.pool.limits
+    background (``warmup.prestart``, which starts it where the pool has room), where the reference took longer
+    than ``Limits.beside_after_s``."""
+    after_s = engine.pool.limits.beside_after_s
     seconds = (answer.get("agreement") or {}).get("reference_seconds")
-    if (limits.beside_after_s is not None and seconds is not None and seconds >= limits.beside_after_s
-            and not engine.pool.has_warm(config, REFERENCE) and engine.pool.has_room()):
+    if after_s is not None and seconds is not None and seconds >= after_s:
         warmup.prestart(engine, config, role=REFERENCE)

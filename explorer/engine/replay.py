@@ -34,6 +34,7 @@ from .cache import ResultCache, spec_identity
 from .engine import Engine
 from .interface import EngineInterface, Progress
 from .payloads import compiler_payload, inspect_payload, profile_payload
+from .pool import MAIN
 from .runner import Limits
 
 SUFFIX = ".worker.json"
@@ -121,7 +122,7 @@ class ReplayEngine(Engine):
     def prestart(self, config: ConfigLike, *, after_s: float = 0.0) -> None:
         pass
 
-    def start_worker(self, config: ConfigLike, role: str = "main") -> None:
+    def start_worker(self, config: ConfigLike, role: str = MAIN) -> None:
         pass  # nothing to start
 
 

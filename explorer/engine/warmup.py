@@ -26,8 +26,8 @@ _lock = threading.Lock()
 
 def prestart(engine, config: Config, after_s: float = 0.0, role: str = MAIN) -> None:
     """``engine.start_worker(config, role)`` in a background thread, ``after_s`` seconds from now (started at once, a
-    TensorFlow import would slow the browser drawing the page that asked for it)."""
-    if role == MAIN and engine.is_warm(config):
+    TensorFlow import would slow the browser drawing the page that asked for it). Nothing when it is warm."""
+    if engine.pool.has_warm(config, role):
         return
 
     def start() -> None:

@@ -40,8 +40,8 @@ PRESTART_AFTER_S = 4.0
 
 
 def prestart_later(engine, config: Config | None, after_s: float = PRESTART_AFTER_S) -> None:
-    """Ask the engine to start ``config``'s worker in ``after_s`` seconds (nothing when it is warm)."""
-    if config is not None and not engine.is_warm(config):
+    """Ask the engine to start ``config``'s worker in ``after_s`` seconds (the engine does nothing when it is warm)."""
+    if config is not None:
         engine.prestart(config, after_s=after_s)
 
 
