@@ -111,7 +111,6 @@ LESSON = record({
     type_message='expected a lesson file: a JSON object with "lesson": 1 (docs/lessons.md)')
 
 
-
 # An imported model's options ({"import": {...}}); imported.py fills the absent fields with their defaults first.
 IMPORT_FORMATS = ("graphdef", "savedmodel", "keras")
 IMPORT_FIELDS = ("path", "format", "digest", "name", "signature", "unknown_dim", "outputs", "fixed_dims")

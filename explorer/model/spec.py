@@ -13,7 +13,7 @@ import json
 import math
 from contextlib import suppress
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -271,26 +271,22 @@ def resolve(data):
     return hook(source.parse)(data) if source is not None else parse_model(data)
 
 
-_PARSED: dict[str, ModelSpec] = {}  # a spec's JSON text -> its checked spec (a page's run asks for the same few)
-MAX_PARSED = 512
-
-
 def parse_model(data, presets: dict | None = None) -> ModelSpec:
     """A preset's or an op chain's spec data (preset + params, chain + params) as a checked ``ModelSpec``: checked
-    once per text (a ModelSpec is frozen, so one serves every caller)."""
-    if presets is not None:
-        return _parse_model(data, presets)
-    try:
-        text = json.dumps(data, sort_keys=True)
-    except (TypeError, ValueError):  # not JSON (a caller's numpy value): checked, not kept
-        return _parse_model(data, None)
-    spec = _PARSED.get(text)
-    if spec is None:
-        spec = _parse_model(data, None)
-        if len(_PARSED) >= MAX_PARSED:
-            _PARSED.clear()
-        _PARSED[text] = spec
-    return spec
+    once per JSON text (a page's run asks for the same few; a ModelSpec is frozen, so one serves every caller)."""
+    if presets is None:
+        try:
+            text = json.dumps(data, sort_keys=True)
+        except (TypeError, ValueError):  # not JSON (a caller's numpy value): checked as it is
+            text = None
+        if text is not None and json.loads(text) == data:  # a tuple would come back a list: checked as it is
+            return _parsed(text)
+    return _parse_model(data, presets)
+
+
+@lru_cache(maxsize=512)
+def _parsed(text: str) -> ModelSpec:
+    return _parse_model(json.loads(text), None)
 
 
 def _parse_model(data, presets: dict | None) -> ModelSpec:
