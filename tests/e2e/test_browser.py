@@ -68,13 +68,9 @@ def test_the_first_screen_at_1600x1000_shows_both_graphs_and_the_fused_node(app_
         open_app(page, app_server, 180_000)
         page.frame_locator(LINKED).first.locator(GRAPH_SVG).nth(1).wait_for(state="visible", timeout=60_000)
         wait_idle(page, 120_000)
-        panes = None
-        for _ in range(50):  # the frame lays its drawing out after the script is idle
-            panes = page.evaluate(FIRST_SCREEN_JS)
-            if panes:
-                break
-            page.wait_for_timeout(200)
-        assert panes and len(panes) == 2, panes
+        # the frame lays its drawing out after the script is idle
+        panes = page.wait_for_function(FIRST_SCREEN_JS, timeout=10_000).json_value()
+        assert len(panes) == 2, panes
         assert all(p["view"] < 1000 - 200 for p in panes), panes  # at least 200 px of each graph on the screen
         assert panes[1]["fused"] is not None and panes[1]["fused"] < 1000 - 40, panes
     finally:

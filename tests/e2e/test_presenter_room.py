@@ -177,12 +177,8 @@ def test_the_pane_titles_cover_no_node_as_the_presenter_view_opens(app_server, b
         open_app(page, f"{app_server}/?present=1", STEP_S)
         page.frame_locator(LINKED).first.locator("g.node").first.wait_for(state="attached", timeout=STEP_S)
         wait_idle(page, STEP_S)
-        covered = None
-        for _ in range(50):  # the frame lays its drawing out after the script is idle
-            covered = page.evaluate(TITLE_OVER_NODES_JS)
-            if covered:
-                break
-            page.wait_for_timeout(200)
+        # the frame lays its drawing out after the script is idle
+        covered = page.wait_for_function(TITLE_OVER_NODES_JS, timeout=10_000).json_value()
         assert covered and all(n == 0 for n in covered), covered
     finally:
         context.close()
