@@ -37,7 +37,10 @@ DIRECTORY_MARKS = {"worker": ("tf",), "imported": ("tf",), "app": ("tf",), "gpu"
 # Tests that must not be spread over the processes. A local Ray cluster each: two at once on one machine fight
 # over its ports and CPUs. tests/security: its package fixtures (TMPDIR a temp folder of its own, checked empty
 # afterwards) must be made and taken down around its files, not around another directory's tests in between.
-GROUPS = {"worker/test_ray_matrix.py": "ray", "app/test_matrix_tab.py": "ray", "security": "security"}
+# app/, e2e/ and realmodels/: their session fixtures (the page's engine and its cache, the app server and its warm
+# workers, the exported networks and their inspections) cost minutes of CPU, made once rather than in each process.
+GROUPS = {"worker/test_ray_matrix.py": "ray", "app/test_matrix_tab.py": "ray", "security": "security",
+          "app": "app", "e2e": "e2e", "realmodels": "realmodels"}
 
 
 def group(relative: Path) -> str:
