@@ -39,12 +39,19 @@ _NN = """MatMul BatchMatMul BatchMatMulV2 BatchMatMulV3 BiasAdd BiasAddV1 Relu R
 # Already-fused ops, e.g. an optimised graph uploaded again.
 _FUSED = """_FusedConv2D _FusedMatMul _FusedDepthwiseConv2dNative _FusedBatchNormEx _FusedConv3D
  FusedPadConv2D FusedResizeAndPadConv2D"""
+# The in-memory lists a loop collects its steps in (Keras' LSTM and GRU, tf.while_loop, TF1's dynamic_rnn): they hold
+# tensors of the step only and touch no file, process or host.
+_LISTS = """TensorListReserve TensorListFromTensor TensorListGetItem TensorListSetItem TensorListStack
+ TensorListLength TensorListElementShape TensorListPushBack TensorListPopBack EmptyTensorList TensorListGather
+ TensorListScatterV2 TensorListScatterIntoExistingList TensorListConcatV2 TensorListSplit TensorListResize
+ TensorArrayV3 TensorArrayReadV3 TensorArrayWriteV3 TensorArrayGatherV3 TensorArrayScatterV3 TensorArraySizeV3
+ TensorArrayConcatV3 TensorArraySplitV3 TensorArrayCloseV3"""
 _RANDOM = """StatelessRandomUniform StatelessRandomNormal StatelessTruncatedNormal StatelessRandomUniformV2
  StatelessRandomNormalV2 StatelessTruncatedNormalV2 StatelessRandomUniformIntV2 StatelessRandomGetKeyCounter
  StatelessRandomGetAlg StatelessRandomGetKeyCounterAlg RandomUniform RandomStandardNormal TruncatedNormal
  RandomUniformInt"""
 
-ALLOWED_OPS = frozenset(" ".join([_STRUCTURE, _VARIABLES, _CONTROL, _ARRAY, _MATH, _NN, _FUSED, _RANDOM]).split())
+ALLOWED_OPS = frozenset(" ".join([_STRUCTURE, _VARIABLES, _CONTROL, _ARRAY, _MATH, _NN, _FUSED, _LISTS, _RANDOM]).split())
 
 # Only for better messages; anything not allowed is refused anyway.
 DENY_REASONS = {}
