@@ -1,6 +1,6 @@
 """Real user models for the import tests, made with TensorFlow in a process of their own.
 
-    python make_models.py export DIR      # MobileNetV2 and a small Keras model, each as SavedModel,
+    python make_models.py export DIR      # MobileNetV2, a small Keras model and a recurrent one, each as SavedModel,
                                           # .keras and frozen GraphDef (the small one also frozen with
                                           # zero convolution biases), plus the malicious models
     python make_models.py count FORMAT PATH   # a direct TensorFlow run: fused ops in the optimized graph
@@ -37,6 +37,15 @@ def small_model(keras):
     return keras.Model(inp, out, name="small")
 
 
+def recurrent_model(keras):
+    """A GRU and an LSTM over a sequence, then Dense+softmax: loops whose bodies hold MatMul + BiasAdd, which
+    TensorFlow fuses once it has lowered the loops (as it does serving the model)."""
+    inp = keras.Input((12, 8), name="sequence")
+    x = keras.layers.GRU(16, return_sequences=True)(inp)
+    x = keras.layers.LSTM(8)(x)
+    return keras.Model(inp, keras.layers.Dense(4, activation="softmax")(x), name="recurrent")
+
+
 def nonzero(model, np, keep_zero=()):
     """Non-zero weights everywhere (but the weights whose path contains one of ``keep_zero``): frozen zero
     biases are folded away and then nothing fuses."""
@@ -64,7 +73,8 @@ def export(directory: str) -> None:
             handle.write(convert_variables_to_constants_v2(function).graph.as_graph_def().SerializeToString())
 
     models = {"small": small_model(keras),
-              "mobilenetv2": keras.applications.MobileNetV2(weights=None, input_shape=(64, 64, 3), alpha=0.35)}
+              "mobilenetv2": keras.applications.MobileNetV2(weights=None, input_shape=(64, 64, 3), alpha=0.35),
+              "recurrent": recurrent_model(keras)}
     for name, model in models.items():
         nonzero(model, np)
         model.export(os.path.join(directory, f"{name}_savedmodel"), verbose=False)
@@ -247,6 +257,7 @@ def count(fmt: str, path: str) -> dict:
 
 
 FILES = {"graphdef": "{}.pb", "savedmodel": "{}_savedmodel", "keras": "{}.keras"}
+MODELS = ("small", "mobilenetv2", "recurrent")  # exported in each of FILES
 
 
 if __name__ == "__main__":
@@ -256,7 +267,7 @@ if __name__ == "__main__":
         unknown_batch(sys.argv[2])
     elif sys.argv[1] == "count-all":  # count-all DIR: every model in every format, one process
         counts = {name: {fmt: count(fmt, os.path.join(sys.argv[2], pattern.format(name)))
-                         for fmt, pattern in FILES.items()} for name in ("small", "mobilenetv2")}
+                         for fmt, pattern in FILES.items()} for name in MODELS}
         counts["captured"] = {"savedmodel": count("savedmodel", os.path.join(sys.argv[2], "captured_savedmodel"))}
         print(json.dumps(counts))
     else:

@@ -221,6 +221,16 @@ def _graphdef_loaded(graph_def, outputs, tf, info) -> Loaded:
         outputs = _outputs_of(graph_def, tf)
     if not outputs:
         raise SpecError("import.outputs", "the graph has no node whose output nothing consumes; name the outputs")
+    # A Placeholder nothing consumes is no input: freezing a function whose loops captured tensors leaves one
+    # ("unused_control_flow_input_N", often of unknown rank) per captured loop input.
+    consumed = {i.lstrip("^").split(":")[0] for n in graph_def.node for i in n.input}
+    unused = {n.name for n in graph_def.node if n.op == "Placeholder" and n.name not in consumed}
+    if unused:
+        kept = tf.compat.v1.GraphDef()
+        kept.library.CopyFrom(graph_def.library)
+        kept.versions.CopyFrom(graph_def.versions)
+        kept.node.extend(n for n in graph_def.node if n.name not in unused)
+        graph_def = kept
     inputs = []
     for node in graph_def.node:
         if node.op != "Placeholder":

@@ -20,8 +20,6 @@ from ..safety import reachable_functions
 READ = "the signature read from saved_model.pb and the checkpoint"
 LOADED = "tf.saved_model.load"
 CALL_OPS = ("StatefulPartitionedCall", "PartitionedCall")
-# Inlined as they are, not lowered to Switch/Merge: what convert_to_constants' inlining does too.
-CONTROL_FLOW_OPS = ("If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase")
 
 
 class Unsupported(Exception):
@@ -49,7 +47,8 @@ def load(root: str, signature: str, tf, why: str) -> Signature:
     loaded = tf.saved_model.load(root)
     function = loaded.signatures[signature]
     _, kwargs = function.structured_input_signature
-    graph_def = convert_to_constants._run_inline_graph_optimization(function, False, False)  # noqa: SLF001 - TensorFlow's own freezing, as convert_to_constants runs it
+    # lower_control_flow=True: loops lowered where the model asks for it, as _inline_calls does
+    graph_def = convert_to_constants._run_inline_graph_optimization(function, True, False)  # noqa: SLF001 - TensorFlow's own freezing, as convert_to_constants runs it
     captures = function.graph.captures
     inputs = [(kw, None if kwargs[kw].shape.rank is None else kwargs[kw].shape.as_list(), kwargs[kw].dtype)
               for kw in sorted(kwargs)]
@@ -230,19 +229,16 @@ def _variable_values(object_graph, bound: list, root: str, tf) -> list:
 
 
 def _inline_calls(graph_def, fetch: list, tf):
-    """Grappler's function pass alone over the graph (every call inlined), fetching ``fetch``."""
+    """Grappler's function pass alone over the graph (every call inlined), fetching ``fetch``. Loops and
+    conditionals are lowered to Switch/Merge where the model asks for it (``_lower_using_switch_merge``), as the
+    runtime lowers them before Grappler when TensorFlow serves the signature: the remapper fuses inside a loop's
+    body then, and so must the explorer's run."""
     from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
     from tensorflow.python.grappler import tf_optimizer
 
     for function in graph_def.library.function:
         if "api_implements" in function.attr:  # a secondary implementation would stop the inlining
             del function.attr["api_implements"]
-        for node in function.node_def:
-            if node.op in CONTROL_FLOW_OPS:
-                node.attr["_lower_using_switch_merge"].b = False
-    for node in graph_def.node:
-        if node.op in CONTROL_FLOW_OPS:
-            node.attr["_lower_using_switch_merge"].b = False
     meta = meta_graph_pb2.MetaGraphDef()
     meta.graph_def.CopyFrom(graph_def)
     meta.collection_def["train_op"].node_list.value.extend(fetch)
