@@ -40,7 +40,8 @@ def rules(chain: Chain, node: Node, where: Where) -> tuple[list[str], list[list[
     p = {"dtype": node.dtype or "float32", "data_format": node.attr.get("data_format", "NHWC") or "NHWC"}
     ctx = Context(chain, p, where.device, where.onednn, where.env, where.switches, where.cpu_flags)
     failing = [check for check in predict(ctx).checks if check.ok is False]
-    needs = [check.detail for check in failing]
+    # "needs" is followed by what is needed: the condition, then why it fails here (a check's detail is a statement)
+    needs = [f"{check.name}: {check.detail}" for check in failing]
     candidates: list[list[SettingDict]] = []
     code: list[str] = []
     for check in failing:
