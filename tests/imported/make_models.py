@@ -223,7 +223,9 @@ def count(fmt: str, path: str) -> dict:
 
         model = keras.saving.load_model(path, compile=False)
         shape = [1 if d is None else d for d in model.inputs[0].shape]
-        function = tf.function(lambda x: model(x, training=False))
+        # as served: the unknown dimensions left unknown in the trace (a recurrent model's loops differ otherwise)
+        function = tf.function(lambda x: model(x, training=False),
+                               input_signature=[tf.TensorSpec(model.inputs[0].shape, tf.float32)])
     elif fmt == "savedmodel":
         loaded = tf.saved_model.load(path)
         signature = loaded.signatures["serving_default"]

@@ -11,7 +11,8 @@ fused-vs-unfused benchmark see the same graph a preset gives them:
 - GraphDef: imported inline with ``import_graph_def``, its Placeholders fed by the arguments;
 - SavedModel: the chosen signature's nested calls inlined, imported inline like a GraphDef with
   its variables read live (not frozen: freezing changes what Grappler and oneDNN fuse);
-- .keras: loaded with ``safe_mode=True`` and called like the user's own Keras code.
+- .keras: loaded with ``safe_mode=True``, its call traced once as the user's own Keras code would be, and
+  imported inline like a SavedModel's signature (its variables captured live).
 """
 
 from __future__ import annotations
@@ -317,9 +318,14 @@ def _keras(spec, tf, work: str) -> Loaded:
         raise SpecError(name, f"Keras refused the file in safe mode: {shown(first, 400)}") from None
     inputs = [(t.name, list(t.shape), tf.as_dtype(t.dtype)) for t in model.inputs]
 
-    def body(*args):
+    def call(*args):
         out = model(args[0] if len(args) == 1 else list(args), training=False)
         return list(out) if isinstance(out, (list, tuple)) else (
             [out[k] for k in sorted(out)] if isinstance(out, dict) else [out])
 
-    return Loaded(_named(body), inputs, {"format": "keras", "layers": len(model.layers)}, keepalive=model)
+    # Traced once into a SavedModel signature's flat form: its loops lowered into the traced graph as the runtime
+    # lowers them, so that what fuses in a loop's body (an LSTM's cell) is mapped like every other fusion.
+    graph_def, feeds, outputs, handles, concrete = signature_reader.traced(call, inputs, tf)
+    functions = naming.own_names(graph_def)
+    return Loaded(_inline(graph_def, feeds, outputs, tf, handles), inputs, {"format": "keras", "layers": len(model.layers)},
+                  keepalive=(model, concrete), functions=functions)

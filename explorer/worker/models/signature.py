@@ -57,6 +57,22 @@ def load(root: str, signature: str, tf, why: str) -> Signature:
                      (loaded, function), {"by": LOADED, "why": why})
 
 
+def traced(call, inputs: list, tf):
+    """``call`` (a Keras model's call) traced once for ``inputs`` ([(name, shape, dtype)], unknown dimensions left
+    unknown) into the flat form a SavedModel's signature gets: (GraphDef with its calls inlined and its loops
+    lowered as the runtime lowers them, feeds, outputs, [(placeholder tensor name, captured tensor)], the concrete
+    function that owns the captures)."""
+    from tensorflow.python.framework import convert_to_constants
+
+    specs = [tf.TensorSpec(shape, dtype, name=name) for name, shape, dtype in inputs]
+    concrete = tf.function(call).get_concrete_function(*specs)
+    graph_def = convert_to_constants._run_inline_graph_optimization(concrete, True, False)  # noqa: SLF001 - as load
+    captures = concrete.graph.captures
+    feeds = [t.name for t in concrete.inputs[:len(concrete.inputs) - len(captures)]]
+    return (graph_def, feeds, [t.name for t in concrete.outputs], [(inner.name, outer) for outer, inner in captures],
+            concrete)
+
+
 def read(proto, root: str, signature: str, tf) -> Signature:
     """The signature from the files (see above); ``Unsupported`` when it needs tf.saved_model.load."""
     from tensorflow.core.framework import tensor_shape_pb2

@@ -1,8 +1,7 @@
 """A loaded model as a rewritable copy (``source``), and a rewritten one written out (``write``).
 
-A GraphDef or a SavedModel is already one flat GraphDef in the worker (``models.imported``): its
-inputs, outputs and the variables its resource placeholders stand for. A .keras model is traced once
-into the same form (its calls inlined, its variables captured). The result is written as the model
+Every imported model is one flat GraphDef in the worker (``models.imported``): its inputs, outputs and
+the variables its resource placeholders stand for. The result is written as the model
 keeps its weights: a GraphDef (``model.pb``) when nothing is a variable any more (a frozen graph, or
 after ``freeze``), else a SavedModel (``savedmodel/``) whose one signature, ``serving_default``,
 runs the rewritten graph on variables holding the weights; outputs are named ``output_0``, ``output_1`` ...
@@ -19,10 +18,7 @@ from .model import Model
 
 def source(spec, tf, shapes: dict[str, list[int]]) -> Model:
     loaded = imported.load(spec, tf)
-    graph = getattr(loaded.body, GRAPH, None)
-    if graph is None:  # a .keras model: traced into a flat graph with its variables captured
-        graph = _traced(loaded, tf)
-    graph_def, feeds, outputs, handles = graph
+    graph_def, feeds, outputs, handles = getattr(loaded.body, GRAPH)
     copied = tf.compat.v1.GraphDef()
     copied.CopyFrom(graph_def)
     variables = {}
@@ -40,17 +36,6 @@ def _as_constant(graph_def, name: str, value, tf) -> None:
     node.attr.clear()
     node.attr["dtype"].type = tf.as_dtype(value.dtype).as_datatype_enum
     node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(value))
-
-
-def _traced(loaded, tf):
-    from tensorflow.python.framework import convert_to_constants
-
-    specs = [tf.TensorSpec(shape, dtype, name=name) for name, shape, dtype in loaded.inputs]
-    concrete = tf.function(loaded.body).get_concrete_function(*specs)
-    graph_def = convert_to_constants._run_inline_graph_optimization(concrete, False, False)  # noqa: SLF001
-    captures = concrete.graph.captures
-    feeds = [t.name for t in concrete.inputs[:len(concrete.inputs) - len(captures)]]
-    return graph_def, feeds, [t.name for t in concrete.outputs], [(inner.name, outer) for outer, inner in captures]
 
 
 def write(model: Model, directory: str) -> dict:
