@@ -24,6 +24,10 @@ SHAPED_BY = {
     "StatelessRandomNormalV2": (0, "dtype"), "StatelessTruncatedNormalV2": (0, "dtype"),
     "StatelessRandomUniformIntV2": (0, "dtype"),
 }
+# A list of N slots (op -> the operand holding N) makes N tensor objects before anything is put in them; an empty
+# slot holds no data, but each is at least SLOT_BYTES (tensorflow::Tensor's size).
+LIST_SIZED_BY = {"TensorListReserve": 1, "TensorListResize": 1, "TensorArrayV3": 0}
+SLOT_BYTES = 24
 MAX_SHAPE_VALUES = 64  # a shape operand is a short vector; a longer constant is not read here
 
 
@@ -41,8 +45,10 @@ def check(graph_def) -> list[str]:
             elements, nbytes, lower = stated
             total += nbytes
             if nbytes > MAX_TENSOR_BYTES:
-                problems.append(f"op {shown(node.op)} (node {quoted(node.name)} in {where}) asks for a tensor of "
-                                f"{'at least ' if lower else ''}{count_text(elements)} elements ({bytes_text(nbytes)}), "
+                what = "a list of" if node.op in LIST_SIZED_BY else "a tensor of"
+                unit = "slots" if node.op in LIST_SIZED_BY else "elements"
+                problems.append(f"op {shown(node.op)} (node {quoted(node.name)} in {where}) asks for {what} "
+                                f"{'at least ' if lower else ''}{count_text(elements)} {unit} ({bytes_text(nbytes)}), "
                                 f"over the {bytes_text(MAX_TENSOR_BYTES)} per-tensor limit")
     if not problems and total > MAX_MODEL_BYTES:
         problems.append(f"its tensors of stated size hold {bytes_text(total)} together, over the "
@@ -63,6 +69,11 @@ def _stated(node, by_name: dict):
         base = _static_shape(node, 0, by_name)
         known = base is not None and len(base) == len(multiples) and min(base, default=0) >= 0
         return _size([m * b for m, b in zip(multiples, base)] if known else multiples, node.attr["T"].type, not known)
+    if node.op in LIST_SIZED_BY:
+        slots = _constant_values(node, LIST_SIZED_BY[node.op], by_name)
+        if not slots or len(slots) != 1 or slots[0] < 0:
+            return None
+        return slots[0], slots[0] * SLOT_BYTES, True
     if node.op in SHAPED_BY:
         operand, dtype_attr = SHAPED_BY[node.op]
         dims = _constant_values(node, operand, by_name)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from hostile_graphs import binary, const, good, graph, node, placeholder, unary, write_file
+from hostile_graphs import binary, const, dtype, good, graph, node, placeholder, unary, write_file
 
 from explorer.engine.uploads import spec_for_path
 from explorer.errors import SpecError
@@ -53,6 +53,12 @@ def shaped(op: str, dims, dtype_attr: str = "dtype") -> bytes:
      "op BroadcastTo (node 'big' in graph) asks for a tensor of 10¹⁰ elements"),
     ("tile", shaped("Tile", [100000000], "T"),
      "op Tile (node 'big' in graph) asks for a tensor of 2 × 10⁸ elements (763 MiB)"),
+    ("list", graph([placeholder(), const("shape", [-1], dims=[], kind="DT_INT32"),
+                    const("slots", [2**31 - 1], dims=[], kind="DT_INT32"),
+                    node("big", "TensorListReserve", "shape", "slots",
+                         attrs=dtype("element_dtype") + " " + dtype("shape_type", "DT_INT32")),
+                    node("n", "TensorListLength", "big"), unary("y", "Relu", "x")]),
+     "op TensorListReserve (node 'big' in graph) asks for a list of at least 2.1 × 10⁹ slots (48 GiB)"),
     ("many", graph([placeholder()] + [const(f"c{i}", [1.0], dims=[100, 1000, 1000]) for i in range(6)]
                    + [binary("y", "Mul", "x", "c0")]),
      "its tensors of stated size hold 2.24 GiB together, over the 2 GiB per-model limit"),
