@@ -59,6 +59,15 @@ def test_fusions_of_an_imported_model_match_tensorflow_run_directly(engine, mode
         assert result["model_info"]["loader"] == {"by": READ, "why": ""}
 
 
+@pytest.mark.parametrize("fmt", ["savedmodel", "keras"])
+def test_xla_compiles_a_recurrent_models_loops_as_whiles(engine, models, fmt):
+    # the Grappler run lowers the loops (as TensorFlow serving the model does); XLA compiles them unlowered, as
+    # tf.function(jit_compile=True) does: lowered, it would refuse their Enter ops
+    result = engine.xla(spec_for_path(str(models / FILES[fmt].format("recurrent"))),
+                        Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "0"}))
+    assert "2 whiles" in result["summary"], result["summary"]
+
+
 def test_a_signature_the_reader_does_not_know_is_loaded_by_tensorflow(engine, models, direct_counts):
     # Its bias is a captured constant, not a variable: tf.saved_model.load runs it, and says why.
     result = engine.inspect(spec_for_path(str(models / "captured_savedmodel")),

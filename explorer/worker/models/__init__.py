@@ -13,7 +13,7 @@ from __future__ import annotations
 from ...model.hooks import hook
 from ...model.sources import source_of
 from .graph_function import GraphFunction, Unsupported, register_library
-from .imported import DECLARED, FUNCTION_ATTRIBUTES, GRAPH
+from .imported import DECLARED, FUNCTION_ATTRIBUTES, GRAPH, UNLOWERED
 
 
 def builder(spec):
@@ -33,6 +33,11 @@ def function(body, tf, *, trace: bool = False, served: bool = False, **options):
     ``served``: an imported model is traced with its inputs' shapes as declared (``DECLARED``: the batch
     left unknown, as TensorFlow serves the signature), the values only fed. Fixing them lets constant
     folding specialise the graph, which changes what fuses (MobileNetV3Small: one Conv2D+BiasAdd)."""
+    if options.get("jit_compile") and hasattr(body, UNLOWERED):
+        declared_inputs = getattr(body, DECLARED, None)
+        body = getattr(body, UNLOWERED)()  # XLA compiles the loops as functional ops, as TensorFlow's jit does
+        if declared_inputs is not None:
+            setattr(body, DECLARED, declared_inputs)
     graph = getattr(body, GRAPH, None)
     declared = getattr(body, DECLARED, None) if served else None
     if graph is not None and not trace and not options:

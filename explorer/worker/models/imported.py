@@ -40,6 +40,9 @@ GRAPH = "explorer_graph"  # on a body that imports a graph: (GraphDef, feeds, ou
 # On an imported body: its inputs as declared [(shape with None for an unknown dimension, tf dtype)], so that
 # models.function can trace it as TensorFlow serves it (unknown stays unknown; values fed only to run).
 DECLARED = "explorer_declared_inputs"
+# On an imported body whose loops the inlining lowered: () -> the body of the same graph with them left functional,
+# for XLA (tf.function(jit_compile=True) compiles a While, not the Enter/Exit it is lowered to).
+UNLOWERED = "explorer_unlowered_body"
 KEEP = 2  # loaded models kept warm per worker (an inspect and then a benchmark of the same file)
 
 
@@ -171,7 +174,7 @@ def _outputs_of(graph_def, tf) -> list[str]:
     return outs
 
 
-def _inline(graph_def, inputs: list[str], outputs: list[str], tf, handles=()):
+def _inline(graph_def, inputs: list[str], outputs: list[str], tf, handles=(), unlowered=None, functions=None):
     """A body that imports the graph into the traced function, its inputs fed by the arguments and
     ``handles`` ([(placeholder tensor name, resource handle)]: a SavedModel's variables) captured.
     It carries the graph itself too (``GRAPH``): models.function calls that as a registered FunctionDef
@@ -201,6 +204,14 @@ def _inline(graph_def, inputs: list[str], outputs: list[str], tf, handles=()):
     # read (262 control outputs, 525 edges on MobileNetV2) and cost ~0.1-0.2 s of its first graphs.
     setattr(body, FUNCTION_ATTRIBUTES, {"_disable_acd": True})
     setattr(body, GRAPH, (graph_def, feeds, outputs, list(handles)))
+    if unlowered is not None:
+        def unlowered_body():
+            graph = unlowered()
+            # its functions under names of their own too (the model's trace registered the originals), released
+            # with the model's (``functions``: the Loaded's list)
+            functions.extend(name for name in naming.own_names(graph) if name not in functions)
+            return _inline(graph, inputs, outputs, tf, handles)
+        setattr(body, UNLOWERED, unlowered_body)
     return body
 
 
@@ -290,7 +301,7 @@ def _savedmodel(spec, tf, work: str) -> Loaded:
     info = {"format": "savedmodel", "signature": signature, "outputs": sig.outputs, "nodes": len(sig.graph_def.node),
             "signatures": names, "loader": sig.loader, "saver_functions_not_run": report.saver_functions}
     functions = naming.own_names(sig.graph_def)
-    return Loaded(_inline(sig.graph_def, sig.feeds, sig.outputs, tf, sig.handles), sig.inputs, info,
+    return Loaded(_inline(sig.graph_def, sig.feeds, sig.outputs, tf, sig.handles, sig.unlowered, functions), sig.inputs, info,
                   keepalive=sig.keepalive, functions=functions)
 
 
@@ -325,7 +336,7 @@ def _keras(spec, tf, work: str) -> Loaded:
 
     # Traced once into a SavedModel signature's flat form: its loops lowered into the traced graph as the runtime
     # lowers them, so that what fuses in a loop's body (an LSTM's cell) is mapped like every other fusion.
-    graph_def, feeds, outputs, handles, concrete = signature_reader.traced(call, inputs, tf)
+    graph_def, feeds, outputs, handles, concrete, unlowered = signature_reader.traced(call, inputs, tf)
     functions = naming.own_names(graph_def)
-    return Loaded(_inline(graph_def, feeds, outputs, tf, handles), inputs, {"format": "keras", "layers": len(model.layers)},
+    return Loaded(_inline(graph_def, feeds, outputs, tf, handles, unlowered, functions), inputs, {"format": "keras", "layers": len(model.layers)},
                   keepalive=(model, concrete), functions=functions)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..safety import reachable_functions
@@ -35,6 +36,16 @@ class Signature:
     handles: list  # [(placeholder tensor name, the resource handle it stands for)]
     keepalive: object  # what owns those resources: they live as long as it does
     loader: dict  # {"by": READ or LOADED, "why": the reader's reason for leaving it to TensorFlow}
+    # () -> the same graph with its loops and conditionals left functional, as XLA compiles them (None: it has none)
+    unlowered: Callable[[], object] | None = None
+
+
+LOWERED_OPS = frozenset(("Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"))
+
+
+def unlowered_if_needed(graph_def, make: Callable[[], object]) -> Callable[[], object] | None:
+    """``make`` when the inlining lowered something in ``graph_def``, else None."""
+    return make if any(n.op in LOWERED_OPS for n in graph_def.node) else None
 
 
 def load(root: str, signature: str, tf, why: str) -> Signature:
@@ -49,28 +60,32 @@ def load(root: str, signature: str, tf, why: str) -> Signature:
     _, kwargs = function.structured_input_signature
     # lower_control_flow=True: loops lowered where the model asks for it, as _inline_calls does
     graph_def = convert_to_constants._run_inline_graph_optimization(function, True, False)  # noqa: SLF001 - TensorFlow's own freezing, as convert_to_constants runs it
+    unlowered = unlowered_if_needed(
+        graph_def, lambda: convert_to_constants._run_inline_graph_optimization(function, False, False))  # noqa: SLF001
     captures = function.graph.captures
     inputs = [(kw, None if kwargs[kw].shape.rank is None else kwargs[kw].shape.as_list(), kwargs[kw].dtype)
               for kw in sorted(kwargs)]
     return Signature(graph_def, [t.name for t in function.inputs[:len(function.inputs) - len(captures)]], inputs,
                      [t.name for t in function.outputs], [(inner.name, outer) for outer, inner in captures],
-                     (loaded, function), {"by": LOADED, "why": why})
+                     (loaded, function), {"by": LOADED, "why": why}, unlowered)
 
 
 def traced(call, inputs: list, tf):
     """``call`` (a Keras model's call) traced once for ``inputs`` ([(name, shape, dtype)], unknown dimensions left
     unknown) into the flat form a SavedModel's signature gets: (GraphDef with its calls inlined and its loops
     lowered as the runtime lowers them, feeds, outputs, [(placeholder tensor name, captured tensor)], the concrete
-    function that owns the captures)."""
+    function that owns the captures, ``Signature.unlowered``)."""
     from tensorflow.python.framework import convert_to_constants
 
     specs = [tf.TensorSpec(shape, dtype, name=name) for name, shape, dtype in inputs]
     concrete = tf.function(call).get_concrete_function(*specs)
     graph_def = convert_to_constants._run_inline_graph_optimization(concrete, True, False)  # noqa: SLF001 - as load
+    unlowered = unlowered_if_needed(
+        graph_def, lambda: convert_to_constants._run_inline_graph_optimization(concrete, False, False))  # noqa: SLF001
     captures = concrete.graph.captures
     feeds = [t.name for t in concrete.inputs[:len(concrete.inputs) - len(captures)]]
     return (graph_def, feeds, [t.name for t in concrete.outputs], [(inner.name, outer) for outer, inner in captures],
-            concrete)
+            concrete, unlowered)
 
 
 def read(proto, root: str, signature: str, tf) -> Signature:
@@ -132,10 +147,13 @@ def read(proto, root: str, signature: str, tf) -> Signature:
               for key in sorted(sig.inputs)]
     feed_names = [arg_names[by_feed[sig.inputs[key].name.split(":")[0]]] + ":0" for key in sorted(sig.inputs)]
     placeholders = [arg_names[i] + ":0" for i in captured]
-    flat = _inline_calls(graph_def, feed_names + placeholders + outputs, tf)
+    fetch = feed_names + placeholders + outputs
+    before = tf.compat.v1.GraphDef()
+    before.CopyFrom(graph_def)
+    flat = _inline_calls(graph_def, fetch, tf)
     handles, owners = _variables(values, tf)  # ours, holding the checkpoint's values
     return Signature(flat, feed_names, inputs, outputs, list(zip(placeholders, handles)), owners,
-                     {"by": READ, "why": ""})
+                     {"by": READ, "why": ""}, unlowered_if_needed(flat, lambda: _inline_calls(before, fetch, tf, lower=False)))
 
 
 def _as_graph_def(fdef, shapes: list, functions: dict, tf):
@@ -244,17 +262,20 @@ def _variable_values(object_graph, bound: list, root: str, tf) -> list:
     return values
 
 
-def _inline_calls(graph_def, fetch: list, tf):
+def _inline_calls(graph_def, fetch: list, tf, lower: bool = True):
     """Grappler's function pass alone over the graph (every call inlined), fetching ``fetch``. Loops and
     conditionals are lowered to Switch/Merge where the model asks for it (``_lower_using_switch_merge``), as the
     runtime lowers them before Grappler when TensorFlow serves the signature: the remapper fuses inside a loop's
-    body then, and so must the explorer's run."""
+    body then, and so must the explorer's run. ``lower=False``: left functional, as XLA compiles them."""
     from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
+    from tensorflow.python.framework import convert_to_constants
     from tensorflow.python.grappler import tf_optimizer
 
     for function in graph_def.library.function:
         if "api_implements" in function.attr:  # a secondary implementation would stop the inlining
             del function.attr["api_implements"]
+    if not lower:
+        graph_def = convert_to_constants.disable_lower_using_switch_merge(graph_def)
     meta = meta_graph_pb2.MetaGraphDef()
     meta.graph_def.CopyFrom(graph_def)
     meta.collection_def["train_op"].node_list.value.extend(fetch)
