@@ -68,6 +68,15 @@ def test_xla_compiles_a_recurrent_models_loops_as_whiles(engine, models, fmt):
     assert "2 whiles" in result["summary"], result["summary"]
 
 
+def test_fixing_a_recurrent_model_keeps_what_fuses_in_its_loops(engine, models, tmp_path):
+    # the rewrites take the loops unlowered and leave each one's lowering as the model asked: frozen inside a
+    # lowered loop, a weight was a constant outside the loop's frame ("inputs from different frames")
+    result = engine.fix(spec_for_path(str(models / "recurrent_savedmodel")),
+                        Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "0"}), out=str(tmp_path / "fixed"))
+    assert result["within_tolerance"], (result["max_abs_diff"], result["max_rel_diff"])
+    assert result["fused_kernels_after"] >= result["fused_kernels_before"] == 2
+
+
 def test_a_signature_the_reader_does_not_know_is_loaded_by_tensorflow(engine, models, direct_counts):
     # Its bias is a captured constant, not a variable: tf.saved_model.load runs it, and says why.
     result = engine.inspect(spec_for_path(str(models / "captured_savedmodel")),

@@ -43,9 +43,38 @@ class Signature:
 LOWERED_OPS = frozenset(("Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"))
 
 
+CONTROL_FLOW_OPS = frozenset(("If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase"))
+LOWER = "_lower_using_switch_merge"
+
+
 def unlowered_if_needed(graph_def, make: Callable[[], object]) -> Callable[[], object] | None:
     """``make`` when the inlining lowered something in ``graph_def``, else None."""
     return make if any(n.op in LOWERED_OPS for n in graph_def.node) else None
+
+
+def _control_flow(graph_def):
+    yield from (n for n in graph_def.node if n.op in CONTROL_FLOW_OPS)
+    for function in graph_def.library.function:
+        yield from (n for n in function.node_def if n.op in CONTROL_FLOW_OPS)
+
+
+def inlined_unlowered(graph_def, inline):
+    """``inline(graph_def with lowering switched off)``, then each loop's and conditional's own ``LOWER`` put back (an
+    inlined node is found by the name it had, which its new name ends with): the graph runs and is written as the
+    model asked, and XLA compiles it as it is."""
+    from tensorflow.python.framework import convert_to_constants
+
+    asked = {n.name: n.attr[LOWER].b for n in _control_flow(graph_def) if LOWER in n.attr}
+    out = inline(convert_to_constants.disable_lower_using_switch_merge(graph_def))
+    for node in _control_flow(out):
+        value = asked.get(node.name)
+        if value is None:
+            value = next((v for name, v in asked.items() if node.name.endswith("/" + name)), None)
+        if value is None:
+            del node.attr[LOWER]
+        else:
+            node.attr[LOWER].b = value
+    return out
 
 
 def load(root: str, signature: str, tf, why: str) -> Signature:
@@ -60,8 +89,8 @@ def load(root: str, signature: str, tf, why: str) -> Signature:
     _, kwargs = function.structured_input_signature
     # lower_control_flow=True: loops lowered where the model asks for it, as _inline_calls does
     graph_def = convert_to_constants._run_inline_graph_optimization(function, True, False)  # noqa: SLF001 - TensorFlow's own freezing, as convert_to_constants runs it
-    unlowered = unlowered_if_needed(
-        graph_def, lambda: convert_to_constants._run_inline_graph_optimization(function, False, False))  # noqa: SLF001
+    unlowered = unlowered_if_needed(graph_def, lambda: inlined_unlowered(
+        function.graph.as_graph_def(), lambda g: convert_to_constants._run_inline_graph_optimization(function, False, False)))  # noqa: SLF001
     captures = function.graph.captures
     inputs = [(kw, None if kwargs[kw].shape.rank is None else kwargs[kw].shape.as_list(), kwargs[kw].dtype)
               for kw in sorted(kwargs)]
@@ -80,8 +109,8 @@ def traced(call, inputs: list, tf):
     specs = [tf.TensorSpec(shape, dtype, name=name) for name, shape, dtype in inputs]
     concrete = tf.function(call).get_concrete_function(*specs)
     graph_def = convert_to_constants._run_inline_graph_optimization(concrete, True, False)  # noqa: SLF001 - as load
-    unlowered = unlowered_if_needed(
-        graph_def, lambda: convert_to_constants._run_inline_graph_optimization(concrete, False, False))  # noqa: SLF001
+    unlowered = unlowered_if_needed(graph_def, lambda: inlined_unlowered(
+        concrete.graph.as_graph_def(), lambda g: convert_to_constants._run_inline_graph_optimization(concrete, False, False)))  # noqa: SLF001
     captures = concrete.graph.captures
     feeds = [t.name for t in concrete.inputs[:len(concrete.inputs) - len(captures)]]
     return (graph_def, feeds, [t.name for t in concrete.outputs], [(inner.name, outer) for outer, inner in captures],
@@ -153,7 +182,7 @@ def read(proto, root: str, signature: str, tf) -> Signature:
     flat = _inline_calls(graph_def, fetch, tf)
     handles, owners = _variables(values, tf)  # ours, holding the checkpoint's values
     return Signature(flat, feed_names, inputs, outputs, list(zip(placeholders, handles)), owners,
-                     {"by": READ, "why": ""}, unlowered_if_needed(flat, lambda: _inline_calls(before, fetch, tf, lower=False)))
+                     {"by": READ, "why": ""}, unlowered_if_needed(flat, lambda: inlined_unlowered(before, lambda g: _inline_calls(g, fetch, tf))))
 
 
 def _as_graph_def(fdef, shapes: list, functions: dict, tf):
@@ -262,20 +291,17 @@ def _variable_values(object_graph, bound: list, root: str, tf) -> list:
     return values
 
 
-def _inline_calls(graph_def, fetch: list, tf, lower: bool = True):
+def _inline_calls(graph_def, fetch: list, tf):
     """Grappler's function pass alone over the graph (every call inlined), fetching ``fetch``. Loops and
     conditionals are lowered to Switch/Merge where the model asks for it (``_lower_using_switch_merge``), as the
     runtime lowers them before Grappler when TensorFlow serves the signature: the remapper fuses inside a loop's
-    body then, and so must the explorer's run. ``lower=False``: left functional, as XLA compiles them."""
+    body then, and so must the explorer's run (``inlined_unlowered``: not lowered)."""
     from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
-    from tensorflow.python.framework import convert_to_constants
     from tensorflow.python.grappler import tf_optimizer
 
     for function in graph_def.library.function:
         if "api_implements" in function.attr:  # a secondary implementation would stop the inlining
             del function.attr["api_implements"]
-    if not lower:
-        graph_def = convert_to_constants.disable_lower_using_switch_merge(graph_def)
     meta = meta_graph_pb2.MetaGraphDef()
     meta.graph_def.CopyFrom(graph_def)
     meta.collection_def["train_op"].node_list.value.extend(fetch)

@@ -12,13 +12,16 @@ from __future__ import annotations
 import os
 
 from ..models import imported
-from ..models.imported import GRAPH
+from ..models.imported import GRAPH, UNLOWERED
 from .model import Model
 
 
 def source(spec, tf, shapes: dict[str, list[int]]) -> Model:
     loaded = imported.load(spec, tf)
-    graph_def, feeds, outputs, handles = getattr(loaded.body, GRAPH)
+    body = loaded.body
+    if hasattr(body, UNLOWERED):  # the rewrites work on a loop as one op: lowered, a weight frozen inside its body
+        body = getattr(body, UNLOWERED)()  # would be a constant outside the loop's frame
+    graph_def, feeds, outputs, handles = getattr(body, GRAPH)
     copied = tf.compat.v1.GraphDef()
     copied.CopyFrom(graph_def)
     variables = {}
