@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections import OrderedDict
 
 from ..errors import WorkerError
@@ -34,6 +35,7 @@ class Pool:
         self._lock = threading.Lock()
         self._starting: dict[tuple, threading.Lock] = {}
         self._closes = 0  # how many times the pool was closed (it may serve again after)
+        self.owner = uuid.uuid4().hex  # in each of its workers' environment
         scratch.sweep()  # what an engine killed outright left behind
 
     def has_warm(self, config: Config, role: str = MAIN) -> bool:
@@ -70,7 +72,7 @@ class Pool:
         """A new worker of ``config``, outside the pool, once its memory cap fits the budget (an idle pooled
         worker is stopped to make room; the caller closes it)."""
         return WorkerProcess(Config.make(config.device, config.env_dict), self.limits, budget=self.memory,
-                             make_room=self.stop_idle, role=role)
+                             make_room=self.stop_idle, role=role, owner=self.owner)
 
     def stop_idle(self) -> bool:
         """Stop the least recently used idle worker; False when every worker is busy."""

@@ -80,12 +80,13 @@ class WorkerProcess:
 
     def __init__(self, config: Config, limits: Limits, base_env: Mapping[str, str] | None = None,
                  budget: MemoryBudget | None = None, make_room: Callable[[], bool] = lambda: False,
-                 role: str = "main"):
+                 role: str = "main", owner: str = ""):
         """``base_env``: the environment to start from (default: this process's); a Ray task passes
         its own with Ray's additions removed. ``budget``: the engine's memory budget, which this worker's
         cap is held from while it lives (``make_room`` stops an idle worker to free some). ``role``: what the
-        pool keeps it for (``pool.MAIN``, ``pool.REFERENCE``), in its environment as EXPLORER_WORKER_ROLE."""
-        self.role = role
+        pool keeps it for (``pool.MAIN``, ``pool.REFERENCE``), in its environment as EXPLORER_WORKER_ROLE; ``owner``:
+        the pool that started it, as EXPLORER_WORKER_OWNER (which engine a worker process belongs to)."""
+        self.role, self.owner = role, owner
         self._budget: MemoryBudget | None = None
         self._held = 0
         if budget is not None:
@@ -148,6 +149,7 @@ class WorkerProcess:
         env["TMPDIR"] = self.tmp_dir
         env["EXPLORER_DEVICE"] = self.config.device
         env["EXPLORER_WORKER_ROLE"] = self.role
+        env["EXPLORER_WORKER_OWNER"] = self.owner
         # XLA reads its flags once per process: its per-pass dumps go to the worker's own directory.
         env["EXPLORER_XLA_DUMP"] = os.path.join(self.workdir, "xla")
         env["XLA_FLAGS"] = " ".join(filter(None, [env.get("XLA_FLAGS", ""), f"--xla_dump_to={env['EXPLORER_XLA_DUMP']}",
