@@ -188,10 +188,7 @@ def _inline(graph_def, inputs: list[str], outputs: list[str], tf, handles=(), un
     fed = {name.split(":")[0] for name in feeds} | {inner.split(":")[0] for inner, _ in handles}
 
     def body(*args):
-        traced_def = tf.compat.v1.GraphDef()
-        traced_def.library.CopyFrom(graph_def.library)
-        traced_def.versions.CopyFrom(graph_def.versions)
-        traced_def.node.extend(n for n in graph_def.node if not (n.op == "Placeholder" and n.name in fed))
+        traced_def = _without(graph_def, {n.name for n in graph_def.node if n.op == "Placeholder" and n.name in fed}, tf)
         graph = tf.compat.v1.get_default_graph()
         input_map = dict(zip(feeds, args))
         input_map.update({inner: graph.capture(handle) for inner, handle in handles})
@@ -213,6 +210,15 @@ def _inline(graph_def, inputs: list[str], outputs: list[str], tf, handles=(), un
             return _inline(graph, inputs, outputs, tf, handles)
         setattr(body, UNLOWERED, unlowered_body)
     return body
+
+
+def _without(graph_def, names: set[str], tf):
+    """A copy of ``graph_def`` without the nodes ``names``."""
+    kept = tf.compat.v1.GraphDef()
+    kept.library.CopyFrom(graph_def.library)
+    kept.versions.CopyFrom(graph_def.versions)
+    kept.node.extend(n for n in graph_def.node if n.name not in names)
+    return kept
 
 
 def _named(body):
@@ -238,11 +244,7 @@ def _graphdef_loaded(graph_def, outputs, tf, info) -> Loaded:
     consumed = {i.lstrip("^").split(":")[0] for n in graph_def.node for i in n.input}
     unused = {n.name for n in graph_def.node if n.op == "Placeholder" and n.name not in consumed}
     if unused:
-        kept = tf.compat.v1.GraphDef()
-        kept.library.CopyFrom(graph_def.library)
-        kept.versions.CopyFrom(graph_def.versions)
-        kept.node.extend(n for n in graph_def.node if n.name not in unused)
-        graph_def = kept
+        graph_def = _without(graph_def, unused, tf)
     inputs = []
     for node in graph_def.node:
         if node.op != "Placeholder":

@@ -82,15 +82,11 @@ def load(root: str, signature: str, tf, why: str) -> Signature:
     pass, what freezing does first) with its variables kept live: freezing would let constant folding
     and oneDNN fold the weights, which a live SavedModel never sees (MobileNetV2's Conv2D+BN+Relu6
     fuse when frozen, not when live)."""
-    from tensorflow.python.framework import convert_to_constants
 
     loaded = tf.saved_model.load(root)
     function = loaded.signatures[signature]
     _, kwargs = function.structured_input_signature
-    # lower_control_flow=True: loops lowered where the model asks for it, as _inline_calls does
-    graph_def = convert_to_constants._run_inline_graph_optimization(function, True, False)  # noqa: SLF001 - TensorFlow's own freezing, as convert_to_constants runs it
-    unlowered = unlowered_if_needed(graph_def, lambda: inlined_unlowered(
-        function.graph.as_graph_def(), lambda g: convert_to_constants._run_inline_graph_optimization(function, False, False)))  # noqa: SLF001
+    graph_def, unlowered = _inlined(function)
     captures = function.graph.captures
     inputs = [(kw, None if kwargs[kw].shape.rank is None else kwargs[kw].shape.as_list(), kwargs[kw].dtype)
               for kw in sorted(kwargs)]
@@ -104,17 +100,27 @@ def traced(call, inputs: list, tf):
     unknown) into the flat form a SavedModel's signature gets: (GraphDef with its calls inlined and its loops
     lowered as the runtime lowers them, feeds, outputs, [(placeholder tensor name, captured tensor)], the concrete
     function that owns the captures, ``Signature.unlowered``)."""
-    from tensorflow.python.framework import convert_to_constants
 
     specs = [tf.TensorSpec(shape, dtype, name=name) for name, shape, dtype in inputs]
     concrete = tf.function(call).get_concrete_function(*specs)
-    graph_def = convert_to_constants._run_inline_graph_optimization(concrete, True, False)  # noqa: SLF001 - as load
-    unlowered = unlowered_if_needed(graph_def, lambda: inlined_unlowered(
-        concrete.graph.as_graph_def(), lambda g: convert_to_constants._run_inline_graph_optimization(concrete, False, False)))  # noqa: SLF001
+    graph_def, unlowered = _inlined(concrete)
     captures = concrete.graph.captures
     feeds = [t.name for t in concrete.inputs[:len(concrete.inputs) - len(captures)]]
     return (graph_def, feeds, [t.name for t in concrete.outputs], [(inner.name, outer) for outer, inner in captures],
             concrete, unlowered)
+
+
+def _inlined(function):
+    """A concrete function's graph with its calls inlined by TensorFlow's own freezing pass, loops lowered where the
+    model asks for it (as ``_inline_calls``), and its ``Signature.unlowered`` (the pass switches lowering off itself)."""
+    from tensorflow.python.framework import convert_to_constants
+
+    def inline(lower: bool):
+        return convert_to_constants._run_inline_graph_optimization(function, lower, False)  # noqa: SLF001
+
+    graph_def = inline(True)
+    return graph_def, unlowered_if_needed(
+        graph_def, lambda: inlined_unlowered(function.graph.as_graph_def(), lambda _: inline(False)))
 
 
 def read(proto, root: str, signature: str, tf) -> Signature:
