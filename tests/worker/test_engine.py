@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
+import psutil
 import pytest
 
 from explorer.engine import Engine
@@ -309,3 +312,42 @@ def test_a_fault_in_one_session_leaves_the_others_untouched():
         assert b_worker.alive() and b_worker in engine.pool.workers()
     finally:
         engine.close()
+
+
+
+# A server that exits outright (no close()) while a worker it started ahead of need is still importing TensorFlow:
+# that worker is in a session of its own, so no signal of the server's reaches it; its closed stdin must end it.
+ABANDON = """
+import os, time, psutil
+from explorer.engine import Engine
+from explorer.model.flags import Config
+Engine(cache_dir=None).prestart(Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "0"}))
+for _ in range(300):
+    workers = [p for p in psutil.Process().children() if "explorer.worker" in p.cmdline()]
+    if workers:
+        break
+    time.sleep(0.05)
+print(*(f"{p.pid}:{p.create_time()}" for p in workers), flush=True)
+os._exit(0)
+"""
+
+
+def test_a_worker_whose_server_exits_while_it_starts_exits_too():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", ABANDON], cwd=root, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": root})
+    assert out.returncode == 0, out.stderr[-3000:]
+    started = [tuple(word.split(":")) for word in out.stdout.split()]
+    assert len(started) == 1, out.stdout  # the start was in flight when the server went
+
+    def alive(pid: str, created: str) -> bool:
+        try:
+            process = psutil.Process(int(pid))
+            return process.create_time() == float(created) and process.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    deadline = time.monotonic() + 60  # its TensorFlow import (~5 s), then its stdin's end
+    while any(alive(*s) for s in started) and time.monotonic() < deadline:
+        time.sleep(0.25)
+    assert not any(alive(*s) for s in started), "the worker outlived its server"
