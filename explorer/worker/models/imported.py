@@ -17,6 +17,7 @@ fused-vs-unfused benchmark see the same graph a preset gives them:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -202,6 +203,7 @@ def _inline(graph_def, inputs: list[str], outputs: list[str], tf, handles=(), un
     setattr(body, FUNCTION_ATTRIBUTES, {"_disable_acd": True})
     setattr(body, GRAPH, (graph_def, feeds, outputs, list(handles)))
     if unlowered is not None:
+        @functools.cache  # made once per loaded model: an XLA compile, its benchmark and a fix all ask for it
         def unlowered_body():
             graph = unlowered()
             # its functions under names of their own too (the model's trace registered the originals), released

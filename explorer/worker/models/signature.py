@@ -41,8 +41,6 @@ class Signature:
 
 
 LOWERED_OPS = frozenset(("Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"))
-
-
 CONTROL_FLOW_OPS = frozenset(("If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase"))
 LOWER = "_lower_using_switch_merge"
 
@@ -183,12 +181,10 @@ def read(proto, root: str, signature: str, tf) -> Signature:
     feed_names = [arg_names[by_feed[sig.inputs[key].name.split(":")[0]]] + ":0" for key in sorted(sig.inputs)]
     placeholders = [arg_names[i] + ":0" for i in captured]
     fetch = feed_names + placeholders + outputs
-    before = tf.compat.v1.GraphDef()
-    before.CopyFrom(graph_def)
     flat = _inline_calls(graph_def, fetch, tf)
     handles, owners = _variables(values, tf)  # ours, holding the checkpoint's values
     return Signature(flat, feed_names, inputs, outputs, list(zip(placeholders, handles)), owners,
-                     {"by": READ, "why": ""}, unlowered_if_needed(flat, lambda: inlined_unlowered(before, lambda g: _inline_calls(g, fetch, tf))))
+                     {"by": READ, "why": ""}, unlowered_if_needed(flat, lambda: inlined_unlowered(graph_def, lambda g: _inline_calls(g, fetch, tf))))
 
 
 def _as_graph_def(fdef, shapes: list, functions: dict, tf):
