@@ -4,15 +4,16 @@ Pure numpy (no TensorFlow): the worker hands over the outputs of one call with t
 (``fused``) and one with Grappler's remapper off (``reference``), same seeded inputs, and this module
 says whether they agree. Two functions make the API:
 
-``tolerance(dtype, ops=(), tf32=False) -> {"rtol": float, "basis": [str]}``
+``tolerance(dtype, ops=(), tf32=False, computed=()) -> {"rtol": float, "basis": [str]}``
     The largest relative difference still counted as agreement for outputs of ``dtype`` (numpy's or
-    TensorFlow's name) from a graph holding ``ops`` (op type names). Integer, bool and string outputs
-    must match exactly (0). Floats: the dtype's rounding, widened where the graph sums (contractions,
+    TensorFlow's name) from a graph holding ``ops`` (op type names) that computes in the float dtypes
+    ``computed``. Integer, bool and string outputs must match exactly (0). Floats: the rounding of the
+    output's dtype or of a narrower one the graph computes in, widened where the graph sums (contractions,
     normalisations, reductions: the fused and unfused kernels add in other orders, oneDNN's blocked
     sums especially), where it evaluates transcendental activations (oneDNN's own approximations) and
     where float32 contractions run as TF32. ``basis`` says why, in words.
 
-``compare(fused, reference, ops=(), tf32=False) -> dict``
+``compare(fused, reference, ops=(), tf32=False, computed=()) -> dict``
     Every output compared; JSON-able, keys stable::
 
         {"agree": bool,                      # every output agrees and the counts match
@@ -89,21 +90,26 @@ def _has(ops: Iterable[str], family: set[str]) -> bool:
     return any(_family(op) in family for op in ops)
 
 
-def tolerance(dtype, ops: Iterable[str] = (), tf32: bool = False) -> dict:
-    """The relative tolerance for outputs of ``dtype`` from a graph of ``ops``, with its reasons."""
+def tolerance(dtype, ops: Iterable[str] = (), tf32: bool = False, computed: Iterable[str] = ()) -> dict:
+    """The relative tolerance for outputs of ``dtype`` from a graph of ``ops`` that computes in the float dtypes
+    ``computed`` (a mixed-precision model's bfloat16 behind float32 outputs), with its reasons."""
     name, ops = _dtype_name(dtype), [str(o) for o in ops]
     if name.startswith("complex"):
         name = "float64" if name == "complex128" else "float32"
     if _exact(name) or name not in ROUNDING:
         return {"rtol": 0.0, "basis": [f"{name} outputs must match exactly"]}
-    rtol, basis = ROUNDING[name], [f"{name} rounding"]
+    # The fused and unfused graphs round at other places, so the narrowest dtype computed in sets the scale.
+    within = max([name, *(c for c in map(_dtype_name, computed) if c in ROUNDING)], key=ROUNDING.__getitem__)
+    rtol, basis = ROUNDING[within], [f"{name} rounding"]
+    if within != name:
+        basis.append(f"the model computes in {within} ({name} at its outputs)")
     if _has(ops, TRANSCENDENTALS):
-        rtol = max(rtol, TRANSCENDENTAL[name])
+        rtol = max(rtol, TRANSCENDENTAL[within])
         basis.append("transcendental activations (oneDNN computes its fused post-ops its own way)")
     if _has(ops, SUMMING):
-        rtol = max(rtol, SUMS[name])
+        rtol = max(rtol, SUMS[within])
         basis.append("sums added in another order (contractions, normalisations, reductions)")
-    if tf32 and name == "float32" and _has(ops, CONTRACTIONS):
+    if tf32 and within == "float32" and _has(ops, CONTRACTIONS):
         rtol = max(rtol, TF32)
         basis.append("float32 contractions run as TF32 (10 mantissa bits)")
     return {"rtol": rtol, "basis": basis}
@@ -113,11 +119,12 @@ def _index(flat: int, shape) -> list[int]:
     return [int(i) for i in np.unravel_index(int(flat), shape)] if shape else []
 
 
-def compare_one(index: int, fused, reference, ops: Iterable[str] = (), tf32: bool = False) -> dict:
+def compare_one(index: int, fused, reference, ops: Iterable[str] = (), tf32: bool = False,
+                computed: Iterable[str] = ()) -> dict:
     """One output of each run compared (see the module's docstring for the keys)."""
     a, b = np.asarray(fused), np.asarray(reference)
     da, db = _dtype_name(a.dtype), _dtype_name(b.dtype)
-    tol = tolerance(db, ops, tf32)
+    tol = tolerance(db, ops, tf32, computed)
     out: dict[str, Any] = {"index": index, "agree": True, "why": None,
            "shape": {"fused": [int(d) for d in a.shape], "reference": [int(d) for d in b.shape]},
            "dtype": {"fused": da, "reference": db}, "elements": int(b.size), "outside": 0,
@@ -177,10 +184,11 @@ def compare_one(index: int, fused, reference, ops: Iterable[str] = (), tf32: boo
     return out
 
 
-def compare(fused: Sequence, reference: Sequence, ops: Iterable[str] = (), tf32: bool = False) -> dict:
+def compare(fused: Sequence, reference: Sequence, ops: Iterable[str] = (), tf32: bool = False,
+            computed: Iterable[str] = ()) -> dict:
     """Every output of the fused run against the reference run's (see the module's docstring)."""
-    ops = list(ops)
-    outputs = [compare_one(i, a, b, ops, tf32) for i, (a, b) in enumerate(zip(fused, reference))]
+    ops, computed = list(ops), list(computed)
+    outputs = [compare_one(i, a, b, ops, tf32, computed) for i, (a, b) in enumerate(zip(fused, reference))]
     counts = {"fused": len(fused), "reference": len(reference)}
     agree = counts["fused"] == counts["reference"] and all(o["agree"] for o in outputs)
     bad = [o for o in outputs if not o["agree"]]
@@ -209,7 +217,7 @@ HEADLINES = {"fails": "The fusion breaks this model", "aborts": "The fusion brea
              "differs": "The fusion changes this model's numbers beyond tolerance"}
 
 
-def judged(fused, fused_error, reference, reference_error, ops, tf32) -> dict:
+def judged(fused, fused_error, reference, reference_error, ops, tf32, computed=()) -> dict:
     """One pair of runs on one set of inputs, judged: a status and what it rests on."""
     if fused_error and reference_error:
         return {"status": "model_fails", "comparison": None, "fused_error": fused_error,
@@ -224,12 +232,12 @@ def judged(fused, fused_error, reference, reference_error, ops, tf32) -> dict:
     if reference_error:
         return {"status": "unchecked", "comparison": None, "fused_error": None, "reference_error": reference_error,
                 "summary": f"the unfused reference failed, so nothing was compared: {reference_error['message']}"}
-    comparison = compare(fused, reference, ops=ops, tf32=tf32)
+    comparison = compare(fused, reference, ops=ops, tf32=tf32, computed=computed)
     return {"status": "agrees" if comparison["agree"] else "differs", "comparison": comparison,
             "fused_error": None, "reference_error": None, "summary": comparison["summary"]}
 
 
-def edges_judged(fused: list[dict], reference: list[dict], ops, tf32) -> list[dict]:
+def edges_judged(fused: list[dict], reference: list[dict], ops, tf32, computed=()) -> list[dict]:
     """The edge inputs' pairs, ``judged`` case by case: each side's runs ({"case", "outputs", "error", ...}, the
     fused side's with its "inputs" words and "shapes"); a case one side did not run is left out. Seconds: both
     runs', where both sides timed theirs."""
@@ -238,7 +246,7 @@ def edges_judged(fused: list[dict], reference: list[dict], ops, tf32) -> list[di
     for edge in fused:
         other = theirs.get(edge["case"])
         if other is not None:
-            pair = judged(edge["outputs"], edge["error"], other["outputs"], other["error"], ops, tf32)
+            pair = judged(edge["outputs"], edge["error"], other["outputs"], other["error"], ops, tf32, computed)
             pairs.append(dict(pair, case=edge["case"], inputs=edge["inputs"], shapes=edge["shapes"],
                               seconds=round(edge["seconds"] + other.get("seconds", 0.0), 4)))
     return pairs

@@ -103,12 +103,13 @@ def settle(answer: dict, reference: dict, fused_path: str, reference_path: str, 
     def runs(arrays: dict, edges: list[dict]) -> list[dict]:  # as worker.agreement.edge_runs made them
         return [dict(e, outputs=None if e["error"] else outputs(arrays, e["case"], e["count"])) for e in edges]
 
-    ops, tf32 = pending["ops"], pending["tf32"]
+    ops, tf32, computed = pending["ops"], pending["tf32"], pending.get("computed", ())
     reference_error = reference["error"]
     main = agreement.judged(outputs(fused, "main", pending["count"]), None,
                             None if reference_error else outputs(ref, "main", reference["count"]), reference_error,
-                            ops, tf32)
-    edges = agreement.edges_judged(runs(fused, pending["edges"]), runs(ref, reference["edges"]), ops, tf32) \
+                            ops, tf32, computed)
+    edges = agreement.edges_judged(runs(fused, pending["edges"]), runs(ref, reference["edges"]), ops, tf32,
+                                   computed) \
         if main["status"] == "agrees" else []
     base = {"reference": pending["reference"], "inputs": pending["inputs"],
             "reference_seconds": reference["seconds"], "reference_shapes": reference["shapes"]}

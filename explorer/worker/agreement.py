@@ -91,11 +91,24 @@ def called(rt: Runtime, fn, args, switches: dict, remapping: bool | None = None,
         rt.reset_grappler()
 
 
-def bench_agreement(fused: list, reference: list, ops, tf32: bool) -> dict:
+def computed_dtypes(tf, graphs) -> list[str]:
+    """The float dtypes the graphs' ops compute in or cast to: what their outputs' tolerance rests on (a
+    mixed-precision model computes in bfloat16 or float16 behind float32 outputs)."""
+    names = set()
+    for graph in graphs:
+        for node in graph.node:
+            for attr in ("T", "DstT"):
+                dtype = node.attr[attr].type if attr in node.attr else 0
+                if dtype and tf.dtypes.as_dtype(dtype).is_floating:
+                    names.add(tf.dtypes.as_dtype(dtype).name)
+    return sorted(names)
+
+
+def bench_agreement(fused: list, reference: list, ops, tf32: bool, computed=()) -> dict:
     """The benchmark's ``Agreement`` of its fused and unfused variants, judged as inspect's check judges them
     (``analysis.agreement.compare``, tolerance by dtype and ops): the largest differences over the outputs, the
     worst output's tolerance, and the whole comparison beside them."""
-    comparison = compare_outputs.compare(fused, reference, ops=ops, tf32=tf32)
+    comparison = compare_outputs.compare(fused, reference, ops=ops, tf32=tf32, computed=computed)
     outs = comparison["outputs"]
     worst = outs[comparison["worst"]] if comparison["worst"] is not None else None
     return {"max_abs": max((o["max_abs"] for o in outs), default=0.0),
@@ -150,20 +163,20 @@ def check(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: d
         return dict(base, status="skipped", headline=None, comparison=None, fused_error=None, reference_error=None,
                     reference_shapes=None, summary=why, seconds=0.0)
     graphs = [g for g in (stages or {}).values() if g is not None]
-    ops = sorted({n.op for g in graphs for n in g.node})
+    ops, computed = sorted({n.op for g in graphs for n in g.node}), computed_dtypes(rt.tf, graphs)
     tf32 = rt.tf32_active()
     fused_error = error_record(fused_exc, stages) if fused_exc is not None else None
     reference, reference_error = called(rt, fn, args, switches, False, executed)
     base["reference_seconds"] = round(time.perf_counter() - started, 4)  # its own Grappler run and kernels
     base["reference_shapes"] = [[int(d) for d in r.shape] for r in reference] if reference is not None else None
-    main = compare_outputs.judged(fused, fused_error, reference, reference_error, ops, tf32)
+    main = compare_outputs.judged(fused, fused_error, reference, reference_error, ops, tf32, computed)
     if main["status"] == "model_fails":
         return None
     edges = []
     if main["status"] == "agrees":
         cases = edge_inputs(spec, body, args, rt.tf)
         edges = compare_outputs.edges_judged(edge_runs(rt, fn, cases, switches),
-                                             edge_runs(rt, fn, cases, switches, False), ops, tf32)
+                                             edge_runs(rt, fn, cases, switches, False), ops, tf32, computed)
     return compare_outputs.concluded(base, main, edges, round(time.perf_counter() - started, 4))
 
 
@@ -207,7 +220,8 @@ def fused_side(rt: Runtime, spec, body, fn, names: list[str], args: list, switch
         return None
     graphs = [g for g in stages.values() if g is not None]
     return {"status": "pending", "reference": REFERENCE_BESIDE, "inputs": describe_inputs(spec, names, args),
-            "ops": sorted({n.op for g in graphs for n in g.node}), "tf32": rt.tf32_active(), "count": len(fused),
+            "ops": sorted({n.op for g in graphs for n in g.node}), "computed": computed_dtypes(rt.tf, graphs),
+            "tf32": rt.tf32_active(), "count": len(fused),
             "edges": written(path, fused, edges), "outputs": path, "seconds": round(time.perf_counter() - started, 4)}
 
 

@@ -26,7 +26,7 @@ def run(rt: Runtime, request: dict) -> BenchResult:
     setup = timing.prepare(rt, request)
     variants = {"fused": True, "unfused": False}
     fns = {name: models.function(setup.body, tf, served=True) for name in variants}
-    proof, outputs, ops = {}, {}, set()
+    proof, outputs, graphs = {}, {}, []
     for name, remap in variants.items():
         try:
             proof[name], outputs[name], stages = timing.prove(rt, fns[name], setup, remap, float64=False)
@@ -35,7 +35,7 @@ def run(rt: Runtime, request: dict) -> BenchResult:
                 raise fused_fails(rt, fns["unfused"], setup, exc, "the fused variant fails",
                                   "the unfused one (remapper off) runs") from None
             raise
-        ops |= {n.op for g in stages.values() if g is not None for n in g.node}  # the tolerance reads them
+        graphs += [g for g in stages.values() if g is not None]  # the tolerance reads their ops and dtypes
         # what each op reads and writes (analysis.traffic), with the shapes of the values fed
         proof[name]["tensors"] = executed_tensors(tf, stages["executed"], fed_shapes(setup.args))
     schedule = setup.schedule(variants)
@@ -55,7 +55,9 @@ def run(rt: Runtime, request: dict) -> BenchResult:
     rt.reset_grappler()
     reinstantiated = model_instantiations(metadata.function_graphs, stages["traced"])
     fused_out, unfused_out = outputs["fused"], outputs["unfused"]
-    agrees = checked_outputs.bench_agreement(fused_out, unfused_out, sorted(ops), rt.tf32_active())
+    agrees = checked_outputs.bench_agreement(fused_out, unfused_out, sorted({n.op for g in graphs for n in g.node}),
+                                              rt.tf32_active(),
+                                              checked_outputs.computed_dtypes(tf, graphs))
     rt.log.read()  # drop the (long) log of the benchmark's instantiations
     return {
         "spec": setup.spec.to_dict(),

@@ -24,6 +24,7 @@ from ..model.spec import resolve
 from ..present import fault_repro
 from . import models
 from .grappler import _concrete
+from .agreement import computed_dtypes
 from .isolate import NotIsolated, isolate
 from .models.graph_function import static_dims
 from .protocol import error_line
@@ -52,7 +53,8 @@ def run(rt: Runtime, request: dict) -> dict:
         result["fused_error"] = fused["error"]
     else:
         ops = {n.op for n in stages["traced"].node} if stages else ()
-        result["agreement"] = agreement.compare(fused["outputs"], reference["outputs"], ops, tf32=rt.tf32_active())
+        result["agreement"] = agreement.compare(fused["outputs"], reference["outputs"], ops, tf32=rt.tf32_active(),
+                                                computed=computed_dtypes(tf, [stages["traced"]] if stages else []))
         reps = int(request.get("reps") or 0)
         if reps:
             result["timing"] = time_both(rt, body, args, switches, min(reps, MAX_REPS))
@@ -130,7 +132,8 @@ def xla_check(rt: Runtime, body, args, reference: list) -> dict:
         rt.reset_grappler()
     traced = _concrete(models.function(body, rt.tf, trace=True), args).graph
     ops = {op.type for op in traced.get_operations()}
-    return {"agreement": agreement.compare(out, reference, ops, tf32=rt.tf32_active())}
+    return {"agreement": agreement.compare(out, reference, ops, tf32=rt.tf32_active(),
+                                           computed=computed_dtypes(rt.tf, [traced.as_graph_def()]))}
 
 
 def dumped_stages(rt: Runtime, log: list[str]) -> dict | None:

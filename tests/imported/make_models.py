@@ -163,9 +163,10 @@ def export(directory: str) -> None:
 
 
 def unknown_batch(directory: str) -> None:
-    """Two tiny models whose batch is left unknown (their sizes worked out by hand in test_import_traffic):
+    """Tiny models whose batch is left unknown (the first two's sizes worked out by hand in test_import_traffic):
     ``conv_relu.pb``, a frozen GraphDef of Conv2D 3x3 (3 -> 8 channels, SAME) + BiasAdd + Relu on [?, 16, 16, 3],
-    and ``dense_relu_savedmodel``, a SavedModel of MatMul [?, 8] x [8, 4] + BiasAdd + Relu over variables."""
+    ``dense_relu_savedmodel``, a SavedModel of MatMul [?, 8] x [8, 4] + BiasAdd + Relu over variables, and
+    ``mixed_bfloat16.pb``, a Dense + GELU computed in bfloat16 between float32 input and output."""
     import numpy as np
     import tensorflow as tf
 
@@ -190,6 +191,17 @@ def unknown_batch(directory: str) -> None:
 
     dense.serve = serve
     tf.saved_model.save(dense, os.path.join(directory, "dense_relu_savedmodel"), signatures={"serving_default": serve})
+
+    weights16 = tf.constant(rng.standard_normal((64, 32)) / 8, dtype=tf.bfloat16)
+    bias16 = tf.constant(rng.uniform(0.1, 0.5, 32), dtype=tf.bfloat16)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 64], tf.float32, name="x")])
+    def mixed(x):  # as Keras's mixed_bfloat16 policy computes a Dense(gelu): bfloat16 inside, float32 out
+        y = tf.nn.bias_add(tf.matmul(tf.cast(x, tf.bfloat16), weights16), bias16)
+        return tf.cast(tf.nn.gelu(y, approximate=False), tf.float32)
+
+    with open(os.path.join(directory, "mixed_bfloat16.pb"), "wb") as handle:
+        handle.write(mixed.get_concrete_function().graph.as_graph_def().SerializeToString())
 
 
 def writing_savedmodel(tf, path: str, target: str) -> None:

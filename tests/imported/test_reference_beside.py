@@ -45,6 +45,18 @@ def beside_engine():
     engine.close()
 
 
+def test_a_model_computing_in_bfloat16_is_judged_by_bfloat16s_rounding(one_worker_engine, unknown_batch_models):
+    # Its outputs are float32, but the fused kernel rounds to bfloat16 in other places than the unfused ops: with
+    # float32's tolerance a fusion oneDNN makes (AMX or AVX-512 BF16) was said to change the model's numbers.
+    spec = spec_for_path(str(unknown_batch_models / "mixed_bfloat16.pb"))
+    check = one_worker_engine.inspect(spec, ONEDNN_ON, use_cache=False)["agreement"]
+    assert check["status"] == "agrees", check["summary"]
+    [output] = check["comparison"]["outputs"]
+    assert "the model computes in bfloat16 (float32 at its outputs)" in output["tolerance"]["basis"]
+    bench = one_worker_engine.bench(spec, ONEDNN_ON, reps=3, warmup=0)["agreement"]
+    assert bench["within_tolerance"] and bench["tolerance"] == output["tolerance"]["rtol"]
+
+
 def figures(check: dict) -> list:
     """What a check found, without where and how long it ran."""
     outputs = lambda c: [(o["agree"], o["max_abs"], o["max_rel"], o["shape"], o["elements"])  # noqa: E731
@@ -53,7 +65,7 @@ def figures(check: dict) -> list:
             [(e["case"], e["status"], e["shapes"], outputs(e["comparison"])) for e in check["edges"]]]
 
 
-@pytest.mark.parametrize("model", ["conv_relu.pb", "dense_relu_savedmodel"])
+@pytest.mark.parametrize("model", ["conv_relu.pb", "dense_relu_savedmodel", "mixed_bfloat16.pb"])
 def test_the_check_beside_finds_what_the_check_in_one_worker_finds(beside_engine, one_worker_engine,
                                                                     unknown_batch_models, model):
     spec = spec_for_path(str(unknown_batch_models / model))

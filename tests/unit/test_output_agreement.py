@@ -119,6 +119,26 @@ def test_half_precision_outputs_compare_in_their_own_tolerance():
         assert not compare([(y + 1.0).astype(dtype)], [half], ops=CONV)["agree"]
 
 
+def test_float32_outputs_of_a_model_computing_in_half_precision_take_its_tolerance():
+    # A mixed-precision model (Keras's mixed_bfloat16): the fused kernel rounds to bfloat16 once, the unfused
+    # ops after each step, so their float32 outputs differ by bfloat16 rounding, which is no broken fusion.
+    y = reference()
+    rounded = y * (1 + 8e-3)
+    assert not compare([rounded], [y], ops=CONV)["agree"]
+    mixed = compare([rounded], [y], ops=CONV, computed=["bfloat16", "float32"])
+    assert mixed["agree"], mixed["summary"]
+    assert mixed["outputs"][0]["tolerance"]["rtol"] == tolerance("bfloat16", CONV)["rtol"]
+    assert "the model computes in bfloat16 (float32 at its outputs)" in mixed["outputs"][0]["tolerance"]["basis"]
+    assert not compare([y + 1.0], [y], ops=CONV, computed=["bfloat16"])["agree"]
+    # Only a narrower dtype widens it: float64 ops behind float32 outputs, or integers, leave it as it was.
+    assert tolerance("float32", CONV, computed=["float64", "int32"]) == tolerance("float32", CONV)
+    assert tolerance("float16", CONV, computed=["bfloat16"])["rtol"] == tolerance("bfloat16", CONV)["rtol"]
+    assert tolerance("int64", CONV, computed=["bfloat16"])["rtol"] == 0.0
+    # TF32 is float32's: a model computing in float16 is judged in float16's tolerance, TF32 or not.
+    assert tolerance("float32", CONV, tf32=True, computed=["float16"]) == tolerance("float32", CONV,
+                                                                                     computed=["float16"])
+
+
 def test_empty_and_scalar_outputs():
     empty = np.zeros((0, 4), np.float32)
     assert compare([empty], [empty.copy()])["agree"]
