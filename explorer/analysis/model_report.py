@@ -13,6 +13,7 @@ inside the model (``result["xla_clusters"]`` of kind "must-compile") are counted
 
 from __future__ import annotations
 
+import os
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
@@ -30,6 +31,12 @@ def layer_of(name: str) -> str:
     """The name scope a node belongs to (a Keras layer, or the GELU's scope): all but its last part."""
     scope = name.rpartition("/")[0]
     return scope or name
+
+
+def _outermost(scopes: set[str], model: str) -> set[str]:
+    """The scopes not inside another one of them deeper than ``model`` (the scope every fused op sits in): a
+    Conv1D's convolution/Conv2D and its BiasAdd are one layer, a Dense's Gelu scope is its Dense's."""
+    return {s for s in scopes if not any(s.startswith(t + "/") and len(t) > len(model) for t in scopes)}
 
 
 def shared_scope(layers: list[str]) -> str:
@@ -64,10 +71,11 @@ def fusion_rows(fusions: list[Fusion]) -> list[dict]:
     groups: dict[str, list[Fusion]] = defaultdict(list)
     for f in fusions:
         groups[f.target()].append(f)
+    model = "/".join(os.path.commonprefix([layer_of(n).split("/") for f in fusions for n, _ in f.compute]))
     rows = []
     for target, members in groups.items():
         absorbed = Counter(op for f in members for _, op in f.compute)
-        layers = sorted({layer_of(name) for f in members for name, _ in f.compute})
+        layers = sorted({layer for f in members for layer in _outermost({layer_of(n) for n, _ in f.compute}, model)})
         rows.append({"fused": target, "count": len(members), "nodes": [f.node for f in members],
                      "absorbed_ops": dict(absorbed), "layers": layers})
     return sorted(rows, key=lambda r: (-r["count"], r["fused"]))

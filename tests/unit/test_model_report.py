@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from fixture_graphs import FIXTURES, fixture, stages
 
-from explorer.analysis.fusion import find_fusions
-from explorer.analysis.model_report import report, tensor_bytes
+from explorer.analysis.fusion import Fusion, find_fusions
+from explorer.analysis.model_report import fusion_rows, report, tensor_bytes
 from explorer.analysis.near_miss import Where, apply_checks, near_misses
 from explorer.model.graph import Edge, Graph, Node
 
@@ -47,6 +47,24 @@ def test_a_fully_fused_model_has_no_near_miss_and_counts_its_kernels():
     assert "Gelu" in r["fusions"][0]["layers"]
     assert r["totals"]["fused_kernels"] == 1 and r["totals"]["ops_optimized"] == 1
     assert r["totals"]["ops_traced"] == 10
+
+
+def test_a_fusions_layers_are_the_outermost_scopes_of_what_it_absorbed():
+    # A Keras Conv1D: its Conv2D sits in conv1d/convolution, its BiasAdd in conv1d; a Dense's GELU in dense/Gelu.
+    def fusion(node, *absorbed):
+        return Fusion(node, "_FusedConv2D", ("BiasAdd",), tuple(n for n, _ in absorbed), tuple(o for _, o in absorbed),
+                      None)
+    conv1d = fusion("m/conv1d/BiasAdd", ("m/conv1d/convolution/Conv2D", "Conv2D"),
+                    ("m/conv1d/convolution/Squeeze", "Squeeze"), ("m/conv1d/BiasAdd", "BiasAdd"))
+    across = fusion("m/re_lu/Relu", ("m/conv2d/Conv2D", "Conv2D"), ("m/conv2d_bias", "BiasAdd"),
+                    ("m/re_lu/Relu", "Relu"))
+    dense = fusion("m/dense/Gelu/mul_1", ("m/dense/MatMul", "MatMul"), ("m/dense/BiasAdd", "BiasAdd"),
+                   ("m/dense/Gelu/mul_1", "Mul"))
+    rows = fusion_rows([conv1d, dense])
+    assert [row["layers"] for row in rows] == [["m/conv1d", "m/dense"]]
+    # An op in the scope every fused op shares (here m, the model's) is no layer holding the others.
+    (row,) = fusion_rows([across])
+    assert row["layers"] == ["m", "m/conv2d", "m/re_lu"]
 
 
 @pytest.mark.parametrize("name", ALL)
