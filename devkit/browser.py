@@ -355,12 +355,14 @@ def full_page_screenshot(page, path: str | os.PathLike) -> None:
     """Screenshot the whole app, not just the viewport.
 
     Streamlit scrolls inside its own container rather than the document, so Playwright's
-    ``full_page`` alone would capture one viewport: grow the viewport to the content's height first.
+    ``full_page`` alone would capture one viewport: grow the viewport to the content's height first. A
+    collapsed sidebar (the presenter view's) is left out: squeezed to no width, its text stands 26,000 px tall.
     """
     height = page.evaluate(
         """() => Math.max(document.documentElement.scrollHeight,
             ...[...document.querySelectorAll("[data-testid='stMain'], [data-testid='stAppViewContainer'],"
                 + " [data-testid='stMainBlockContainer'], [data-testid='stSidebarContent']")]
+               .filter(e => (e.closest("[data-testid='stSidebar']") || e).getBoundingClientRect().width > 0)
                .map(e => e.scrollHeight))"""
     )
     size = page.viewport_size or VIEWPORT
