@@ -100,9 +100,9 @@ def tolerance(dtype, ops: Iterable[str] = (), tf32: bool = False, computed: Iter
         return {"rtol": 0.0, "basis": [f"{name} outputs must match exactly"]}
     # The fused and unfused graphs round at other places, so the narrowest dtype computed in sets the scale.
     within = max([name, *(c for c in map(_dtype_name, computed) if c in ROUNDING)], key=ROUNDING.__getitem__)
-    rtol, basis = ROUNDING[within], [f"{name} rounding"]
+    rtol, basis = ROUNDING[within], [f"{within} rounding"]
     if within != name:
-        basis.append(f"the model computes in {within} ({name} at its outputs)")
+        basis.append(f"the model computes in {within} behind {name} outputs")
     if _has(ops, TRANSCENDENTALS):
         rtol = max(rtol, TRANSCENDENTAL[within])
         basis.append("transcendental activations (oneDNN computes its fused post-ops its own way)")
