@@ -66,6 +66,9 @@ CONTRACTIONS = {"MatMul", "BatchMatMul", "Conv", "DepthwiseConv", "Einsum", "Con
                 "Conv3DBackpropInput", "DepthwiseConv2dNativeBackpropInput"}
 SUMMING = CONTRACTIONS | {"FusedBatchNorm", "BatchNorm", "Sum", "Mean", "Softmax", "LogSoftmax", "LayerNorm",
                           "InstanceNorm", "Prod", "L2Loss", "AvgPool", "Cumsum", "SegmentSum"}
+# Stateful random ops: each call draws new numbers, so two calls (fused, unfused) differ whatever the fusion did.
+RANDOM_OPS = {"RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt", "Multinomial",
+              "RandomShuffle", "RandomGamma", "RandomPoisson", "RandomPoissonV2", "ParameterizedTruncatedNormal"}
 TRANSCENDENTALS = {"Tanh", "Sigmoid", "Gelu", "Erf", "Elu", "Selu", "Softplus", "Swish", "Mish", "Exp", "Log",
                    "Pow", "Sqrt", "Rsqrt", "Sin", "Cos", "Softsign", "Log1p", "Expm1", "Erfc"}
 
@@ -209,16 +212,17 @@ def compare(fused: Sequence, reference: Sequence, ops: Iterable[str] = (), tf32:
 
 
 # The check of a whole inspect (worker.agreement): its status, and the verdict's words for the bad ones.
-# "agrees", "differs" (beyond tolerance), "fails" (the fused graph raised; unfused it runs), "aborts" (the
-# fused run killed the process; unfused it runs), "unchecked" (the unfused reference failed), "skipped"
-# (the remapper is off: nothing to compare).
+# "agrees", "differs" (beyond tolerance), "varies" (they differ, but so do two fused calls: random ops), "fails"
+# (the fused graph raised; unfused it runs), "aborts" (the fused run killed the process; unfused it runs),
+# "unchecked" (the unfused reference failed), "skipped" (the remapper is off: nothing to compare).
 BROKEN = ("fails", "aborts")
 HEADLINES = {"fails": "The fusion breaks this model", "aborts": "The fusion breaks this model",
              "differs": "The fusion changes this model's numbers beyond tolerance"}
 
 
-def judged(fused, fused_error, reference, reference_error, ops, tf32, computed=()) -> dict:
-    """One pair of runs on one set of inputs, judged: a status and what it rests on."""
+def judged(fused, fused_error, reference, reference_error, basis: Mapping) -> dict:
+    """One pair of runs on one set of inputs, judged: a status and what it rests on. ``basis``: what the graph
+    computes with (``{"ops", "tf32", "computed", "random", "varies"}``, the worker's ``agreement.basis``)."""
     if fused_error and reference_error:
         return {"status": "model_fails", "comparison": None, "fused_error": fused_error,
                 "reference_error": reference_error,
@@ -232,12 +236,27 @@ def judged(fused, fused_error, reference, reference_error, ops, tf32, computed=(
     if reference_error:
         return {"status": "unchecked", "comparison": None, "fused_error": None, "reference_error": reference_error,
                 "summary": f"the unfused reference failed, so nothing was compared: {reference_error['message']}"}
-    comparison = compare(fused, reference, ops=ops, tf32=tf32, computed=computed)
-    return {"status": "agrees" if comparison["agree"] else "differs", "comparison": comparison,
-            "fused_error": None, "reference_error": None, "summary": comparison["summary"]}
+    comparison = compare(fused, reference, basis["ops"], basis["tf32"], basis.get("computed", ()))
+    status = "agrees" if comparison["agree"] else "varies" if basis.get("varies") else "differs"
+    summary = comparison["summary"] if status != "varies" else \
+        f"{basis['varies']}, so the unfused run's numbers say nothing of the fusion"
+    return {"status": status, "comparison": comparison, "fused_error": None, "reference_error": None,
+            "summary": summary}
 
 
-def edges_judged(fused: list[dict], reference: list[dict], ops, tf32, computed=()) -> list[dict]:
+def variation(first, second, basis: Mapping) -> str | None:
+    """Two calls of one graph on the same inputs (``first``, ``second``) held against each other: the sentence
+    saying that the model's outputs vary from call to call (its random ops named), or None when they agree."""
+    again = compare(first, second, basis["ops"], basis["tf32"], basis.get("computed", ()))
+    if again["agree"]:
+        return None
+    calls = f"it calls {', '.join(basis['random'])}, and " if basis.get("random") else ""
+    most = max((o["max_rel"] for o in again["outputs"]), default=0.0)
+    by = f"by up to {most:.2g} (relative)" if most else f"({again['summary']})"
+    return f"the model's outputs vary from call to call: {calls}two calls of the fused graph on the same inputs differ {by}"
+
+
+def edges_judged(fused: list[dict], reference: list[dict], basis: Mapping) -> list[dict]:
     """The edge inputs' pairs, ``judged`` case by case: each side's runs ({"case", "outputs", "error", ...}, the
     fused side's with its "inputs" words and "shapes"); a case one side did not run is left out. Seconds: both
     runs', where both sides timed theirs."""
@@ -246,7 +265,7 @@ def edges_judged(fused: list[dict], reference: list[dict], ops, tf32, computed=(
     for edge in fused:
         other = theirs.get(edge["case"])
         if other is not None:
-            pair = judged(edge["outputs"], edge["error"], other["outputs"], other["error"], ops, tf32, computed)
+            pair = judged(edge["outputs"], edge["error"], other["outputs"], other["error"], basis)
             pairs.append(dict(pair, case=edge["case"], inputs=edge["inputs"], shapes=edge["shapes"],
                               seconds=round(edge["seconds"] + other.get("seconds", 0.0), 4)))
     return pairs

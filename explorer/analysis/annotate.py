@@ -175,7 +175,7 @@ def annotate_replicated(runs: list[dict]) -> BenchResult:
     per_process = {v: [list(r["samples_ns"][v]) for r in runs] for v in ("fused", "unfused")}
     pooled = {v: [ns for one in per_process[v] for ns in one] for v in ("fused", "unfused")}
     agreements = [r["agreement"] for r in runs]
-    worst = max(agreements, key=lambda a: (not a["within_tolerance"], a["max_abs"]))
+    worst = max(agreements, key=lambda a: (a["within_tolerance"] is False, a["within_tolerance"] is None, a["max_abs"]))
     result = annotate_bench(cast(BenchResult, dict(
         first, samples_ns=pooled, reps_done=sum(r["reps_done"] for r in runs),
         reps_requested=sum(r["reps_requested"] for r in runs),

@@ -103,13 +103,12 @@ def settle(answer: dict, reference: dict, fused_path: str, reference_path: str, 
     def runs(arrays: dict, edges: list[dict]) -> list[dict]:  # as worker.agreement.edge_runs made them
         return [dict(e, outputs=None if e["error"] else outputs(arrays, e["case"], e["count"])) for e in edges]
 
-    ops, tf32, computed = pending["ops"], pending["tf32"], pending.get("computed", ())
+    found = pending["basis"]
     reference_error = reference["error"]
     main = agreement.judged(outputs(fused, "main", pending["count"]), None,
                             None if reference_error else outputs(ref, "main", reference["count"]), reference_error,
-                            ops, tf32, computed)
-    edges = agreement.edges_judged(runs(fused, pending["edges"]), runs(ref, reference["edges"]), ops, tf32,
-                                   computed) \
+                            found)
+    edges = agreement.edges_judged(runs(fused, pending["edges"]), runs(ref, reference["edges"]), found) \
         if main["status"] == "agrees" else []
     base = {"reference": pending["reference"], "inputs": pending["inputs"],
             "reference_seconds": reference["seconds"], "reference_shapes": reference["shapes"]}

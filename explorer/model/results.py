@@ -137,7 +137,7 @@ class WorkerInfo(TypedDict):
 class AgreementCheck(TypedDict):
     """Whether the fused graph computes what the unfused one does (worker.agreement; analysis.agreement)."""
 
-    status: str  # "agrees", "differs", "fails", "aborts", "unchecked", "skipped"
+    status: str  # "agrees", "differs", "varies", "fails", "aborts", "unchecked", "skipped"
     headline: str | None  # the verdict above everything else ("The fusion breaks this model"), None if it agrees
     summary: str  # one sentence: what was found
     reference: str  # what the fused run was compared with
@@ -203,7 +203,8 @@ class Agreement(TypedDict, total=False):
     max_abs: float
     max_rel: float
     tolerance: float
-    within_tolerance: bool
+    within_tolerance: bool | None  # None: the outputs vary from call to call (``varies`` says why)
+    varies: str | None
     tf32: bool
     comparison: dict  # the bench's fused against unfused: analysis.agreement.compare, as inspect's check
 

@@ -10,7 +10,8 @@ from ..analysis.agreement import headline
 
 __all__ = ["CELL_WORDS", "STATUS_WORDS", "cell_words", "failing_node", "headline", "inputs_words", "lines"]
 
-STATUS_WORDS = {"agrees": "the outputs agree", "differs": "the outputs DIFFER", "fails": "the fused graph FAILS",
+STATUS_WORDS = {"agrees": "the outputs agree", "differs": "the outputs DIFFER",
+                "varies": "not comparable", "fails": "the fused graph FAILS",
                 "aborts": "the fused graph ABORTS the process", "unchecked": "not compared",
                 "skipped": "not compared (the remapper is off)"}
 CELL_WORDS = {"fails": "BREAKS", "aborts": "BREAKS (abort)", "differs": "NUMBERS DIFFER"}

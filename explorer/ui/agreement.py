@@ -37,6 +37,8 @@ def caption(result: dict) -> str:
         return ""
     if check["status"] == "agrees":
         return f"Fused and unfused outputs agree ({check['summary']}, same seeded inputs)."
+    if check["status"] == "varies":
+        return f"Fused against unfused: not comparable: {check['summary']}."
     return f"Fused against unfused: {words.STATUS_WORDS.get(check['status'], check['status'])}."
 
 

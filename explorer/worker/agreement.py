@@ -104,16 +104,38 @@ def computed_dtypes(tf, graphs) -> list[str]:
     return sorted(names)
 
 
-def bench_agreement(fused: list, reference: list, ops, tf32: bool, computed=()) -> dict:
+def basis(rt: Runtime, graphs) -> dict:
+    """What a comparison of the outputs of ``graphs`` rests on (``analysis.agreement.judged``): their ops, whether
+    float32 contractions run as TF32, the float dtypes they compute in, the random ops they call (their functions'
+    included), and whether the outputs vary anyway (``with_variation``)."""
+    called_ops = {n.op for g in graphs for f in g.library.function for n in f.node_def}
+    ops = {n.op for g in graphs for n in g.node}
+    return {"ops": sorted(ops), "tf32": rt.tf32_active(), "computed": computed_dtypes(rt.tf, graphs),
+            "random": sorted((ops | called_ops) & compare_outputs.RANDOM_OPS), "varies": None}
+
+
+def with_variation(found: dict, first: list | None, again) -> dict:
+    """``found`` (a ``basis``) with what a second call of the fused graph on the same inputs says: ``again()`` is
+    made only for a graph calling random ops and whose first call ran (other graphs' calls repeat exactly)."""
+    if first is None or not found["random"]:
+        return found
+    second, _ = again()
+    return found if second is None else dict(found, varies=compare_outputs.variation(first, second, found))
+
+
+def bench_agreement(fused: list, reference: list, found: dict) -> dict:
     """The benchmark's ``Agreement`` of its fused and unfused variants, judged as inspect's check judges them
-    (``analysis.agreement.compare``, tolerance by dtype and ops): the largest differences over the outputs, the
-    worst output's tolerance, and the whole comparison beside them."""
-    comparison = compare_outputs.compare(fused, reference, ops=ops, tf32=tf32, computed=computed)
+    (``analysis.agreement.judged``, tolerance by dtype and ops): the largest differences over the outputs, the
+    worst output's tolerance, and the whole comparison beside them. Outputs that vary from call to call (random
+    ops) are neither within tolerance nor outside it (None), and ``varies`` says so."""
+    comparison = compare_outputs.judged(fused, None, reference, None, found)["comparison"]
     outs = comparison["outputs"]
     worst = outs[comparison["worst"]] if comparison["worst"] is not None else None
+    varies = found.get("varies") if not comparison["agree"] else None
     return {"max_abs": max((o["max_abs"] for o in outs), default=0.0),
             "max_rel": max((o["max_rel"] for o in outs), default=0.0),
-            "tolerance": worst["tolerance"]["rtol"] if worst else 0.0, "within_tolerance": comparison["agree"],
+            "tolerance": worst["tolerance"]["rtol"] if worst else 0.0,
+            "within_tolerance": None if varies else comparison["agree"], "varies": varies,
             "tf32": any("TF32" in b for o in outs for b in o["tolerance"]["basis"]), "comparison": comparison}
 
 
@@ -162,21 +184,20 @@ def check(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: d
             raise fused_exc
         return dict(base, status="skipped", headline=None, comparison=None, fused_error=None, reference_error=None,
                     reference_shapes=None, summary=why, seconds=0.0)
-    graphs = [g for g in (stages or {}).values() if g is not None]
-    ops, computed = sorted({n.op for g in graphs for n in g.node}), computed_dtypes(rt.tf, graphs)
-    tf32 = rt.tf32_active()
+    found = with_variation(basis(rt, [g for g in (stages or {}).values() if g is not None]), fused,
+                           lambda: called(rt, fn, args, switches))
     fused_error = error_record(fused_exc, stages) if fused_exc is not None else None
     reference, reference_error = called(rt, fn, args, switches, False, executed)
     base["reference_seconds"] = round(time.perf_counter() - started, 4)  # its own Grappler run and kernels
     base["reference_shapes"] = [[int(d) for d in r.shape] for r in reference] if reference is not None else None
-    main = compare_outputs.judged(fused, fused_error, reference, reference_error, ops, tf32, computed)
+    main = compare_outputs.judged(fused, fused_error, reference, reference_error, found)
     if main["status"] == "model_fails":
         return None
     edges = []
     if main["status"] == "agrees":
         cases = edge_inputs(spec, body, args, rt.tf)
         edges = compare_outputs.edges_judged(edge_runs(rt, fn, cases, switches),
-                                             edge_runs(rt, fn, cases, switches, False), ops, tf32, computed)
+                                             edge_runs(rt, fn, cases, switches, False), found)
     return compare_outputs.concluded(base, main, edges, round(time.perf_counter() - started, 4))
 
 
@@ -218,10 +239,10 @@ def fused_side(rt: Runtime, spec, body, fn, names: list[str], args: list, switch
     edges = edge_runs(rt, fn, edge_inputs(spec, body, args, rt.tf), switches)
     if not savable(fused) or not all(savable(e["outputs"]) for e in edges if e["outputs"] is not None):
         return None
-    graphs = [g for g in stages.values() if g is not None]
+    found = with_variation(basis(rt, [g for g in stages.values() if g is not None]), fused,
+                           lambda: called(rt, fn, args, switches))
     return {"status": "pending", "reference": REFERENCE_BESIDE, "inputs": describe_inputs(spec, names, args),
-            "ops": sorted({n.op for g in graphs for n in g.node}), "computed": computed_dtypes(rt.tf, graphs),
-            "tf32": rt.tf32_active(), "count": len(fused),
+            "basis": found, "count": len(fused),
             "edges": written(path, fused, edges), "outputs": path, "seconds": round(time.perf_counter() - started, 4)}
 
 

@@ -166,7 +166,8 @@ def unknown_batch(directory: str) -> None:
     """Tiny models whose batch is left unknown (the first two's sizes worked out by hand in test_import_traffic):
     ``conv_relu.pb``, a frozen GraphDef of Conv2D 3x3 (3 -> 8 channels, SAME) + BiasAdd + Relu on [?, 16, 16, 3],
     ``dense_relu_savedmodel``, a SavedModel of MatMul [?, 8] x [8, 4] + BiasAdd + Relu over variables, and
-    ``mixed_bfloat16.pb``, a Dense + GELU computed in bfloat16 between float32 input and output."""
+    ``mixed_bfloat16.pb``, a Dense + GELU computed in bfloat16 between float32 input and output, and
+    ``noisy_dense.pb``, a Dense + ReLU whose output gets uniform noise (RandomUniform) on every call."""
     import numpy as np
     import tensorflow as tf
 
@@ -202,6 +203,16 @@ def unknown_batch(directory: str) -> None:
 
     with open(os.path.join(directory, "mixed_bfloat16.pb"), "wb") as handle:
         handle.write(mixed.get_concrete_function().graph.as_graph_def().SerializeToString())
+
+    weights8 = tf.constant(rng.standard_normal((8, 8)).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 8], tf.float32, name="x")])
+    def noisy(x):  # MatMul + BiasAdd + Relu, then noise drawn anew on every call
+        y = tf.nn.relu(tf.nn.bias_add(tf.matmul(x, weights8), bias))
+        return y + tf.random.uniform(tf.shape(y), 0.0, 0.1)
+
+    with open(os.path.join(directory, "noisy_dense.pb"), "wb") as handle:
+        handle.write(noisy.get_concrete_function().graph.as_graph_def().SerializeToString())
 
 
 def writing_savedmodel(tf, path: str, target: str) -> None:

@@ -37,3 +37,21 @@ def test_an_unknown_batch_has_one_traffic_figure_in_every_tab(unknown_batch_mode
     # x 24,576 + filter 864 + bias 32 + output 65,536 bytes; 2·16,384 outputs·27 products + bias and relu
     assert metrics["Fused traffic"] == "88.9 KiB" and metrics["FLOPs (unfused)"] == "918 kFLOP"
     assert any("Measured time beside" in c.proto.spec for c in at.get("plotly_chart"))  # every shape known: estimated
+
+
+def test_a_model_drawing_random_numbers_gets_no_verdict_on_its_numbers(unknown_batch_models):
+    """A Dense + ReLU with noise drawn on every call: the page shows no "changes this model's numbers" banner, and
+    says why its outputs cannot be compared, beside the benchmark's "Outputs agree" too."""
+    at = upload(page("1"), "noisy_dense.pb", (unknown_batch_models / "noisy_dense.pb").read_bytes())
+    for key, value in ((state.BENCH_REPS, 3), (state.BENCH_WARMUP, 0), (state.BENCH_SECONDS, 20)):
+        at.session_state[key] = value
+    at = at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    shown = "\n".join(c.value for c in at.caption)
+    assert "Fused against unfused: not comparable: the model's outputs vary from call to call: it calls " \
+           "RandomUniform" in shown, shown
+    at = open_tab(at, "bench").button(key="bench.run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    metrics = {m.label: m for m in at.metric}
+    assert metrics["Outputs agree"].value == "varies" and "RandomUniform" in metrics["Outputs agree"].proto.help
+    assert "NOT A GAIN" not in metrics["Speedup of fusion"].proto.delta

@@ -57,6 +57,25 @@ def test_a_model_computing_in_bfloat16_is_judged_by_bfloat16s_rounding(one_worke
     assert bench["within_tolerance"] and bench["tolerance"] == output["tolerance"]["rtol"]
 
 
+def test_a_model_drawing_random_numbers_is_not_said_to_change_with_its_fusion(beside_engine, one_worker_engine,
+                                                                              unknown_batch_models):
+    # Noise drawn anew on every call: the fused and unfused runs differ whatever the remapper did, so neither
+    # inspect (in one worker, or with its reference beside) nor the benchmark may blame the fusion for it.
+    spec = spec_for_path(str(unknown_batch_models / "noisy_dense.pb"))
+    checks = [one_worker_engine.inspect(spec, ONEDNN_ON, use_cache=False)["agreement"]]
+    assert checks[0]["reference"] == IN_ONE_WORKER
+    beside_engine.inspect(spec, ONEDNN_ON, use_cache=False)
+    wait_for_second_worker(beside_engine, ONEDNN_ON)
+    checks.append(beside_engine.inspect(spec, ONEDNN_ON, use_cache=False)["agreement"])
+    assert checks[-1]["reference"] == REFERENCE_BESIDE
+    for check in checks:
+        assert check["status"] == "varies" and check["headline"] is None, check["summary"]
+        assert check["summary"].startswith("the model's outputs vary from call to call: it calls RandomUniform")
+    bench = beside_engine.bench(spec, ONEDNN_ON, reps=3, warmup=0)
+    assert bench["agreement"]["within_tolerance"] is None and "RandomUniform" in bench["agreement"]["varies"]
+    assert bench["summary"]["speedup"]["verdict_code"] != "outputs_differ"
+
+
 def figures(check: dict) -> list:
     """What a check found, without where and how long it ran."""
     outputs = lambda c: [(o["agree"], o["max_abs"], o["max_rel"], o["shape"], o["elements"])  # noqa: E731

@@ -7,7 +7,7 @@ import json
 import ml_dtypes
 import numpy as np
 
-from explorer.analysis.agreement import compare, tolerance
+from explorer.analysis.agreement import compare, headline, judged, tolerance, variation
 
 CONV = ["Placeholder", "Conv2D", "BiasAdd", "Relu", "Identity"]
 
@@ -137,6 +137,24 @@ def test_float32_outputs_of_a_model_computing_in_half_precision_take_its_toleran
     # TF32 is float32's: a model computing in float16 is judged in float16's tolerance, TF32 or not.
     assert tolerance("float32", CONV, tf32=True, computed=["float16"]) == tolerance("float32", CONV,
                                                                                      computed=["float16"])
+
+
+def test_outputs_that_vary_from_call_to_call_are_not_held_against_the_fusion():
+    # A model that draws random numbers (RandomUniform) differs from its unfused run whatever the fusion did:
+    # two calls of the fused graph on the same inputs show it, and then nothing is said of the fusion's numbers.
+    y = reference()
+    noise = np.random.default_rng(3).uniform(0, 0.1, y.shape).astype(np.float32)
+    basis = {"ops": CONV + ["RandomUniform"], "tf32": False, "computed": ["float32"], "random": ["RandomUniform"],
+             "varies": None}
+    assert variation([y + noise], [y + noise], basis) is None  # a model whose calls repeat: nothing varies
+    varies = variation([y + noise], [y + noise[::-1]], basis)
+    assert varies.startswith("the model's outputs vary from call to call: it calls RandomUniform, and two calls")
+    plain = judged([y + noise], None, [y], None, basis)
+    assert plain["status"] == "differs" and headline(plain)
+    found = judged([y + noise], None, [y], None, dict(basis, varies=varies))
+    assert found["status"] == "varies" and headline(found) is None
+    assert found["summary"] == f"{varies}, so the unfused run's numbers say nothing of the fusion"
+    assert judged([y], None, [y], None, dict(basis, varies=varies))["status"] == "agrees"
 
 
 def test_empty_and_scalar_outputs():

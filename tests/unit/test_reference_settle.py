@@ -11,8 +11,9 @@ from explorer.engine.reference import settle
 
 
 def pending(count: int = 1, edges: list | None = None) -> dict:
-    return {"agreement": {"status": "pending", "reference": "beside", "inputs": {"how": "seeded"}, "ops": ["MatMul"],
-                          "tf32": False, "count": count, "edges": edges or [], "seconds": 0.01},
+    basis = {"ops": ["MatMul"], "tf32": False, "computed": ["float32"], "random": [], "varies": None}
+    return {"agreement": {"status": "pending", "reference": "beside", "inputs": {"how": "seeded"}, "basis": basis,
+                          "count": count, "edges": edges or [], "seconds": 0.01},
             "executed_tensors": {"fused": [{"name": "fused"}]}, "timings": {"agreement_s": 0.01}}
 
 
