@@ -66,6 +66,10 @@ def verdict(answer: dict) -> dict:
                 "words": f"The fusion breaks this model: the fused graph {FAULT_WORDS['fails']} "
                          f"({err['type']}: {err['line']})."}
     agreement = answer.get("agreement") or {}  # analysis.agreement.compare's result
+    if agreement and not agreement.get("agree", True) and answer.get("varies"):
+        return {"fault": None, "runs": True, "agreement": agreement, "varies": answer["varies"],
+                "words": f"Nothing to diagnose: {answer['varies']}, so the unfused run's numbers say nothing of the "
+                         "fusion."}
     if agreement and not agreement.get("agree", True):
         return {"fault": "disagrees", "runs": True, "agreement": agreement,
                 "words": f"The fusion changes this model's numbers beyond tolerance: {agreement.get('summary', '')}"}
@@ -86,6 +90,9 @@ def xla_verdict(answer: dict) -> dict | None:
         return {"fault": "fails", "words": f"XLA breaks this model: the compiled function fails where TensorFlow's "
                                            f"graph runs ({err['type']}: {err['line']})."}
     agreement = check["agreement"]
+    if not agreement.get("agree", True) and answer.get("varies"):
+        return {"fault": None, "agreement": agreement,
+                "words": "XLA's outputs are not comparable either: the model's outputs vary from call to call."}
     if not agreement.get("agree", True):
         return {"fault": "disagrees", "agreement": agreement,
                 "words": f"XLA changes this model's numbers beyond tolerance: {agreement.get('summary', '')}"}

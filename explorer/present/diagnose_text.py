@@ -14,7 +14,9 @@ def diagnose_text(result: dict) -> str:
         lines.append(("XLA BREAKS THE MODEL: " if xla["fault"] else "") + xla["words"])
     nodes = result.get("nodes") or []
     if verdict["fault"] is None:
-        lines.append(f"{len(nodes)} fused node(s) checked against the remapper-off graph on the same seeded inputs.")
+        lines.append(f"{len(nodes)} fused node(s) in the graph; none could be held against the remapper-off graph."
+                     if verdict.get("varies") else
+                     f"{len(nodes)} fused node(s) checked against the remapper-off graph on the same seeded inputs.")
         return "\n".join(lines) + "\n"
     pinned = result.get("pinned")
     lines.append("")

@@ -24,7 +24,7 @@ from ..model.spec import resolve
 from ..present import fault_repro
 from . import models
 from .grappler import _concrete
-from .agreement import computed_dtypes
+from .agreement import basis, called, computed_dtypes, with_variation
 from .isolate import NotIsolated, isolate
 from .models.graph_function import static_dims
 from .protocol import error_line
@@ -52,9 +52,13 @@ def run(rt: Runtime, request: dict) -> dict:
     if "error" in fused:
         result["fused_error"] = fused["error"]
     else:
-        ops = {n.op for n in stages["traced"].node} if stages else ()
-        result["agreement"] = agreement.compare(fused["outputs"], reference["outputs"], ops, tf32=rt.tf32_active(),
-                                                computed=computed_dtypes(tf, [stages["traced"]] if stages else []))
+        found = basis(rt, [stages["traced"]] if stages else [])
+        result["agreement"] = agreement.compare(fused["outputs"], reference["outputs"], found["ops"],
+                                                tf32=found["tf32"], computed=found["computed"])
+        if not result["agreement"]["agree"]:  # a model drawing random numbers differs from itself too
+            found = with_variation(found, fused["outputs"], lambda: called(
+                rt, models.function(body, tf, served=True), args, switches))
+            result["varies"] = found["varies"]
         reps = int(request.get("reps") or 0)
         if reps:
             result["timing"] = time_both(rt, body, args, switches, min(reps, MAX_REPS))

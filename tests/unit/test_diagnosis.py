@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from explorer.analysis import diagnosis
+from explorer.present.diagnose_text import diagnose_text
 
 
 def test_verdicts():
@@ -62,3 +63,17 @@ def test_xla_verdicts():
     off = diagnosis.xla_verdict({"xla": {"agreement": {"agree": False, "summary": "output 0 differs"}}})
     assert off["fault"] == "disagrees" and "output 0 differs" in off["words"]
     assert diagnosis.xla_verdict({"xla": {"agreement": {"agree": True}}})["fault"] is None
+
+
+def test_a_model_whose_outputs_vary_from_call_to_call_has_nothing_to_diagnose():
+    varies = "the model's outputs vary from call to call: it calls RandomUniform, and two calls ... differ"
+    answer = {"agreement": {"agree": False, "summary": "output 0 differs"}, "varies": varies,
+              "xla": {"agreement": {"agree": False, "summary": "output 0 differs"}}, "nodes": [{"node": "Relu"}]}
+    verdict = diagnosis.verdict(answer)
+    assert verdict["fault"] is None and verdict["words"].startswith(f"Nothing to diagnose: {varies}")
+    xla = diagnosis.xla_verdict(answer)
+    assert xla["fault"] is None and "not comparable" in xla["words"]
+    text = diagnose_text({"verdict": verdict, "xla": xla, "nodes": answer["nodes"]})
+    assert "BREAKS" not in text and "none could be held against the remapper-off graph" in text
+    # without the second call's evidence the same numbers are the fusion's fault
+    assert diagnosis.verdict(dict(answer, varies=None))["fault"] == "disagrees"
