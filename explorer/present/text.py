@@ -219,7 +219,9 @@ def three_way_text(result: dict) -> str:
         out.append(f"  {WORDS[a]} vs {WORDS[b]}: {sp['estimate']:.2f}x{ci}")
     for pair, a in result["agreement"].items():
         out.append(f"  outputs {pair:<14} max abs diff {a['max_abs']:.3g} ({a['elements_differing']} of {a['elements']} "
-                   f"elements differ; {'within' if a['within_tolerance'] else 'OUTSIDE'} tolerance {a['tolerance']:g})")
+                   + ("elements differ; not comparable: the model's outputs vary from call to call)" if a.get("varies")
+                      else f"elements differ; {'within' if a['within_tolerance'] else 'OUTSIDE'} tolerance "
+                           f"{a['tolerance']:g})"))
     proof = result["proof_summary"]
     out.append(f"  unfused ran: {' '.join(proof['unfused_executed'])}")
     out.append(f"  fused ran:   {' '.join(proof['fused_executed'])}")

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import time
 
-from ..analysis.agreement import BENCH_TOLERANCE, TF32
 from ..model.graph import BOILERPLATE_OPS
-from ..model.results import Agreement, BenchResult
+from ..model.results import BenchResult
 from . import agreement as checked_outputs
 from . import models, timing
 from .protocol import Refused, error_line
@@ -29,7 +28,7 @@ def run(rt: Runtime, request: dict) -> BenchResult:
     proof, outputs, graphs = {}, {}, []
     for name, remap in variants.items():
         try:
-            proof[name], outputs[name], stages = timing.prove(rt, fns[name], setup, remap, float64=False)
+            proof[name], outputs[name], stages = timing.prove(rt, fns[name], setup, remap)
         except tf.errors.OpError as exc:
             if name == "fused":
                 raise fused_fails(rt, fns["unfused"], setup, exc, "the fused variant fails",
@@ -100,27 +99,3 @@ def model_instantiations(function_graphs, traced) -> int:
     model_ops = {n.op for n in traced.node} - BOILERPLATE_OPS
     return sum(1 for g in function_graphs
                if not model_ops or model_ops & {n.op for n in g.pre_optimization_graph.node})
-
-
-# The outputs of a setting-fix or another compiler against TensorFlow's (fix_bench, xla_bench); the fused
-# and unfused variants are judged as inspect's check judges them (agreement.bench_agreement).
-# TF32 keeps 10 mantissa bits, so float32 on a TF32 GPU gets a tolerance between float32's and bfloat16's.
-TOLERANCE, TF32_TOLERANCE = BENCH_TOLERANCE, TF32
-
-
-def agreement(a: list, b: list, dtype: str, tf32: bool = False) -> Agreement:
-    import numpy as np
-
-    max_abs = max_rel = 0.0
-    for x, y in zip(a, b):
-        diff = np.abs(x - y)
-        max_abs = max(max_abs, float(diff.max()) if diff.size else 0.0)
-        # Relative to each element, floored at 1e-3 of the output's range so that values
-        # near zero do not turn rounding noise into huge ratios.
-        floor = max(float(np.abs(y).max()) * 1e-3, 1e-12) if y.size else 1.0
-        max_rel = max(max_rel, float((diff / np.maximum(np.abs(y), floor)).max()) if diff.size else 0.0)
-    tf32 = tf32 and dtype == "float32"
-    tol = TF32_TOLERANCE if tf32 else TOLERANCE.get(dtype, 0.0)
-    close = all(np.allclose(x, y, rtol=tol, atol=tol) for x, y in zip(a, b))
-    return {"max_abs": max_abs, "max_rel": max_rel, "tolerance": tol, "within_tolerance": bool(close),
-            "tf32": tf32}

@@ -13,8 +13,8 @@ import time
 
 from ..errors import SpecError
 from ..model.spec import resolve
-from . import models, timing
-from .bench import agreement, fused_fails, model_instantiations
+from . import agreement as checked_outputs, models, timing
+from .bench import fused_fails, model_instantiations
 from .runtime import Runtime
 from .shapes import executed_tensors, fed_shapes
 
@@ -47,7 +47,8 @@ def run(rt: Runtime, request: dict) -> dict:
                               "runs with the remapper off") from None
         proof[name]["tensors"] = executed_tensors(tf, stages["executed"], fed_shapes(args))
         traced[name] = stages["traced"]
-    agrees = {name: agreement(outputs[name], outputs[names[0]], "float32") for name in names[1:]}
+    found = checked_outputs.basis(rt, list(traced.values()))
+    agrees = {name: checked_outputs.bench_agreement(outputs[name], outputs[names[0]], found) for name in names[1:]}
     if setup.reps == 0:  # a check only: what each ran and how its outputs compare, nothing timed
         rt.reset_grappler()
         rt.log.read()

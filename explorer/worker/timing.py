@@ -53,9 +53,9 @@ def prepare(rt: Runtime, request: dict) -> Setup:
                  float(request.get("max_seconds", 60.0)), request.get("id"), body, args, int(request.get("rotate", 0)))
 
 
-def prove(rt: Runtime, fn, setup: Setup, remapping: bool, *, optimized: bool = True, float64: bool = True):
-    """One captured call of a Grappler variant: (its proof, its outputs as float64 arrays (or, without
-    ``float64``, in their own dtypes, which the agreement check's tolerance reads), its stages).
+def prove(rt: Runtime, fn, setup: Setup, remapping: bool | None, *, optimized: bool = True):
+    """One captured call of a Grappler variant: (its proof, its outputs in their own dtypes, which the agreement
+    check's tolerance reads, its stages).
 
     The proof is what the executed graph ran: its compute ops and fused nodes (and, with
     ``optimized``, the compute ops of Grappler's output)."""
@@ -71,7 +71,7 @@ def prove(rt: Runtime, fn, setup: Setup, remapping: bool, *, optimized: bool = T
     }
     if optimized:
         proof["optimized_ops"] = Graph.from_dict(rt.graph_to_dict(stages["optimized"], "optimized")).compute_ops()
-    return proof, [np.asarray(t.numpy(), dtype=np.float64 if float64 else None) for t in as_list(out)], stages
+    return proof, [np.asarray(t.numpy()) for t in as_list(out)], stages
 
 
 def warm_up(rt: Runtime, setup: Setup, call, schedule) -> None:

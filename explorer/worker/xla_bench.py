@@ -4,16 +4,16 @@ Same body, same seeded inputs, timed interleaved (the order rotates every repeti
 Each variant's proof comes from what ran: the Grappler variants' executed graphs from run metadata
 (as in ``bench``), XLA's from a profile of one call (run metadata records nothing for a
 jit_compile call in TF 2.21), which names the compiled module that executed. XLA's first call
-(trace + tf2xla + compile) is timed apart from the steady state. Outputs are compared pairwise as
-float64 arrays.
+(trace + tf2xla + compile) is timed apart from the steady state. Outputs are compared pairwise as inspect's
+check compares them (``agreement.bench_agreement``: in their own dtypes, by what the graph computes in).
 """
 
 from __future__ import annotations
 
 import time
 
-from . import models, timing
-from .bench import agreement, model_instantiations
+from . import agreement as checked_outputs, models, timing
+from .bench import model_instantiations
 from .runtime import Runtime, as_list
 from .xla import profile_call, refused
 
@@ -33,14 +33,15 @@ def run(rt: Runtime, request: dict) -> dict:
     fns = {"unfused": models.function(setup.body, tf, served=True), "fused": models.function(setup.body, tf, served=True),
            "xla": models.function(setup.body, tf, served=True, jit_compile=True)}
     remap = {"unfused": False, "fused": True, "xla": None}
-    proof, outputs = {}, {}
+    proof, outputs, graphs = {}, {}, []
     for name in ("unfused", "fused"):
         proof[name], outputs[name], stages = timing.prove(rt, fns[name], setup, remap[name], optimized=False)
+        graphs += [g for g in stages.values() if g is not None]
     rt.reset_grappler()
     t0 = time.perf_counter()
     try:
         out = rt.call(fns["xla"], args)
-        outputs["xla"] = [np.asarray(t.numpy(), dtype=np.float64) for t in as_list(out)]
+        outputs["xla"] = [np.asarray(t.numpy()) for t in as_list(out)]
     except Exception as exc:  # noqa: BLE001 - the op XLA refused, said plainly
         raise refused(exc) from None
     first_call_s = time.perf_counter() - t0
@@ -54,10 +55,11 @@ def run(rt: Runtime, request: dict) -> dict:
     timing.warm_up(rt, setup, call, schedule)
     samples, done, metadata, started = timing.time_interleaved(rt, setup, call, schedule)
     rt.reset_grappler()
-    dtype = spec.p.get("dtype", "int64")
+    found = checked_outputs.with_variation(checked_outputs.basis(rt, graphs), outputs["fused"], lambda: checked_outputs.called(
+        rt, fns["fused"], args, setup.switches, True))
     pairs = {}
     for a, b in (("fused", "unfused"), ("xla", "unfused"), ("xla", "fused")):
-        pairs[f"{a}-{b}"] = dict(agreement(outputs[a], outputs[b], dtype, tf32=rt.tf32_active()),
+        pairs[f"{a}-{b}"] = dict(checked_outputs.bench_agreement(outputs[a], outputs[b], found),
                                  elements_differing=int(sum(np.count_nonzero(x != y)
                                                             for x, y in zip(outputs[a], outputs[b]))),
                                  elements=int(sum(x.size for x in outputs[a])))
