@@ -54,6 +54,7 @@ ROUNDING = {"float64": 1e-12, "float32": 1e-5, "float16": 5e-3, "bfloat16": 3e-2
 SUMS = {"float64": 1e-9, "float32": 1e-3, "float16": 3e-2, "bfloat16": 1e-1}
 TRANSCENDENTAL = {"float64": 1e-9, "float32": 1e-4, "float16": 1e-2, "bfloat16": 5e-2}
 TF32 = 1e-2  # float32 contractions on a TF32 GPU keep 10 mantissa bits
+COMPUTES_IN = "the model computes in"  # the basis entry of a tolerance set by a dtype narrower than the output's
 # The benchmarks' simpler rule (worker.bench.agreement, and the fault repro script a diagnosis writes): the largest
 # difference still counted as agreement, by dtype; integer outputs (the hash-bucket model) must match exactly.
 BENCH_TOLERANCE = {"float64": 1e-9, "float32": 1e-3, "float16": 5e-2, "bfloat16": 1e-1}
@@ -105,7 +106,7 @@ def tolerance(dtype, ops: Iterable[str] = (), tf32: bool = False, computed: Iter
     within = max([name, *(c for c in map(_dtype_name, computed) if c in ROUNDING)], key=ROUNDING.__getitem__)
     rtol, basis = ROUNDING[within], [f"{within} rounding"]
     if within != name:
-        basis.append(f"the model computes in {within} behind {name} outputs")
+        basis.append(f"{COMPUTES_IN} {within} behind {name} outputs")
     if _has(ops, TRANSCENDENTALS):
         rtol = max(rtol, TRANSCENDENTAL[within])
         basis.append("transcendental activations (oneDNN computes its fused post-ops its own way)")
@@ -203,9 +204,11 @@ def compare(fused: Sequence, reference: Sequence, ops: Iterable[str] = (), tf32:
                                                                    if len(bad) > 1 else "")
     elif outputs:
         w, many = outputs[worst or 0], len(outputs) != 1
+        narrower = [b for b in w["tolerance"]["basis"] if b.startswith(COMPUTES_IN)]
         summary = (f"{len(outputs)} output{'s agree' if many else ' agrees'}: " +
                    ("exactly" if w["tolerance"]["rtol"] == 0 else
-                    f"max relative difference {w['max_rel']:.2g} within {w['tolerance']['rtol']:g}"))
+                    f"max relative difference {w['max_rel']:.2g} within {w['tolerance']['rtol']:g}"
+                    + (f" ({narrower[0]})" if narrower else "")))
     else:
         summary = "no outputs to compare"
     return {"agree": bool(agree), "outputs": outputs, "count": counts, "worst": worst, "summary": summary}

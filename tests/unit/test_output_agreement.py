@@ -129,6 +129,7 @@ def test_float32_outputs_of_a_model_computing_in_half_precision_take_its_toleran
     assert mixed["agree"], mixed["summary"]
     assert mixed["outputs"][0]["tolerance"]["rtol"] == tolerance("bfloat16", CONV)["rtol"]
     assert "the model computes in bfloat16 behind float32 outputs" in mixed["outputs"][0]["tolerance"]["basis"]
+    assert mixed["summary"].endswith("within 0.1 (the model computes in bfloat16 behind float32 outputs)")
     assert not compare([y + 1.0], [y], ops=CONV, computed=["bfloat16"])["agree"]
     # Only a narrower dtype widens it: float64 ops behind float32 outputs, or integers, leave it as it was.
     assert tolerance("float32", CONV, computed=["float64", "int32"]) == tolerance("float32", CONV)
