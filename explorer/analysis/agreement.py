@@ -55,8 +55,8 @@ SUMS = {"float64": 1e-9, "float32": 1e-3, "float16": 3e-2, "bfloat16": 1e-1}
 TRANSCENDENTAL = {"float64": 1e-9, "float32": 1e-4, "float16": 1e-2, "bfloat16": 5e-2}
 TF32 = 1e-2  # float32 contractions on a TF32 GPU keep 10 mantissa bits
 COMPUTES_IN = "the model computes in"  # the basis entry of a tolerance set by a dtype narrower than the output's
-# The benchmarks' simpler rule (worker.bench.agreement, and the fault repro script a diagnosis writes): the largest
-# difference still counted as agreement, by dtype; integer outputs (the hash-bucket model) must match exactly.
+# The simpler rule of the fault repro script a diagnosis writes (it runs without the explorer, by the isolated
+# node's dtype): the largest difference still counted as agreement; integer outputs must match exactly.
 BENCH_TOLERANCE = {"float64": 1e-9, "float32": 1e-3, "float16": 5e-2, "bfloat16": 1e-1}
 EXACT = ("int", "uint", "bool", "str", "bytes", "object", "qint", "quint")
 
