@@ -214,6 +214,11 @@ def compare(fused: Sequence, reference: Sequence, ops: Iterable[str] = (), tf32:
     return {"agree": bool(agree), "outputs": outputs, "count": counts, "worst": worst, "summary": summary}
 
 
+def compare_on(fused: Sequence, reference: Sequence, basis: Mapping) -> dict:
+    """``compare`` with what a graph's ``basis`` (the worker's ``agreement.basis``) says it computes with."""
+    return compare(fused, reference, basis["ops"], basis["tf32"], basis.get("computed", ()))
+
+
 # The check of a whole inspect (worker.agreement): its status, and the verdict's words for the bad ones.
 # "agrees", "differs" (beyond tolerance), "varies" (they differ, but so do two fused calls: random ops), "fails"
 # (the fused graph raised; unfused it runs), "aborts" (the fused run killed the process; unfused it runs),
@@ -239,7 +244,7 @@ def judged(fused, fused_error, reference, reference_error, basis: Mapping) -> di
     if reference_error:
         return {"status": "unchecked", "comparison": None, "fused_error": None, "reference_error": reference_error,
                 "summary": f"the unfused reference failed, so nothing was compared: {reference_error['message']}"}
-    comparison = compare(fused, reference, basis["ops"], basis["tf32"], basis.get("computed", ()))
+    comparison = compare_on(fused, reference, basis)
     status = "agrees" if comparison["agree"] else "varies" if basis.get("varies") else "differs"
     summary = comparison["summary"] if status != "varies" else \
         f"{basis['varies']}, so the unfused run's numbers say nothing of the fusion"
@@ -250,7 +255,7 @@ def judged(fused, fused_error, reference, reference_error, basis: Mapping) -> di
 def variation(first, second, basis: Mapping) -> str | None:
     """Two calls of one graph on the same inputs (``first``, ``second``) held against each other: the sentence
     saying that the model's outputs vary from call to call (its random ops named), or None when they agree."""
-    again = compare(first, second, basis["ops"], basis["tf32"], basis.get("computed", ()))
+    again = compare_on(first, second, basis)
     if again["agree"]:
         return None
     calls = f"it calls {', '.join(basis['random'])}, and " if basis.get("random") else ""

@@ -24,7 +24,7 @@ from ..model.spec import resolve
 from ..present import fault_repro
 from . import models
 from .grappler import _concrete
-from .agreement import basis, called, computed_dtypes, with_variation
+from .agreement import basis, called, with_variation
 from .isolate import NotIsolated, isolate
 from .models.graph_function import static_dims
 from .protocol import error_line
@@ -53,8 +53,7 @@ def run(rt: Runtime, request: dict) -> dict:
         result["fused_error"] = fused["error"]
     else:
         found = basis(rt, [stages["traced"]] if stages else [])
-        result["agreement"] = agreement.compare(fused["outputs"], reference["outputs"], found["ops"],
-                                                tf32=found["tf32"], computed=found["computed"])
+        result["agreement"] = agreement.compare_on(fused["outputs"], reference["outputs"], found)
         if not result["agreement"]["agree"]:  # a model drawing random numbers differs from itself too
             found = with_variation(found, fused["outputs"], lambda: called(
                 rt, models.function(body, tf, served=True), args, switches))
@@ -135,9 +134,7 @@ def xla_check(rt: Runtime, body, args, reference: list) -> dict:
     finally:
         rt.reset_grappler()
     traced = _concrete(models.function(body, rt.tf, trace=True), args).graph
-    ops = {op.type for op in traced.get_operations()}
-    return {"agreement": agreement.compare(out, reference, ops, tf32=rt.tf32_active(),
-                                           computed=computed_dtypes(rt.tf, [traced.as_graph_def()]))}
+    return {"agreement": agreement.compare_on(out, reference, basis(rt, [traced.as_graph_def()]))}
 
 
 def dumped_stages(rt: Runtime, log: list[str]) -> dict | None:
