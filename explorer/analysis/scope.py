@@ -11,6 +11,7 @@ scope gets the same box name (and element id) on both sides of a diff.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -22,11 +23,16 @@ ELIDED_OP = "(elided)"  # the op of a marker standing for edges a region view le
 # Status of a box: the most telling status of what it holds, in this order.
 STATUS_ORDER = ("fused", "absorbed", "changed", "removed", "added", "unchanged")
 SEP = "/"
+# The plumbing TensorFlow's function inlining adds around an inlined call: "Func/<call>/input/_7" and the like.
+INLINED = re.compile(r"Func/(.+)/(?:input|output|input_control_node|output_control_node)/_\d+")
 
 
 def scope_path(name: str) -> tuple[str, ...]:
-    """The scopes a node name sits in, outermost first: "a/b/c" -> ("a", "b")."""
-    return tuple(name.split(SEP)[:-1])
+    """The scopes a node name sits in, outermost first: "a/b/c" -> ("a", "b"). An inlined call's plumbing sits in
+    the call it feeds ("Func/model/lstm/while/body/_5/input/_9" in "model/lstm/while/body/_5"), so a loop's or a
+    branch's dozens of Identity and NoOp nodes go in its layer's box rather than around it."""
+    inlined = INLINED.fullmatch(name)
+    return tuple(inlined.group(1).split(SEP)) if inlined else tuple(name.split(SEP)[:-1])
 
 
 def common_prefix(*graphs: Graph) -> tuple[str, ...]:

@@ -175,3 +175,21 @@ def test_a_node_waiting_on_many_control_inputs_counts_them_instead_of_drawing_th
     assert f"+{k} control inputs (not drawn)" in dot
     assert dot.count("fx-control") == 1  # only y's single control edge is drawn
     assert dot.count("fx-edge") == k + 2  # x -> each read, x -> y, and that control edge
+
+
+def test_an_inlined_loops_plumbing_goes_in_its_layers_box():
+    # TensorFlow names the Identity/NoOp nodes that inlining puts around a call "Func/<call>/input/_N": a Keras
+    # LSTM's lowered loop has dozens, which drew as loose nodes around the layer's box
+    body = "call/model/lstm/while/body/_5"
+    g = Graph((Node("args_0", "_Arg"), Node("Func/call/input/_0", "Identity", inputs=(Edge("args_0"),)),
+               Node(f"Func/{body}/input/_9", "Identity", inputs=(Edge("Func/call/input/_0"),)),
+               Node(f"{body}/model/lstm/while/MatMul", "MatMul", inputs=(Edge(f"Func/{body}/input/_9"),)),
+               Node(f"Func/{body}/output_control_node/_12", "NoOp",
+                    inputs=(Edge(f"{body}/model/lstm/while/MatMul", control=True),)),
+               Node("call/model/dense/MatMul", "MatMul", inputs=(Edge(f"{body}/model/lstm/while/MatMul"),))))
+    prefix = scope.common_prefix(g)
+    assert prefix == ("call", "model")
+    boxes = scope.assign(g, prefix, 1)
+    assert boxes[f"Func/{body}/input/_9"] == boxes[f"Func/{body}/output_control_node/_12"] == "call/model/lstm"
+    assert "Func/call/input/_0" not in boxes  # the model's own inputs pass outside every layer
+    assert scope.scope_path("Func/x/input_data/_3") == ("Func", "x", "input_data")  # not TensorFlow's plumbing
