@@ -54,6 +54,10 @@ def run(engine, spec, config=None, *, apply: list[str] | None = None, out: str |
         variants = fix_plan.variants(fixes)
         written, _ = engine.request(config, "fix", {"spec": spec.to_dict(), "out_dir": work, "variants": variants},
                                     timeout=engine.pool.limits.inspect_s * 2, on_progress=on_progress)
+        records = written["variants"][0]["records"]
+        if not any(r["sites"] for r in records):  # a copy that is the model: nothing to inspect, time or keep
+            return dict(_empty(before, dict(skipped, **{r["fix"]: _found_nothing(r, before) for r in records})),
+                        config=config.to_dict(), measured_at=started, fingerprint=before.get("fingerprint"))
         specs = {v["name"]: _fixed_spec(v, spec) for v in written["variants"]}
         fixed = {}
         for i, (name, fixed_spec) in enumerate(specs.items()):
@@ -139,6 +143,18 @@ def _keep(variant: dict, out: str) -> str:
         target = out if out.endswith(".pb") else out + ".pb"
         shutil.copyfile(source, target)
     return os.path.abspath(target)
+
+
+def _found_nothing(record: dict, before: dict) -> str:
+    """Why a fix the plan chose rewrote nothing: the sites it left and why, or what it looked for."""
+    left = record["left"]
+    if left:
+        more = f" and {len(left) - 1} more" if len(left) > 1 else ""
+        return f"rewrote nothing: {left[0]['nodes'][0]} left as it is ({left[0]['why']}){more}"
+    if record["fix"] == "freeze" and fix_plan.has_variables(before):
+        return ("rewrote nothing: the model's own graph reads no variable it can turn into a constant (reads inside "
+                "a function, such as a loop's body or a branch, stay variables)")
+    return "rewrote nothing: the model holds nothing of its form"
 
 
 def _empty(before: dict, skipped: dict) -> dict:

@@ -104,7 +104,8 @@ def _run(engine, result: dict, choice, fixes: list[str], processes: int, this: s
             fixed = engine.fix(choice.spec, choice.config, apply=fixes, out=out, processes=processes, reps=20,
                                warmup=3, max_seconds=20.0, on_progress=progress)
             uploads.keep_written(session, folder)
-            status.update(label="Fixed, checked and timed", state="complete")
+            status.update(label="Fixed, checked and timed" if fixed["applied"] else "Nothing to rewrite",
+                          state="complete")
         except ExplorerError as exc:
             failed = exc
             status.update(label="The fixes could not be tried", state="error")
@@ -131,6 +132,11 @@ def _stem(result: dict) -> str:
 
 
 def show(engine, result: dict, fixed: dict, config, key: str) -> None:
+    if not fixed["applied"]:  # the rewrites found nothing: no copy was made, so nothing was checked or timed
+        st.info("Nothing was rewritten, so there is no copy to check or time. "
+                + "; ".join(f"**{k}**: {v}" for k, v in (fixed.get("skipped") or {}).items()),
+                icon=":material/info:")
+        return
     before, after = fixed.get("fused_kernels_before"), fixed.get("fused_kernels_after")
     sp = fixed.get("speedup")
     cols = st.columns(4)

@@ -167,7 +167,8 @@ def unknown_batch(directory: str) -> None:
     ``conv_relu.pb``, a frozen GraphDef of Conv2D 3x3 (3 -> 8 channels, SAME) + BiasAdd + Relu on [?, 16, 16, 3],
     ``dense_relu_savedmodel``, a SavedModel of MatMul [?, 8] x [8, 4] + BiasAdd + Relu over variables, and
     ``mixed_bfloat16.pb``, a Dense + GELU computed in bfloat16 between float32 input and output, and
-    ``noisy_dense.pb``, a Dense + ReLU whose output gets uniform noise (RandomUniform) on every call."""
+    ``noisy_dense.pb``, a Dense + ReLU whose output gets uniform noise (RandomUniform) on every call, and
+    ``looped_savedmodel``, a MatMul + BiasAdd + Relu applied twice in a tf.while_loop whose body reads the variables."""
     import numpy as np
     import tensorflow as tf
 
@@ -213,6 +214,20 @@ def unknown_batch(directory: str) -> None:
 
     with open(os.path.join(directory, "noisy_dense.pb"), "wb") as handle:
         handle.write(noisy.get_concrete_function().graph.as_graph_def().SerializeToString())
+
+    looped = tf.Module()
+    looped.w = tf.Variable(rng.standard_normal((8, 8)).astype(np.float32) / 3)
+    looped.b = tf.Variable(rng.uniform(0.1, 0.5, 8).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 8], tf.float32, name="x")])
+    def twice(x):
+        def body(i, y):
+            return i + 1, tf.nn.relu(tf.nn.bias_add(tf.matmul(y, looped.w), looped.b))
+
+        return {"y": tf.while_loop(lambda i, y: i < 2, body, (0, x))[1]}
+
+    looped.serve = twice
+    tf.saved_model.save(looped, os.path.join(directory, "looped_savedmodel"), signatures={"serving_default": twice})
 
 
 def writing_savedmodel(tf, path: str, target: str) -> None:

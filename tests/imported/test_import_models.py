@@ -18,6 +18,7 @@ import pytest
 
 from explorer.engine.uploads import spec_for_path
 from explorer.model.flags import Config
+from explorer.present.fix_text import fix_text
 from explorer.worker.models.signature import LOADED, READ
 
 pytestmark = pytest.mark.tf
@@ -75,6 +76,18 @@ def test_fixing_a_recurrent_model_keeps_what_fuses_in_its_loops(engine, models, 
                         Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "0"}), out=str(tmp_path / "fixed"))
     assert result["within_tolerance"], (result["max_abs_diff"], result["max_rel_diff"])
     assert result["fused_kernels_after"] >= result["fused_kernels_before"] == 2
+
+
+def test_a_fix_that_rewrites_nothing_says_why_and_times_and_writes_nothing(engine, unknown_batch_models, tmp_path):
+    # freeze turns the reads of the model's own graph into constants; this model reads its variables only in its
+    # loop's body, so the copy would be the model itself: once it was inspected, timed three times and written out
+    out = tmp_path / "fixed"
+    result = engine.fix(spec_for_path(str(unknown_batch_models / "looped_savedmodel")),
+                        Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "0"}), out=str(out))
+    assert result["applied"] == [] and result["model_out"] is None and result["speedup"] is None
+    assert result["skipped"]["freeze"].startswith("rewrote nothing: the model's own graph reads no variable")
+    assert not out.exists() and not out.with_suffix(".pb").exists()
+    assert "freeze: rewrote nothing" in fix_text(result)
 
 
 def test_a_signature_the_reader_does_not_know_is_loaded_by_tensorflow(engine, models, direct_counts):

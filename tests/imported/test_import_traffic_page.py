@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from explorer.engine import uploads
 from explorer.ui import state
 from tests.page_tabs import each_tab, open_tab
-from tests.imported.test_import_page import _page_engine, page, upload  # noqa: F401 - _page_engine: its folders
+from tests.imported.test_import_page import _page_engine, page, upload, zipped  # noqa: F401 - _page_engine: its folders
 
 pytestmark = pytest.mark.tf
 
@@ -55,3 +56,19 @@ def test_a_model_drawing_random_numbers_gets_no_verdict_on_its_numbers(unknown_b
     metrics = {m.label: m for m in at.metric}
     assert metrics["Outputs agree"].value == "varies" and "RandomUniform" in metrics["Outputs agree"].proto.help
     assert "NOT A GAIN" not in metrics["Speedup of fusion"].proto.delta
+
+
+def test_a_fix_that_rewrites_nothing_shows_why_and_no_figures(unknown_batch_models, monkeypatch):
+    """freeze is offered for a model with variables; this one reads them only in its loop's body, which freeze
+    leaves as it is: the page says so, rather than metrics of a copy that is the model itself."""
+    monkeypatch.setenv(uploads.ALLOW_SETTING, "1")
+    at = upload(page("0"), "looped.zip", zipped(unknown_batch_models / "looped_savedmodel"))
+    at = open_tab(at, "report")
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.multiselect(key="report.fixes.chosen").value == ["freeze"]
+    at = at.button(key="report.fixes.run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    said = "\n".join(i.value for i in at.info)
+    assert "Nothing was rewritten, so there is no copy to check or time" in said and "**freeze**: rewrote nothing" in said
+    assert "Speedup, all fixes" not in [m.label for m in at.metric]
+    assert not [b for b in at.get("download_button") if b.label.startswith("Download the fixed model")]
