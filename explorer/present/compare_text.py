@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..model.flags import UNSET_WORDS
+
 
 def settings(config: dict) -> str:
     """'cpu · TF_ENABLE_ONEDNN_OPTS=0 · remapping=off' (TensorFlow's defaults where nothing is set)."""
@@ -11,15 +13,20 @@ def settings(config: dict) -> str:
     return " · ".join(parts) if len(parts) > 1 else f"{parts[0]} · TensorFlow's defaults"
 
 
+def config_changes(a: dict, b: dict) -> list[str]:
+    """What configuration ``b`` changes from ``a`` (Config.to_dict's), as NAME: a's → b's; a flag or switch left
+    at TensorFlow's default is said as the sidebar says it ("unset", "default")."""
+    out = [f"device: {a.get('device')} → {b.get('device')}"] if a.get("device") != b.get("device") else []
+    for part, unset in UNSET_WORDS.items():
+        x, y = a.get(part) or {}, b.get(part) or {}
+        out += [f"{k}: {x.get(k, unset)} → {y.get(k, unset)}" for k in sorted(set(x) | set(y)) if x.get(k) != y.get(k)]
+    return out
+
+
 def changed(result: dict) -> list[str]:
     """What B changes from A, as NAME: A's → B's."""
     a, b = result["a"], result["b"]
-    out = []
-    for part in ("env", "grappler"):
-        x, y = a["config"].get(part) or {}, b["config"].get(part) or {}
-        out += [f"{k}: {x.get(k, 'default')} → {y.get(k, 'default')}" for k in sorted(set(x) | set(y)) if x.get(k) != y.get(k)]
-    if a["config"].get("device") != b["config"].get("device"):
-        out.append(f"device: {a['config'].get('device')} → {b['config'].get('device')}")
+    out = config_changes(a["config"], b["config"])
     x, y = a["spec"].get("params") or {}, b["spec"].get("params") or {}
     out += [f"{k}: {x.get(k)} → {y.get(k)}" for k in sorted(set(x) | set(y)) if x.get(k) != y.get(k)]
     return out or ["the model"]

@@ -13,8 +13,9 @@ import streamlit as st
 
 from ..analysis import stats
 from ..errors import ExplorerError
-from ..model.flags import UNSET_WORDS, Config
+from ..model.flags import Config
 from ..model.spec import resolve
+from ..present import compare_text
 from . import against, bench, cached, experiment, linked, state
 from . import stages as stages_ui
 from .sidebar import Choice, device_label
@@ -91,15 +92,7 @@ def differences(pinned: dict, current: dict) -> list[str]:
             a, b = pinned["params"].get(name), current["params"].get(name)
             if a != b:
                 out.append(f"{name}: {a} → {b}")
-    pc, cc = pinned["config"], current["config"]
-    if pc["device"] != cc["device"]:
-        out.append(f"device: {pc['device']} → {cc['device']}")
-    for section, unset in UNSET_WORDS.items():
-        for name in sorted(set(pc[section]) | set(cc[section])):
-            a, b = pc[section].get(name, unset), cc[section].get(name, unset)
-            if a != b:
-                out.append(f"{name}: {a} → {b}")
-    return out
+    return out + compare_text.config_changes(pinned["config"], current["config"])
 
 
 def panel(engine, choice: Choice, result: dict | None) -> None:
