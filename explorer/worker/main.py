@@ -18,7 +18,8 @@ from ..errors import SpecError
 from ..model import compilers
 from ..model.devices import no_gpu_words, nvidia_gpus_present, refuse_simulated
 from ..model.hooks import hook
-from . import agreement, diagnose, fix, fix_bench, op_time, probe
+from ..model.spec import resolve
+from . import agreement, diagnose, fix, fix_bench, models, op_time, probe
 from .protocol import BadRequest, NoGpu, Protocol, Refused, error_line
 from .runtime import Runtime
 
@@ -79,6 +80,22 @@ def request_folder(path) -> None:
             os.environ["TMPDIR"] = saved[1]
 
 
+def _sized_hint(rt: Runtime, request: dict, exc: Exception) -> str:
+    """What to try when a model whose inputs leave a dimension unknown refused the values fed: those dimensions
+    were given a size of the explorer's choosing (1 unless asked), which a model may not take (a sequence shorter
+    than its convolution's kernel). Empty for any other failure."""
+    if type(exc).__name__ != "InvalidArgumentError":
+        return ""
+    try:
+        spec = resolve(request.get("spec"))
+        if not models.unknown_dims(spec, rt.tf):
+            return ""
+    except Exception:  # noqa: BLE001 - only a hint: the error stands without it
+        return ""
+    return (f". The model's unknown dimensions were fed as {spec.unknown_dim}: it may need them larger (give "
+            "another size: --dim N on the command line, Unknown dimensions on the page)")
+
+
 def _error(kind: str, message: str, detail: str = "") -> dict:
     return {"kind": kind, "message": message, "detail": detail[-4000:]}
 
@@ -123,5 +140,5 @@ def main() -> None:
             first = error_line(getattr(exc, "message", None) or str(exc)) or type(exc).__name__
             log = rt.log.read()
             protocol.send({"id": req_id, "ok": False, "error": _error(
-                "tensorflow", f"TensorFlow failed: {type(exc).__name__}: {first[:400]}",
+                "tensorflow", f"TensorFlow failed: {type(exc).__name__}: {first[:400]}{_sized_hint(rt, request, exc)}",
                 traceback.format_exc() + "\n".join(log[-60:]))})

@@ -168,7 +168,8 @@ def unknown_batch(directory: str) -> None:
     ``dense_relu_savedmodel``, a SavedModel of MatMul [?, 8] x [8, 4] + BiasAdd + Relu over variables, and
     ``mixed_bfloat16.pb``, a Dense + GELU computed in bfloat16 between float32 input and output, and
     ``noisy_dense.pb``, a Dense + ReLU whose output gets uniform noise (RandomUniform) on every call, and
-    ``looped_savedmodel``, a MatMul + BiasAdd + Relu applied twice in a tf.while_loop whose body reads the variables."""
+    ``looped_savedmodel``, a MatMul + BiasAdd + Relu applied twice in a tf.while_loop whose body reads the variables,
+    and ``sequence_conv.pb``, a 1-D convolution (kernel 3, VALID) + BiasAdd + Relu over a sequence of unknown length."""
     import numpy as np
     import tensorflow as tf
 
@@ -228,6 +229,15 @@ def unknown_batch(directory: str) -> None:
 
     looped.serve = twice
     tf.saved_model.save(looped, os.path.join(directory, "looped_savedmodel"), signatures={"serving_default": twice})
+
+    kernel = tf.constant(rng.standard_normal((3, 8, 8)).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None, 8], tf.float32, name="sequence")])
+    def sequence(x):  # a sequence of length 1 (every unknown dimension fed as 1) is shorter than the kernel
+        return tf.nn.relu(tf.nn.bias_add(tf.nn.conv1d(x, kernel, 1, "VALID"), bias))
+
+    with open(os.path.join(directory, "sequence_conv.pb"), "wb") as handle:
+        handle.write(sequence.get_concrete_function().graph.as_graph_def().SerializeToString())
 
 
 def writing_savedmodel(tf, path: str, target: str) -> None:

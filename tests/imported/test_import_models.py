@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from explorer.engine.uploads import spec_for_path
+from explorer.errors import WorkerError
 from explorer.model.flags import Config
 from explorer.present.fix_text import fix_text
 from explorer.worker.models.signature import LOADED, READ
@@ -88,6 +89,19 @@ def test_a_fix_that_rewrites_nothing_says_why_and_times_and_writes_nothing(engin
     assert result["skipped"]["freeze"].startswith("rewrote nothing: the model's own graph reads no variable")
     assert not out.exists() and not out.with_suffix(".pb").exists()
     assert "freeze: rewrote nothing" in fix_text(result)
+
+
+def test_a_model_refusing_the_size_given_its_unknown_dimensions_says_how_to_give_another(engine, unknown_batch_models):
+    # a sequence of unknown length, fed as 1, is shorter than the convolution's kernel: TensorFlow's own words
+    # ("Computed output size would be negative") said nothing of where that 1 came from
+    path, config = str(unknown_batch_models / "sequence_conv.pb"), Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "0"})
+    with pytest.raises(WorkerError) as refused:
+        engine.inspect(spec_for_path(path), config)
+    assert "Computed output size would be negative" in refused.value.message
+    assert refused.value.message.endswith("The model's unknown dimensions were fed as 1: it may need them larger "
+                                          "(give another size: --dim N on the command line, Unknown dimensions on "
+                                          "the page)")
+    assert engine.inspect(spec_for_path(path, unknown_dim=4), config)["output_shapes"] == [[4, 2, 8]]
 
 
 def test_a_signature_the_reader_does_not_know_is_loaded_by_tensorflow(engine, models, direct_counts):
