@@ -182,3 +182,20 @@ def test_a_speedup_between_variants_that_disagree_is_not_a_gain():
     assert sp["timing_verdict_code"] == "faster" and sp["estimate"] > 1.5  # the timing kept, not counted as a gain
     rows = stats.sweep_table([(64, dict(raw, agreement=differ)), (128, dict(raw, agreement=agree))])
     assert stats.fusion_pays_from(rows) == 128  # a point whose outputs differ is not where fusion pays
+
+
+def test_an_edge_input_the_model_refuses_either_way_is_worded_as_not_compared():
+    # an embedding's ids at 2^30 are out of range with the remapper on and off alike: nothing about the fusion
+    from explorer.analysis.agreement import concluded, edges_judged
+    from explorer.present.agreement import lines
+
+    y = reference()
+    basis = {"ops": CONV, "tf32": False, "computed": ["float32"], "random": [], "varies": None}
+    error = {"type": "InvalidArgumentError", "message": "indices[0,0] = 1073741824 is not in [0, 100)", "node": None,
+             "op": None}
+    edges = edges_judged([{"case": "large", "outputs": None, "error": error, "inputs": "ids at 2^30", "shapes": [],
+                           "seconds": 0.1}], [{"case": "large", "outputs": None, "error": error, "seconds": 0.1}], basis)
+    check = concluded({"inputs": None}, judged([y], None, [y], None, basis), edges, 0.5)
+    assert check["status"] == "agrees" and headline(check) is None
+    assert lines(check)[-1] == ("  edge inputs, large (ids at 2^30): not compared (the model refuses these inputs) - "
+                                "fails with the remapper on and off alike: indices[0,0] = 1073741824 is not in [0, 100)")
