@@ -10,6 +10,11 @@ the traced graph. Each top-level HLO instruction that does work becomes one grou
   (XLA:CPU keeps MatMul and Conv2D as these, outside any fusion);
 * any other lone instruction, outside any fusion.
 
+A loop's body and condition (a ``while``'s computations) and a ``conditional``'s branches are code of their
+own: their instructions are groups too, each saying whose body it sits in (``within``), with the ops of the
+loop's function its metadata names (``body_ops``, relative to the loop: "lstm_cell_1/MatMul"), which the traced
+graph holds only as the loop's one While node. A ``while`` or ``conditional`` is then its own lone instruction.
+
 TF 2.21 writes the traced node's name as ``op_name`` (no function prefix); an op of a nested
 function gets its call node's name as a prefix, and MLIR may join two locations with ';'. Const
 nodes never appear (their HLO constant carries the consumer's name), nor do Identity nodes.
@@ -19,6 +24,7 @@ One TF op can sit in several groups (layer norm's mean is recomputed in three fu
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from ..model import evidence
 
@@ -65,6 +71,32 @@ def resolver(nodes: list[dict]):
     return resolve
 
 
+# Instructions that run computations of their own as code (not as one fused kernel): what part each one is.
+CONTROL_PARTS = {"while": ("body", "condition"), "conditional": ("branch",), "call": ("call",)}
+
+
+def _bodies(module: dict) -> dict[str, dict]:
+    """{computation: {"instruction", "op_name", "part"}} for every loop body and condition, branch and call."""
+    out = {}
+    for comp in module["computations"]:
+        for ins in comp["instructions"]:
+            parts = CONTROL_PARTS.get(ins["opcode"], ())
+            for k, sub in enumerate(ins["called_computations"] if parts else ()):
+                out[sub] = {"instruction": ins["name"], "op_name": ins.get("op_name"), "part": parts[min(k, len(parts) - 1)]}
+    return out
+
+
+def relative(op_name: str, loop: str | None) -> str:
+    """An op name of a loop's function without the loop's own path: "functional_1/lstm_1/while/lstm_cell_1/MatMul"
+    in "StatefulPartitionedCall/functional_1/lstm_1/while" is "lstm_cell_1/MatMul"."""
+    parts, outer = op_name.split("/"), (loop or "").split("/")
+    for i in range(len(outer)):
+        tail = outer[i:]
+        if tail and parts[:len(tail)] == tail and len(parts) > len(tail):
+            return "/".join(parts[len(tail):])
+    return op_name
+
+
 def _members(computations: dict, name: str, seen: set) -> list[dict]:
     """Every instruction of a computation and of the computations it calls (a reduce's adder)."""
     if name in seen or name not in computations:
@@ -101,16 +133,19 @@ def xla_fusions(module: dict, nodes: list[dict]) -> list[dict]:
     node_op = {n["name"]: n["op"] for n in nodes}
     computations = {c["name"]: c for c in module["computations"]}
     called = {sub for c in module["computations"] for ins in c["instructions"] for sub in ins["called_computations"]}
-    groups = []
+    bodies = _bodies(module)
+    groups: dict[tuple[str, str], dict] = {}  # (computation, instruction) -> its group
     for comp in module["computations"]:
-        if comp["name"] in called:  # a fusion body, a reduce's adder: read through its caller
+        if comp["name"] in called and comp["name"] not in bodies:  # a fusion body, a reduce's adder: via its caller
             continue
+        within = bodies.get(comp["name"])
+        loop = resolve(within["op_name"]) if within else None
         for ins in comp["instructions"]:
             if ins["opcode"] in PLUMBING:
                 continue
             members = [ins] if ins["opcode"] != "fusion" else []
             seen: set = set()
-            for sub in ins["called_computations"]:
+            for sub in ins["called_computations"] if ins["opcode"] not in CONTROL_PARTS else ():
                 members += _members(computations, sub, seen)
             kind, category, words = _kind(ins)
             ops, unresolved = set(), []
@@ -123,24 +158,52 @@ def xla_fusions(module: dict, nodes: list[dict]) -> list[dict]:
             if category == "outside" and not ops and not unresolved:
                 continue  # a reshape or broadcast of an argument: plumbing too
             tf_ops = sorted(ops, key=lambda op: order.get(op, len(order)))
-            groups.append({
+            body_ops = list(dict.fromkeys(relative(n, within["op_name"]) for n in unresolved)) if within else []
+            where = dict(within, tf_op=loop) if within else None
+            groups[comp["name"], ins["name"]] = {
                 "node": ins["name"], "kind": kind, "category": category, "words": words,
                 "opcode": ins["opcode"], "computation": comp["name"], "shape": ins["shape"],
-                "tf_ops": tf_ops, "tf_op_types": [node_op[t] for t in tf_ops],
+                "tf_ops": tf_ops, "tf_op_types": [node_op[t] for t in tf_ops], "within": where, "body_ops": body_ops,
                 "unresolved_op_names": unresolved, "hlo_instructions": len(members),
-                "description": describe(words, category, tf_ops),
-            })
-    return groups
+                "description": describe(words, category, tf_ops, where, body_ops),
+            }
+    return _in_order(module, groups)
 
 
-def describe(words: str, category: str, tf_ops: list[str]) -> str:
-    """'loop fusion of 9 ops: BiasAdd, Gelu/mul, ...' or 'dot: MatMul (outside any fusion)'."""
-    held = ", ".join(tf_ops) or "no TF op named in its metadata"
+def _in_order(module: dict, groups: dict[tuple[str, str], dict]) -> list[dict]:
+    """The groups in the order a reader follows: the entry's, each loop's or branch's right after its instruction."""
+    computations = {c["name"]: c for c in module["computations"]}
+    out: list[dict] = []
+    done: set = set()
+
+    def emit(name: str) -> None:
+        if name in done or name not in computations:
+            return
+        done.add(name)
+        for ins in computations[name]["instructions"]:
+            if (name, ins["name"]) in groups:
+                out.append(groups[name, ins["name"]])
+            if ins["opcode"] in CONTROL_PARTS:
+                for sub in ins["called_computations"]:
+                    emit(sub)
+
+    for comp in sorted(module["computations"], key=lambda c: not c.get("is_entry")):
+        emit(comp["name"])
+    return out
+
+
+def describe(words: str, category: str, tf_ops: list[str], within: dict | None = None,
+             body_ops: Sequence[str] = ()) -> str:
+    """'loop fusion of 9 ops: BiasAdd, Gelu/mul, ...', 'dot: MatMul (outside any fusion)' or, in a loop's body,
+    'dot in the body of model/lstm/while: lstm_cell/MatMul (outside any fusion)'."""
+    named = [*tf_ops, *(op for op in body_ops if op not in tf_ops)]
+    held = ", ".join(named) or "no TF op named in its metadata"
+    where = f" in the {within['part']} of {within['tf_op'] or within['instruction']}" if within else ""
     if category == "fusion":
-        return f"{words} of {len(tf_ops)} op{'s' if len(tf_ops) != 1 else ''}: {held}"
+        return f"{words} of {len(named)} op{'s' if len(named) != 1 else ''}{where}: {held}"
     if words in LIBRARY_OPCODES or category == "outside":
-        return f"{words}: {held} (outside any fusion)"
-    return f"{words}: {held}"
+        return f"{words}{where}: {held} (outside any fusion)"
+    return f"{words}{where}: {held}"
 
 
 _OP_NAME = re.compile(r'op_name="([^"]*)"')
@@ -184,7 +247,8 @@ def summary(groups: list[dict]) -> str:
     of first appearance, counted where there are several ('104 loop fusions (2–11 ops each)')."""
     kinds: dict[str, list[int]] = {}
     for g in groups:
-        kinds.setdefault(g["words"], []).append(len(g["tf_ops"]) if g["category"] == "fusion" else 0)
+        kinds.setdefault(g["words"], []).append(len(g["tf_ops"]) + len(g.get("body_ops") or ())
+                                                if g["category"] == "fusion" else 0)
     parts = []
     for words, sizes in kinds.items():
         count = words if len(sizes) == 1 else f"{len(sizes)} {words}" + ("" if words.endswith("s") else "s")

@@ -163,3 +163,34 @@ def test_the_gpu_note_speaks_of_the_ops_the_model_has():
     assert "BIAS_GELU" in gelu and "cuDNN" not in gelu
     dense = xla_fusion.gpu_note({"MatMul", "BiasAdd", "Relu"})
     assert "GELU" not in dense and "epilogue" in dense
+
+
+def test_a_loops_body_and_a_branchs_fusions_are_listed_after_their_instruction():
+    # tf.while_loop (MatMul + BiasAdd + Relu in its body) then tf.cond (the same in a branch), captured from the
+    # worker: before, the while and the conditional swallowed everything they run, and their fusions went unlisted
+    data = load("while_cond")
+    module = data["module"]
+    groups = xla_fusion.xla_fusions(module, data["traced"]["nodes"])
+    order = [g["node"] for g in groups]
+    controls = [i for i in entry(module)["instructions"] if i["opcode"] in ("while", "conditional")]
+    assert {i["opcode"] for i in controls} == {"while", "conditional"}
+    comps = {c["name"]: c for c in module["computations"]}
+    for control in controls:
+        group = groups[order.index(control["name"])]
+        assert group["hlo_instructions"] == 1 and group["within"] is None  # itself only, not what it runs
+        inside = [g for g in groups if (g["within"] or {}).get("instruction") == control["name"]]
+        listed = {g["node"] for g in inside}
+        expected = {i["name"] for sub in control["called_computations"] for i in comps[sub]["instructions"]
+                    if i["opcode"] in ("fusion", "dot")}
+        assert expected and expected <= listed
+        at = order.index(control["name"])
+        assert sorted(order.index(n) for n in listed) == list(range(at + 1, at + 1 + len(listed)))
+        for g in inside:
+            assert g["within"]["tf_op"] == control["op_name"] and g["description"].startswith(g["words"])
+            assert f" in the {g['within']['part']} of {control['op_name']}" in g["description"]
+    body = next(g for g in groups if g["within"] and g["within"]["part"] == "body" and g["words"] == "output fusion")
+    assert body["body_ops"] == ["MatMul", "BiasAdd"] and body["tf_ops"] == []
+    assert "output fusion of 2 ops in the body of StatefulPartitionedCall/while: MatMul, BiasAdd" == body["description"]
+    assert {g["within"]["part"] for g in groups if g["within"]} == {"body", "condition", "branch"}
+    assert xla_fusion.relative("functional_1/lstm_1/while/lstm_cell_1/MatMul",
+                               "StatefulPartitionedCall/functional_1/lstm_1/while") == "lstm_cell_1/MatMul"
