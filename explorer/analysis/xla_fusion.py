@@ -344,9 +344,29 @@ def executed_vs_shown(result: dict) -> dict:
     """Does the module a call ran (its profiled HLO instructions) look like the module shown?
 
     The two are separate compiles with different module names; the same instruction names on the
-    same model say they came out of XLA's passes alike.
+    same model say they came out of XLA's passes alike. A loop's body and a branch are the shown module's
+    too, and a branch not taken does not run: every instruction that ran being one shown (``within``) says
+    the same, with the ones that did not run named (``only_shown``). A data move that ran (a copy) counts
+    for neither side, as the shown side leaves moves out.
     """
-    ran = set((result.get("executed") or {}).get("hlo_instructions") or [])
-    entry: dict = next((c for c in result["module"]["computations"] if c["is_entry"]), {"instructions": []})
-    shown = {i["name"] for i in entry["instructions"] if i["opcode"] not in PLUMBING}
-    return {"same": bool(ran) and ran == shown, "only_ran": sorted(ran - shown), "only_shown": sorted(shown - ran)}
+    module = result["module"]
+    bodies = _bodies(module)  # a loop's body and condition, a branch: their instructions run as the entry's do
+    opcode = {i["name"]: i["opcode"] for c in module["computations"] for i in c["instructions"]}
+    ran = {n for n in (result.get("executed") or {}).get("hlo_instructions") or [] if opcode.get(n) not in PLUMBING}
+    shown = {i["name"] for c in module["computations"] if c["is_entry"] or c["name"] in bodies
+             for i in c["instructions"] if i["opcode"] not in PLUMBING}
+    return {"same": bool(ran) and ran == shown, "within": bool(ran) and ran <= shown, "only_ran": sorted(ran - shown),
+            "only_shown": sorted(shown - ran)}
+
+
+def executed_words(compared: dict, some=lambda names: ", ".join(names)) -> str:
+    """What ``executed_vs_shown`` found, in one sentence (``some`` shortens a long list of names)."""
+    if compared.get("same"):
+        return "It ran the same instructions as the module shown."
+    if compared.get("within"):
+        return (f"It ran instructions of the module shown only; {len(compared['only_shown'])} of those shown did not "
+                f"run in that call ({some(compared['only_shown'])}): in a branch not taken or a loop's condition, an "
+                "instruction may not run.")
+    parts = [f"ran only: {some(compared['only_ran'])}" if compared.get("only_ran") else "",
+             f"shown only: {some(compared['only_shown'])}" if compared.get("only_shown") else ""]
+    return f"Its instructions differ from the module shown ({'; '.join(p for p in parts if p)})."

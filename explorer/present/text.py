@@ -178,9 +178,7 @@ def xla_text(result: dict) -> str:
     if ran["xla_executable_ran"]:
         out.append(f"  a profiled call ran XLA module {', '.join(ran['modules'])}: {' '.join(ran['hlo_instructions'])}")
         same = result.get("executed_vs_shown") or {}
-        out.append("  its instructions are the shown module's" if same.get("same") else
-                   f"  its instructions differ from the shown module's: ran only {same.get('only_ran')}, "
-                   f"shown only {same.get('only_shown')}")
+        out.append(f"  {xla_fusion.executed_words(same)}")
     else:
         out.append("  WARNING: the profiled call shows no XLA executable: " + " ".join(ran["tf_kernels"][:12]))
     out.append(f"\nXLA made: {result['summary']}")

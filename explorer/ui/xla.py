@@ -89,9 +89,7 @@ def _summary(grappler: dict, result: dict) -> None:
              else "A profiled call showed no XLA executable running.")
     same = result.get("executed_vs_shown") or {}
     if ran["xla_executable_ran"]:
-        proof += (" It ran the same instructions as the module shown." if same.get("same") else
-                  f" Its instructions differ from the module shown (ran only: {_some(same.get('only_ran', []))}; "
-                  f"shown only: {_some(same.get('only_shown', []))}).")
+        proof += " " + xla_fusion.executed_words(same, _some)
     st.caption(f"Shown: module `{result['module']['name']}`, from {result['source']}. XLA compile "
                f"{times['compile_s'] * 1e3:.0f} ms; first call {times['first_call_s'] * 1e3:.0f} ms (trace and "
                f"compile of the module a call runs). {proof}")

@@ -194,3 +194,26 @@ def test_a_loops_body_and_a_branchs_fusions_are_listed_after_their_instruction()
     assert {g["within"]["part"] for g in groups if g["within"]} == {"body", "condition", "branch"}
     assert xla_fusion.relative("functional_1/lstm_1/while/lstm_cell_1/MatMul",
                                "StatefulPartitionedCall/functional_1/lstm_1/while") == "lstm_cell_1/MatMul"
+
+
+def test_a_call_that_ran_a_loops_body_ran_the_module_shown():
+    # a profiled call lists the instructions of a loop's body and of the branch it took: the module shown holds
+    # them, so the call ran it (before, only the entry's instructions counted, and an LSTM "differed")
+    data = load("while_cond")
+    module = data["module"]
+    comps = {c["name"]: c for c in module["computations"]}
+    cond = next(i for i in entry(module)["instructions"] if i["opcode"] == "conditional")
+    untaken = {i["name"] for i in comps[cond["called_computations"][-1]]["instructions"]
+               if i["opcode"] not in xla_fusion.PLUMBING}
+    run_as_code = {sub for c in module["computations"] for i in c["instructions"]
+                   if i["opcode"] in ("while", "conditional") for sub in i["called_computations"]}
+    everything = {i["name"] for c in module["computations"] if c["is_entry"] or c["name"] in run_as_code
+                  for i in c["instructions"] if i["opcode"] not in xla_fusion.PLUMBING}
+    shown = xla_fusion.executed_vs_shown(dict(data, executed={"hlo_instructions": sorted(everything)}))
+    assert shown["within"] and not shown["only_ran"], shown
+    taken = xla_fusion.executed_vs_shown(dict(data, executed={"hlo_instructions": sorted(everything - untaken)}))
+    assert taken["within"] and not taken["same"] and set(taken["only_shown"]) == untaken
+    assert xla_fusion.executed_words(taken).startswith("It ran instructions of the module shown only; ")
+    other = xla_fusion.executed_vs_shown(dict(data, executed={"hlo_instructions": ["fusion.99"]}))
+    assert not other["within"] and xla_fusion.executed_words(other).startswith(
+        "Its instructions differ from the module shown (ran only: fusion.99; shown only: ")
