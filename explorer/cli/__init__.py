@@ -9,8 +9,8 @@
     python -m explorer inspect|bench --model PATH [--signature NAME] [--dim N] [--output NODE ...] [same options]
     python -m explorer compare MODEL [--env ...] --b NAME=VALUE [--processes N] [--json]   (A against B)
     python -m explorer inspect|bench --experiment FILE [--model PATH] [--link [--url URL]]   (an experiment file)
-    python -m explorer matrix --presets P1,P2,... --vary NAME=V1,V2 [--vary ...] [--device ...] [--bench]
-                              [--ray ADDRESS|local] [--json|--csv]
+    python -m explorer matrix --presets P1,P2,... [--model PATH] --vary NAME=V1,V2 [--vary ...] [--device ...]
+                              [--bench] [--ray ADDRESS|local] [--json|--csv]
     python -m explorer fix --model PATH [--apply NAME,...] [--env ...] [--processes N] [--out PATH] [--json]
     python -m explorer lessons [ID|FILE] [--check] [--json]   (the lessons; a lesson's steps; do they hold here)
 
@@ -37,8 +37,8 @@ from ..model.spec import resolve
 from ..model.stack import to_text
 from ..model import stack_examples
 from ..present import text
-from .model_args import (config_from_args, experiment_config,
-                         experiment_from_args, experiment_spec, page_url, spec_from_args)
+from .model_args import (config_from_args, experiment_config, experiment_from_args, experiment_spec, matrix_models,
+                         page_url, spec_from_args)
 from . import command, compare, diagnose, fix, lessons
 from .parser import make_parser
 
@@ -52,10 +52,10 @@ def _matrix(args, open_engine) -> int:
     from ..present import matrix as table
 
     axes = [matrix.parse_vary(v) for v in args.vary]
-    cells = matrix.plan([p.strip() for p in args.presets.split(",") if p.strip()], axes, device=args.device,
+    cells = matrix.plan([p.strip() for p in (args.presets or "").split(",") if p.strip()], axes, device=args.device,
                         env=dict(parse_assignment(a, "--env") for a in args.env),
                         grappler=dict(parse_assignment(a, "--grappler") for a in args.grappler),
-                        params=dict(parse_assignment(a, "--set") for a in args.set))
+                        params=dict(parse_assignment(a, "--set") for a in args.set), models=matrix_models(args))
     bench = matrix.BenchOptions(args.reps, args.warmup, args.max_seconds, args.processes) if args.bench else None
     if bench is not None:  # the engine's own bounds, checked before anything runs
         Engine.check_bench_options(bench.reps, bench.warmup, bench.max_seconds, bench.processes)
@@ -67,7 +67,9 @@ def _matrix(args, open_engine) -> int:
     else:
         rows = matrix.run_local(engine, cells, bench=bench, use_cache=not args.no_cache)
     result = {"axes": [{"name": a.name, "kind": a.kind, "values": list(a.values)} for a in axes],
-              "presets": list(dict.fromkeys(c.preset for c in cells)), "summary": matrix.summary(cells),
+              "presets": [p for p in dict.fromkeys(c.preset for c in cells) if p],
+              **({"models": list(dict.fromkeys(c.model for c in cells if not c.preset))} if args.model else {}),
+              "summary": matrix.summary(cells),
               "cells": rows}
     if args.json:
         print(table.to_json(result))

@@ -93,18 +93,34 @@ def read_stack(args) -> dict | None:
 def read_import(args) -> dict | None:
     if not args.model:
         return None
-    from ..engine.uploads import spec_for_path
-
     if args.preset is not None:
         raise SpecError("--model", f"give a preset ({args.preset}) or --model PATH, not both")
     for option, given in (("--set", args.set), ("--chain", args.chain), ("--export", getattr(args, "export", None))):
         if given:
             raise SpecError(option, "does not apply to an imported model (`inspect --json` has its graphs as pbtxt); "
                                     "it takes --signature, --dim and --output")
+    return _import_spec(args)
+
+
+def _import_spec(args) -> dict:
+    from ..engine.uploads import spec_for_path
+
     spec = spec_for_path(args.model, signature=args.signature, unknown_dim=args.dim, outputs=args.output)
     if args.fix_dims:
         spec["import"]["fixed_dims"] = True
     return spec
+
+
+def matrix_models(args) -> dict[str, dict]:
+    """The matrix's row of your own model (--model PATH, with --signature, --dim, --fix-dims and --output), named
+    by its file; {} without --model (its options then say they need it)."""
+    if not args.model:
+        for option in sources()["import"].cli_options:
+            if option.own and option.given(args):
+                raise SpecError(option.flags[0], "only applies with --model PATH")
+        return {}
+    spec = _import_spec(args)
+    return {spec["import"].get("name") or args.model: spec}
 
 
 # ---- an experiment file (docs/experiments.md) --------------------------------------------------------------

@@ -12,6 +12,7 @@ from ..model import compilers
 from ..model.experiment_parts import Bench
 from ..model.limits import PASS_GRAPHS_AUTO_NODES
 from . import compare, diagnose, fix, lessons
+from ..model.sources import sources
 from .model_args import add_model_options
 
 
@@ -67,8 +68,11 @@ def make_parser() -> argparse.ArgumentParser:
     compare.add_parser(sub)
     diagnose.add_parser(sub)
     lessons.add_parser(sub)
-    p = sub.add_parser("matrix", help="what-if matrix: presets × every combination of varied settings")
-    p.add_argument("--presets", required=True, metavar="P1,P2,...", help="preset ids, comma-separated")
+    p = sub.add_parser("matrix", help="what-if matrix: presets (and your own model) × every combination of varied "
+                                      "settings")
+    p.add_argument("--presets", metavar="P1,P2,...", help="preset ids, comma-separated")
+    for option in sources()["import"].cli_options:  # your own model as a row: --model PATH and its options
+        p.add_argument(*option.flags, **option.kwargs)
     p.add_argument("--vary", action="append", default=[], metavar="NAME=V1,V2",
                    help="an env flag, Grappler switch, model parameter or 'device' and its values (repeatable)")
     p.add_argument("--device", default="cpu", metavar="cpu|gpu|gpu-sim[:PROFILE]")

@@ -100,7 +100,7 @@ def plan(presets: list[str], axes: list[Axis], *, device: str = "cpu", env: dict
     ``models`` adds rows of any model source: {row name: its JSON spec} (the page's current model)."""
     models = dict(models or {})
     if not presets and not models:
-        raise SpecError("--presets", "give at least one preset id")
+        raise SpecError("--presets", "give at least one preset id, or your own model with --model PATH")
     for preset in presets:
         if preset not in PRESETS:
             raise SpecError("--presets", f"unknown preset {preset!r}; `python -m explorer presets` lists them")

@@ -133,6 +133,19 @@ def test_cli_inspect_and_bench_take_a_model(models, direct_counts):
     assert "_Fused" not in out.stdout.split("unfused ran:")[1].split("\n")[0]
 
 
+def test_cli_matrix_takes_your_own_model_as_a_row(models, direct_counts):
+    # the page's matrix had the model on screen as a row; the command line took presets only
+    out = run_cli("matrix", "--model", str(models / "small_savedmodel"), "--dim", "2", "--presets", "matmul_bias_relu",
+                  "--env", "TF_ENABLE_ONEDNN_OPTS=0", "--vary", "remapping=on,off", "--no-cache", "--json")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["presets"] == ["matmul_bias_relu"] and result["models"] == ["small_savedmodel"]
+    rows = {c["grappler"]["remapping"]: c for c in result["cells"] if c["model"] == "small_savedmodel"}
+    assert rows["off"]["verdict"] == "not fused" and rows["on"]["verdict"] == "fused"
+    fused = [op for op in direct_counts["0"]["small"]["savedmodel"] if op.startswith("_Fused")]
+    assert fused and all(op.replace(",", "+") in rows["on"]["fused_op"].split("; ") for op in fused), rows["on"]
+
+
 def test_cli_pass_graphs_of_a_big_model_on_request_and_xla_on_an_import(models):
     path = str(models / "mobilenetv2_savedmodel")
     commands = (("inspect", "--model", path, "--no-cache", "--json"),

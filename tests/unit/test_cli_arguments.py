@@ -49,6 +49,9 @@ def test_presets_lists_every_preset_and_the_coverage():
     (["fix", "--model", str(ROOT / "README.md"), "--apply", "fold"], "--apply: no fix 'fold'; the fixes are"),
     (["fix", "--model", str(ROOT / "README.md"), "--device", "gpu-sim"], "--device: 'gpu-sim'"),
     (["fix", "--model", str(ROOT / "README.md"), "--processes", "0"], "processes"),
+    (["matrix", "--vary", "remapping=on,off"], "--presets: give at least one preset id, or your own model with --model"),
+    (["matrix", "--presets", "matmul_bias_relu", "--dim", "4"], "--dim: only applies with --model PATH"),
+    (["matrix", "--model", "no/such/dir"], "no such file or directory"),
 ])
 def test_bad_arguments_exit_non_zero_with_one_line(args, words):
     out = run(*args)
