@@ -6,7 +6,7 @@ import pytest
 from fixture_graphs import FIXTURES, fixture, stages
 
 from explorer.analysis.fusion import Fusion, find_fusions
-from explorer.analysis.model_report import fusion_rows, report, tensor_bytes
+from explorer.analysis.model_report import fusion_rows, layer_of, report, tensor_bytes
 from explorer.analysis.near_miss import Where, apply_checks, near_misses
 from explorer.model.graph import Edge, Graph, Node
 
@@ -192,3 +192,13 @@ def test_the_distinct_fixes_are_listed_whole_most_near_misses_first():
                      "**1 near-miss** (`densex`): use BiasAdd"]
     many = [{"fix": f"fix {i}", "layer": "l"} for i in range(9)]
     assert fix_groups(many, limit=6)[-1] == "… and 3 other fixes (in the table and the CSV)"
+
+
+def test_a_node_of_an_inlined_loop_body_is_in_its_loops_layer():
+    # TensorFlow names an inlined body's node "<loop>/body/_56/<its own name>", its own name repeating the loop's
+    # path: a GRU's fusion was listed as in "…/gru_1/while/body/_56/functional_1/gru_1/while/gru_cell_1"
+    body = "StatefulPartitionedCall/functional_1/gru_1/while/body/_56/functional_1/gru_1/while/gru_cell_1/MatMul"
+    assert layer_of(body) == "StatefulPartitionedCall/functional_1/gru_1/while/gru_cell_1"
+    assert layer_of("StatefulPartitionedCall/cond/then/_33/cond/BiasAdd") == "StatefulPartitionedCall/cond"
+    assert layer_of("model/dense/MatMul") == "model/dense" and layer_of("MatMul") == "MatMul"
+    assert layer_of("model/body/_block/MatMul") == "model/body/_block"  # a scope named "body" is not a loop's
