@@ -112,8 +112,8 @@ def saving(tensors: dict) -> dict:
 
 def not_known(unknown: int) -> str:
     """The one line said where a traffic figure cannot be known."""
-    return (f"not known: {unknown} tensor{'s' if unknown != 1 else ''} of a shape neither the model nor the values fed "
-            "fix")
+    return (f"not known: {unknown} tensor{'s' if unknown != 1 else ''} whose shape TensorFlow cannot work out before "
+            "the model runs (inside a loop, or sized by values computed as it runs)")
 
 
 def size_text(nbytes: int | None, unknown: int = 0) -> str:

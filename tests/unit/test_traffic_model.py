@@ -84,8 +84,8 @@ def test_a_shape_no_run_fixed_gives_one_line_and_no_estimate_to_compare():
     report = traffic.report(r, PROFILE)
     assert report["unknown_tensors"] == 3 and report["machine"] is None and "saving" not in report
     assert all("relation" not in v for v in report["variants"].values())
-    assert traffic.words(report) == ["traffic  not known: 3 tensors of a shape neither the model nor the values fed "
-                                     "fix; no time estimate"]
+    assert traffic.words(report) == ["traffic  not known: 3 tensors whose shape TensorFlow cannot work out before the "
+                                     "model runs (inside a loop, or sized by values computed as it runs); no time estimate"]
     with pytest.raises(ValueError, match="no estimate"):
         traffic_charts.estimate_figure(report)
 
