@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..model.flags import UNSET_WORDS
+from .text import ops_words
 
 
 def settings(config: dict) -> str:
@@ -54,7 +55,7 @@ def words(result: dict) -> str:
         median = result["summary"][side.upper()]["median_ms"]
         lines.append(f"  {side.upper()}  {s['label']} | {settings(s['config'])} | median {median:.4f} ms")
         ops = (result["proof"][side.upper()][0] or {}).get("executed_ops") or []
-        lines.append(f"     ran: {' '.join(ops) or '(nothing)'}")
+        lines.append(f"     ran: {ops_words(ops) or '(nothing)'}")
     sp = result["speedup"]
     lines.append(f"  B against A  {speedup_words(sp)}: {sp['verdict']}")
     lines.append(f"  {how(result)}")

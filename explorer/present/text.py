@@ -7,6 +7,7 @@ result itself instead.
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 from ..analysis import replicated, traffic, xla_fusion
 from ..analysis.annotate import graphs_of
@@ -53,6 +54,19 @@ def presets_text(as_json: bool) -> str:
     return lines(out)
 
 
+SPELLED_OUT = 30  # compute ops listed one by one, in graph order; a bigger graph's are counted by type
+
+
+def ops_words(ops: list[str]) -> str:
+    """A stage's compute ops: in graph order for a small graph; for a network, each type counted, the most
+    frequent first ("194 compute ops: Enter ×19, Merge ×13, ..."), where hundreds of names would say nothing."""
+    if len(ops) <= SPELLED_OUT:
+        return " ".join(ops)
+    counted = Counter(ops).most_common()
+    shown = ", ".join(f"{op} ×{n}" if n > 1 else op for op, n in counted[:16])
+    return f"{len(ops)} compute ops: {shown}" + (f" and {len(counted) - 16} more types" if len(counted) > 16 else "")
+
+
 def inspect_text(result: InspectResult) -> str:
     """``inspect``: the stages, the fusions, the remapper's log, the passes that changed the graph, the verdict."""
     out: list[str] = []
@@ -64,7 +78,7 @@ def inspect_text(result: InspectResult) -> str:
         for limit in result.get("limits", []):
             out.append(f"  - {limit}")
     for stage, graph in graphs_of(result).items():
-        out.append(f"\n{STAGES[stage]} ({len(graph)} nodes): {' '.join(graph.compute_ops())}")
+        out.append(f"\n{STAGES[stage]} ({len(graph)} nodes): {ops_words(graph.compute_ops())}")
     out.append("\nFusions (traced -> after Grappler):")
     for fusion in result.get("fusions", []) or []:
         out.append(f"  {fusion['describe']}")
@@ -153,8 +167,8 @@ def bench_text(result: BenchResult) -> str:
                   f"({'within' if a['within_tolerance'] else 'OUTSIDE'} tolerance {a['tolerance']:g}"
                   f"{', float32 ran as TF32' if a.get('tf32') else ''})"))
     proof = result["proof_summary"]
-    out.append(f"  fused ran:   {' '.join(proof['fused_executed'])}")
-    out.append(f"  unfused ran: {' '.join(proof['unfused_executed'])}")
+    out.append(f"  fused ran:   {ops_words(proof['fused_executed'])}")
+    out.append(f"  unfused ran: {ops_words(proof['unfused_executed'])}")
     out.append(f"  proof: {'verified (no re-instantiation while timing)' if proof['verified'] else 'NOT verified'}")
     for problem in proof["problems"]:
         out.append(f"  WARNING: {problem}")
@@ -221,8 +235,8 @@ def three_way_text(result: dict) -> str:
                       else f"elements differ; {'within' if a['within_tolerance'] else 'OUTSIDE'} tolerance "
                            f"{a['tolerance']:g})"))
     proof = result["proof_summary"]
-    out.append(f"  unfused ran: {' '.join(proof['unfused_executed'])}")
-    out.append(f"  fused ran:   {' '.join(proof['fused_executed'])}")
+    out.append(f"  unfused ran: {ops_words(proof['unfused_executed'])}")
+    out.append(f"  fused ran:   {ops_words(proof['fused_executed'])}")
     out.append(f"  XLA ran:     module {proof['xla_module']}: {' '.join(proof['xla_instructions'])}")
     out.append(f"  proof: {'verified' if proof['verified'] else 'NOT verified'}")
     for problem in proof["problems"]:
