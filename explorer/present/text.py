@@ -90,7 +90,8 @@ def inspect_text(result: InspectResult) -> str:
             out.append(f"  {line}")
     renames = result.get("renames_by_pair", {}).get("optimized->executed", [])
     if renames:
-        out.append("Renamed when executed: " + ", ".join(f"{old} -> {new}" for _, old, new in renames))
+        counted = Counter(f"{old} -> {new}" for _, old, new in renames)  # first seen first: a network's are many
+        out.append("Renamed when executed: " + ", ".join(f"{r} ×{n}" if n > 1 else r for r, n in counted.items()))
     grappler = result["grappler"]
     out.append("\nRemapper log:" + ("" if grappler["remapper_log"] else " (nothing logged)"))
     for line in grappler["remapper_log"]:
