@@ -3,7 +3,9 @@
 The remapper's rule (catalogue row 29, TF 2.21): oneDNN on a CPU; the mean and variance reduced with
 ``keep_dims=True`` over exactly one axis, rank−1 written as a non-negative number (``axes=[-1]`` does
 not match); input of rank 2 or 3; in the spelling Keras 3 uses, gamma and beta constants. Each failing
-condition is named; only the oneDNN switch is a setting, and the engine runs it before offering it.
+condition is named; only the oneDNN switch is a setting, and the engine runs it before offering it. The same
+arithmetic over axes other than the last ones (a GroupNormalization, an instance norm) is another normalisation:
+no rewrite with the same maths makes it a layer norm, so it is no near-miss.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from .near_miss_rules import Where, record, rules
 
 FIX = ("write it as tf.nn.moments(x, axes=[rank-1], keepdims=True) and tf.nn.batch_normalization with "
        "constant gamma and beta (a frozen graph), which oneDNN fuses into _MklLayerNorm; or XLA")
+FIX_FLATTEN = ("reshape the normalised axes into one last axis ([batch, features]) and write it as "
+               "tf.nn.moments(x, axes=[1], keepdims=True) and tf.nn.batch_normalization with constant gamma and "
+               "beta (a frozen graph), which oneDNN fuses into _MklLayerNorm; or XLA")
 
 
 def _rank(node: Node | None) -> int | None:
@@ -47,6 +52,11 @@ def layer_norms(graph: Graph, users: dict, where: Where, traced) -> list[dict]:
         if mean is None or variance is None:
             continue
         rank, axes = _rank(source), _axes(mean, graph)
+        trailing = sorted(a % rank for a in axes) if rank and axes else []
+        if rank and trailing and trailing != list(range(rank - len(trailing), rank)):
+            # Not the last axes (a GroupNormalization's [1, 2, 4] of rank 5, an instance norm's [1, 2]): another
+            # normalisation, which no rewrite into _MklLayerNorm's form computes
+            continue
         needs, candidates, _ = rules(Chain(kind="layer_norm"), node, where)
         if axes is None or len(axes) != 1:
             needs.append(f"one reduction axis (here {axes if axes is not None else 'unknown'})")
@@ -59,9 +69,9 @@ def layer_norms(graph: Graph, users: dict, where: Where, traced) -> list[dict]:
             needs.append("gamma and beta as constants (here variables)")
         found.append(record(
             "layernorm-as-arithmetic", [mean.name, node.name, variance.name],
-            "LayerNormalization", "Mean, SquaredDifference, Mean, Rsqrt, Mul, Sub, AddV2 (Keras 3's "
-            "LayerNormalization): no _MklLayerNorm", "_MklLayerNorm needs " + "; ".join(needs or ["oneDNN"]), FIX,
-            candidates))
+            "LayerNormalization", "Mean, SquaredDifference, Mean, Rsqrt, Mul, Sub, AddV2 (as Keras 3's "
+            "LayerNormalization writes it): no _MklLayerNorm", "_MklLayerNorm needs " + "; ".join(needs or ["oneDNN"]),
+            FIX_FLATTEN if axes is not None and len(axes) > 1 else FIX, candidates))
     return found
 
 

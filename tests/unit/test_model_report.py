@@ -202,3 +202,26 @@ def test_a_node_of_an_inlined_loop_body_is_in_its_loops_layer():
     assert layer_of("StatefulPartitionedCall/cond/then/_33/cond/BiasAdd") == "StatefulPartitionedCall/cond"
     assert layer_of("model/dense/MatMul") == "model/dense" and layer_of("MatMul") == "MatMul"
     assert layer_of("model/body/_block/MatMul") == "model/body/_block"  # a scope named "body" is not a loop's
+
+
+def norm_by_moments(axes: str, shape: str) -> Graph:
+    """Mean, SquaredDifference, Mean, Rsqrt, Mul, Sub, AddV2 over ``axes``, as tf.nn.moments and Keras write them."""
+    return Graph((node("x", "_Arg", shape=shape), Node("n/axes", "Const", attrs=(("value", axes),)),
+                  node("n/moments/mean", "Mean", "x", "n/axes"),
+                  node("n/moments/SquaredDifference", "SquaredDifference", "x", "n/moments/mean"),
+                  node("n/moments/variance", "Mean", "n/moments/SquaredDifference", "n/axes"),
+                  node("n/Rsqrt", "Rsqrt", "n/moments/variance"), node("n/mul", "Mul", "x", "n/Rsqrt"),
+                  node("n/sub", "Sub", "n/moments/mean", "n/mul"), node("n/add", "AddV2", "n/mul", "n/sub"),
+                  node("out", "_Retval", "n/add")))
+
+
+def test_only_a_normalisation_over_the_last_axes_is_a_layer_norm_near_miss():
+    # a GroupNormalization (rank 5, axes [1, 2, 4]) was named a LayerNormalization near-miss, with the advice to
+    # write it over the last axis: that computes another normalisation
+    (miss,) = near_misses(norm_by_moments("[2]", "[2,8,16]"), Where(onednn=True))
+    assert miss["kind"] == "layernorm-as-arithmetic" and "axes=[rank-1]" in miss["fix"]
+    (flatten,) = near_misses(norm_by_moments("[1, 2, 3]", "[2,4,4,8]"), Where(onednn=True))
+    assert "one reduction axis (here [1, 2, 3])" in flatten["needs"] and "reshape the normalised axes" in flatten["fix"]
+    for axes, shape in (("[1, 2, 4]", "[2,4,4,2,4]"), ("[1, 2]", "[2,4,4,8]")):  # group norm, instance norm
+        assert not [m for m in near_misses(norm_by_moments(axes, shape), Where(onednn=True))
+                    if m["kind"] == "layernorm-as-arithmetic"], axes
