@@ -192,6 +192,13 @@ def _in_order(module: dict, groups: dict[tuple[str, str], dict]) -> list[dict]:
     return out
 
 
+def where_words(within: dict | None) -> str:
+    """Where a group of a loop's body or a branch sits, short: "body of lstm_1/while" ("" for the entry's)."""
+    if not within:
+        return ""
+    return f"{within['part']} of {'/'.join((within['tf_op'] or within['instruction']).split('/')[-2:])}"
+
+
 def describe(words: str, category: str, tf_ops: list[str], within: dict | None = None,
              body_ops: Sequence[str] = ()) -> str:
     """'loop fusion of 9 ops: BiasAdd, Gelu/mul, ...', 'dot: MatMul (outside any fusion)' or, in a loop's body,

@@ -99,8 +99,7 @@ def _fusion_table(result: dict) -> None:
     st.markdown("**XLA's fusions and the TF ops each computes**")
     looped = any(g.get("within") for g in result["fusions"])  # a loop's body or a branch: where each sits
     st.dataframe([{"XLA instruction": g["node"], "what": g["words"],
-                   **({"in": f"{g['within']['part']} of {g['within']['tf_op'] or g['within']['instruction']}"
-                       if g.get("within") else ""} if looped else {}),
+                   **({"in": xla_fusion.where_words(g.get("within"))} if looped else {}),
                    "TF ops": ", ".join([*g["tf_ops"], *g.get("body_ops", ())]) or "(none named)",
                    "TF op types": ", ".join(g["tf_op_types"]), "HLO instructions": g["hlo_instructions"]}
                   for g in result["fusions"]], hide_index=True, width="stretch")

@@ -72,3 +72,17 @@ def test_a_fix_that_rewrites_nothing_shows_why_and_no_figures(unknown_batch_mode
     assert "Nothing was rewritten, so there is no copy to check or time" in said and "**freeze**: rewrote nothing" in said
     assert "Speedup, all fixes" not in [m.label for m in at.metric]
     assert not [b for b in at.get("download_button") if b.label.startswith("Download the fixed model")]
+
+
+def test_the_xla_tab_says_which_loop_body_each_fusion_sits_in(unknown_batch_models, monkeypatch):
+    """A tf.while_loop's MatMul + BiasAdd + Relu: XLA fuses inside the loop's body, and the tab's table lists those
+    fusions with the loop they sit in (before, the while swallowed them and the table showed none)."""
+    monkeypatch.setenv(uploads.ALLOW_SETTING, "1")
+    at = open_tab(upload(page("0"), "looped.zip", zipped(unknown_batch_models / "looped_savedmodel")), "xla")
+    at = at.toggle(key=state.XLA_ON).set_value(True).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    table = next(df.value for df in at.dataframe if "XLA instruction" in df.value.columns)
+    inside = table[table["in"] == "body of StatefulPartitionedCall/while"]
+    assert len(inside) and any("MatMul" in ops and "BiasAdd" in ops for ops in inside["TF ops"]), table.to_string()
+    said = "\n".join(c.value for c in at.caption)
+    assert "It ran instructions of the module shown" in said or "It ran the same instructions" in said, said

@@ -217,3 +217,10 @@ def test_a_call_that_ran_a_loops_body_ran_the_module_shown():
     other = xla_fusion.executed_vs_shown(dict(data, executed={"hlo_instructions": ["fusion.99"]}))
     assert not other["within"] and xla_fusion.executed_words(other).startswith(
         "Its instructions differ from the module shown (ran only: fusion.99; shown only: ")
+
+
+def test_where_a_loops_group_sits_is_said_by_the_loops_own_scope():
+    within = {"part": "body", "tf_op": "StatefulPartitionedCall/functional_1/lstm_1/while", "instruction": "while.6"}
+    assert xla_fusion.where_words(within) == "body of lstm_1/while"
+    assert xla_fusion.where_words(dict(within, tf_op=None)) == "body of while.6"  # no TF op named: the instruction
+    assert xla_fusion.where_words(None) == ""
