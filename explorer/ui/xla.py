@@ -102,7 +102,9 @@ def _fusion_table(result: dict) -> None:
                    **({"in": xla_fusion.where_words(g.get("within"))} if looped else {}),
                    "TF ops": ", ".join([*g["tf_ops"], *g.get("body_ops", ())]) or "(none named)",
                    "TF op types": ", ".join(g["tf_op_types"]), "HLO instructions": g["hlo_instructions"]}
-                  for g in result["fusions"]], hide_index=True, width="stretch")
+                  for g in result["fusions"]], hide_index=True, width="stretch",
+                 column_config={"what": st.column_config.TextColumn(width=110),  # whole at 1280 px
+                                "in": st.column_config.TextColumn(width=170)})
     rows = [{"TF op": name, "type": a["op"], "where it went": STATUS_WORDS[a["status"]],
              "XLA instructions": ", ".join(a["where"]), "note": a["note"] or ""}
             for name, a in result["accounting"].items()]
