@@ -11,6 +11,7 @@ from ..errors import ExplorerError
 from ..model.limits import MAX_BENCH_SECONDS, MAX_PROCESSES, MAX_REPS, MAX_SWEEP_POINTS, MAX_WARMUP
 from ..model.spec import PARAMS
 from ..present import charts
+from ..present.text import ops_words
 from . import experiment, frame, state
 from . import traffic as traffic_ui
 from .model_input import PARAM_LABELS
@@ -191,8 +192,8 @@ def show(engine, result: dict, choice: Choice) -> None:
     traffic_ui.panel(engine, result)
     with st.container(border=True):
         st.markdown("**Which graph each variant ran** (ops the executed graph contained, plumbing left out)")
-        st.markdown(f"Fused: `{' '.join(proof.get('fused_executed', [])) or '(nothing)'}`  \n"
-                    f"Unfused: `{' '.join(proof.get('unfused_executed', [])) or '(nothing)'}`")
+        st.markdown(f"Fused: `{ops_words(proof.get('fused_executed', [])) or '(nothing)'}`  \n"
+                    f"Unfused: `{ops_words(proof.get('unfused_executed', [])) or '(nothing)'}`")
         verified = ("verified: no function was re-instantiated while timing" if proof.get("verified")
                     else "NOT verified: a function was re-instantiated while timing")
         iso = result.get("isolation") or {}

@@ -17,6 +17,7 @@ from ..model.devices import is_simulated
 from ..model.sources import source_for_data
 from ..present import hlo_dot, xla_charts
 from ..present.scope_dot import LARGE
+from ..present.text import ops_words
 from . import cached, frame, linked, sidebar, state
 from .bench import parse_values
 
@@ -204,8 +205,8 @@ def _three_way(engine, choice: sidebar.Choice) -> None:
                    "of": a["elements"], "within tolerance": a["within_tolerance"], "tolerance": a["tolerance"]}
                   for pair, a in result["agreement"].items()], hide_index=True, width="stretch")
     proof = result["proof_summary"]
-    st.caption(f"Unfused ran: {' '.join(proof['unfused_executed'])}. Grappler-fused ran: "
-               f"{' '.join(proof['fused_executed'])}. XLA ran module `{proof['xla_module']}`: "
+    st.caption(f"Unfused ran: {ops_words(proof['unfused_executed'])}. Grappler-fused ran: "
+               f"{ops_words(proof['fused_executed'])}. XLA ran module `{proof['xla_module']}`: "
                f"{' '.join(proof['xla_instructions'])}. Measured {result.get('measured_at', '')}, load average "
                f"{(result.get('isolation') or {}).get('load_before', '?')}.")
     for problem in proof["problems"]:
