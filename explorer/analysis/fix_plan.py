@@ -3,11 +3,13 @@
 A rewrite is offered for a near-miss kind when it keeps the maths (``worker.rewrite``'s modules say
 why for each); the other kinds (an activation the remapper does not fuse after that contraction, a layer
 norm, an Einsum) have no such rewrite and are not offered one. ``freeze`` applies to any model that
-reads variables. After the engine has run the fixed copies (``engine.fixes``), ``resolved`` says which
+reads variables outside its loops and branches. After the engine has run the fixed copies (``engine.fixes``), ``resolved`` says which
 near-misses of the model as imported are gone from each copy: the chains that fix changed.
 """
 
 from __future__ import annotations
+
+import re
 
 from ..errors import SpecError
 from .model_report import layer_of, shared_scope
@@ -23,9 +25,29 @@ NOT_OFFERED = ("activation-left-out", "gelu-left-out", "activation-without-bias"
                "einsumdense-batchmatmul", "einsum")
 
 
-def has_variables(result: dict) -> bool:
+# A node of an inlined loop body or branch: TensorFlow names it "<loop>/body/_56/...", "<cond>/then/_33/..."
+IN_BODY = re.compile(r"/(?:body|cond|then|else)/_\d+/")
+
+
+def variable_reads(result: dict) -> list[str]:
+    """The traced graph's reads of a variable (ReadVariableOp, ResourceGather), by node name."""
     traced = (result.get("stages") or {}).get("traced") or {}
-    return any(n["op"] in ("ReadVariableOp", "ResourceGather") for n in traced.get("nodes", ()))
+    return [n["name"] for n in traced.get("nodes", ()) if n["op"] in ("ReadVariableOp", "ResourceGather")]
+
+
+def has_variables(result: dict) -> bool:
+    return bool(variable_reads(result))
+
+
+def _freeze_skipped(result: dict) -> str | None:
+    """Why freeze does not apply, or None: it turns the reads of the model's own graph into constants, and a loop's
+    body or a branch stays a function of its own, whose reads it leaves as they are."""
+    reads = variable_reads(result)
+    if not reads:
+        return "the model reads no variables: its weights are constants already"
+    if all(IN_BODY.search(name) for name in reads):
+        return "the model reads its variables only inside its loops' or branches' functions, which freeze leaves as they are"
+    return None
 
 
 def choose(result: dict, requested: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
@@ -40,10 +62,11 @@ def choose(result: dict, requested: list[str] | None = None) -> tuple[list[str],
         if requested is not None and name not in requested:
             continue
         if name == "freeze":
-            if has_variables(result):
+            why = _freeze_skipped(result)
+            if why is None:
                 chosen.append(name)
             else:
-                skipped[name] = "the model reads no variables: its weights are constants already"
+                skipped[name] = why
         elif kinds & set(wanted) or requested is not None:
             chosen.append(name)  # asked for by name: run, and say what it found
         else:

@@ -48,3 +48,15 @@ def test_near_misses_are_ranked_by_time_and_the_graph_coloured_by_it():
     colours, slowest, largest = op_time.colour_scale({"a": 4.0, "b": 1.0, "c": 0.0}, top=2)
     assert slowest == ["a", "b"] and largest == 4.0
     assert colours["a"] == "#e34a33" and colours["c"] == "#fff7ec" and colours["b"] not in (colours["a"], colours["c"])
+
+
+def test_freeze_applies_to_reads_outside_loops_and_branches_only():
+    # freeze rewrites the reads of the model's own graph; a loop's body and a branch stay functions of their own
+    def traced(*names):
+        return {"stages": {"traced": {"nodes": [{"name": n, "op": "ReadVariableOp"} for n in names]}}}
+
+    inside = traced("call/while/body/_6/while/ReadVariableOp", "call/cond/then/_33/cond/ReadVariableOp")
+    chosen, skipped = fix_plan.choose(inside)
+    assert "freeze" not in chosen and "only inside its loops' or branches' functions" in skipped["freeze"]
+    assert "freeze" in fix_plan.choose(traced("call/dense/ReadVariableOp", "call/while/body/_6/x/ReadVariableOp"))[0]
+    assert fix_plan.choose(traced())[1]["freeze"].startswith("the model reads no variables")
