@@ -9,10 +9,8 @@ near-misses of the model as imported are gone from each copy: the chains that fi
 
 from __future__ import annotations
 
-import re
-
 from ..errors import SpecError
-from .model_report import layer_of, shared_scope
+from .model_report import IN_BODY, layer_of, shared_scope
 
 # fix -> the near-miss kinds it rewrites (freeze: none in particular; it applies to any model with variables)
 FIXES = {
@@ -23,10 +21,6 @@ FIXES = {
 }
 NOT_OFFERED = ("activation-left-out", "gelu-left-out", "activation-without-bias", "layernorm-as-arithmetic",
                "einsumdense-batchmatmul", "einsum")
-
-
-# A node of an inlined loop body or branch: TensorFlow names it "<loop>/body/_56/...", "<cond>/then/_33/..."
-IN_BODY = re.compile(r"/(?:body|cond|then|else)/_\d+/")
 
 
 def variable_reads(result: dict) -> list[str]:

@@ -28,23 +28,21 @@ CONTRACTIONS = frozenset({"MatMul", "BatchMatMulV2", "BatchMatMul", "Conv2D", "D
 ITEMSIZE = {"float64": 8, "float32": 4, "int64": 8, "int32": 4, "float16": 2, "bfloat16": 2, "int8": 1, "uint8": 1}
 
 
-BRANCH_PARTS = frozenset({"body", "cond", "then", "else"})  # TensorFlow's names of an inlined loop's or cond's parts
+# A node of an inlined loop body or branch: TensorFlow names it "<loop>/body/_56/...", "<cond>/then/_33/..."
+IN_BODY = re.compile(r"/(?:body|cond|then|else)/_\d+/")
 
 
 def layer_of(name: str) -> str:
     """The name scope a node belongs to (a Keras layer, or the GELU's scope): all but its last part. A node of an
     inlined loop body or branch is named "<loop>/body/_56/<its own name>", its own name repeating the loop's path:
     "model/gru/while/body/_56/model/gru/while/gru_cell/MatMul" is in "model/gru/while/gru_cell"."""
-    parts = (name.rpartition("/")[0] or name).split("/")
-    i = 1
-    while i < len(parts) - 1:
-        if parts[i] in BRANCH_PARTS and re.fullmatch(r"_\d+", parts[i + 1]):
-            outer, inner = parts[:i], parts[i + 2:]
-            same = next((k for k in range(len(outer)) if inner[:len(outer) - k] == outer[k:]), len(outer))
-            parts = outer + inner[len(outer) - same:]
-            continue
-        i += 1
-    return "/".join(parts)
+    scope = name.rpartition("/")[0] or name
+    while found := IN_BODY.search(scope + "/"):
+        outer, rest = scope[:found.start()].split("/"), scope[found.end():]
+        inner = rest.split("/") if rest else []
+        same = next((k for k in range(len(outer)) if inner[:len(outer) - k] == outer[k:]), len(outer))
+        scope = "/".join(outer + inner[len(outer) - same:])
+    return scope
 
 
 def _outermost(scopes: set[str], model: str) -> set[str]:
