@@ -11,8 +11,8 @@ import argparse
 from ..model import compilers
 from ..model.experiment_parts import Bench
 from ..model.limits import PASS_GRAPHS_AUTO_NODES
-from . import compare, diagnose, fix, lessons
 from ..model.sources import sources
+from . import compare, diagnose, fix, lessons
 from .model_args import add_model_options
 
 
