@@ -105,7 +105,7 @@ def _unfused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Whe
     if nxt.op == "Reshape":
         after = [c for c in users.get(nxt.name, ()) if c.op in ("BiasAdd", "AddV2", "Add")]
         if after:
-            tail, act = _tail(after[0], users)
+            tail, act = _tail(after[0], graph, users)
             shown = ("GELU" if act.startswith("Gelu") else act) if act else ""
             return [record("reshape-before-bias", [node.name, nxt.name, after[0].name, *tail],
                            f"{node.op} + BiasAdd" + (f" + {shown}" if act else ""),
@@ -132,17 +132,22 @@ def _unfused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Whe
     return []
 
 
-def _tail(bias: Node, users: dict) -> tuple[list[str], str]:
+def _tail(bias: Node, graph: Graph, users: dict) -> tuple[list[str], str]:
     """The activation after a bias, every op of it (a GELU written as element-wise ops is several), and its name
-    for the remapper ("Relu", "GeluExact", "GeluApproximate"); ([], "") when none follows."""
+    for the remapper ("Relu", "GeluExact", "GeluApproximate"); ([], "") when none follows. A GELU's ops compute
+    from the bias's output and constants alone: what also reads another tensor (a residual add after the GELU, a
+    layer norm) is not part of it."""
     outs = users.get(bias.name, ())
     if len(outs) == 1 and outs[0].op in ACTIVATIONS:
         return [outs[0].name], outs[0].op
     found: list = []  # graph nodes
-    frontier = [bias.name]
+    inside, frontier = {bias.name}, [bias.name]
     while frontier and len(found) < 12:  # a GELU is 5-8 element-wise ops
         for user in users.get(frontier.pop(0), ()):
-            if user.op in GELU_OPS | CURVES and user.name not in {n.name for n in found}:
+            if user.name in inside or user.op not in GELU_OPS | CURVES:
+                continue
+            if all(e.src in inside or getattr(graph.get(e.src), "op", "") == "Const" for e in user.data_inputs):
+                inside.add(user.name)  # reached again from its other input once that is inside, if not now
                 found.append(user)
                 frontier.append(user.name)
     ops = {n.op for n in found}

@@ -109,6 +109,22 @@ def test_a_dense_gelu_on_a_4d_input_names_the_gelu_left_outside_too():
     assert miss["nodes"] == ["d/MatMul", "d/Reshape_1", "d/BiasAdd", "d/Relu"] and miss["chain"] == "MatMul + BiasAdd + Relu"
 
 
+def test_a_gelu_ends_where_another_tensor_comes_in():
+    """A Transformer's MLP: the residual add after the GELU (it reads the block's input) and the layer norm after
+    that were listed as ops of the GELU."""
+    graph = Graph((node("x", "_Arg", shape="[2,8,16]"), node("w", "_Arg", shape="[16,16]"), node("b", "_Arg", shape="[16]"),
+                   node("c", "Const", shape="[]"), node("d/Reshape", "Reshape", "x"),
+                   node("d/MatMul", "MatMul", "d/Reshape", "w"), node("d/Reshape_1", "Reshape", "d/MatMul"),
+                   node("d/BiasAdd", "BiasAdd", "d/Reshape_1", "b"), node("d/gelu/Neg", "Neg", "d/BiasAdd"),
+                   node("d/gelu/mul", "Mul", "d/gelu/Neg", "c"), node("d/gelu/Erfc", "Erfc", "d/gelu/mul"),
+                   node("d/gelu/mul_1", "Mul", "c", "d/BiasAdd"), node("d/gelu/mul_2", "Mul", "d/gelu/mul_1", "d/gelu/Erfc"),
+                   node("add", "AddV2", "x", "d/gelu/mul_2"), node("norm/mul", "Mul", "add", "c"),
+                   node("out", "_Retval", "norm/mul")))
+    (miss,) = near_misses(graph, Where(onednn=True))
+    assert miss["chain"] == "MatMul + BiasAdd + GELU"
+    assert set(miss["nodes"][3:]) == {"d/gelu/Neg", "d/gelu/mul", "d/gelu/Erfc", "d/gelu/mul_1", "d/gelu/mul_2"}
+
+
 def test_a_bias_added_with_add_and_a_batch_norm_as_arithmetic_are_named():
     graph = Graph((node("x", "_Arg", shape="[1,8,8,4]"), node("w", "_Arg", shape="[1,1,4,4]"),
                    node("b", "_Arg", shape="[4]"), node("v", "_Arg", shape="[4]"),

@@ -8,7 +8,8 @@ of its own.
 Models: ``bn_cnn`` (Conv2D with a bias + batch norm + Relu, Conv2D without bias + batch norm + Relu6,
 DepthwiseConv2D + batch norm, Dense + batch norm) as a SavedModel and frozen as ``bn_cnn.pb``;
 ``adds`` (a tf.Module: Conv2D and MatMul whose 1-D biases are added with ``+``, and a residual add
-of two convolutions, which is no bias); ``dense3d`` (Dense on a 3-D input: MatMul, Reshape, BiasAdd);
+of two convolutions, which is no bias); ``dense3d`` (Dense on a 3-D input: MatMul, Reshape, BiasAdd); ``dense_gelu4d`` (a Dense GELU on a 4-D input) and
+``dense_gelu_residual`` (one on a 3-D input, with a residual add after it);
 ``moments`` (a normalisation whose scale comes from the input's own moments: not a batch norm in
 inference, so nothing may fold it; its shift a captured constant, which TensorFlow's loader hands over
 as a captured tensor beside the variables).
@@ -68,6 +69,11 @@ def export(directory: str) -> None:
     grid = keras.Input((3, 5, 16), name="grid")
     dense_gelu = _nonzero(keras.Model(grid, layers.Dense(8, activation="gelu")(grid)), np)
     dense_gelu.export(os.path.join(directory, "dense_gelu4d"), verbose=False)
+    # The same on a 3-D input with a residual add after the GELU (a Transformer's MLP): the add reads the block's
+    # input too, so it is no part of the GELU
+    tokens16 = keras.Input((5, 16), name="tokens")
+    mlp = _nonzero(keras.Model(tokens16, tokens16 + layers.Dense(16, activation="gelu")(tokens16)), np)
+    mlp.export(os.path.join(directory, "dense_gelu_residual"), verbose=False)
 
     rng = np.random.default_rng(SEED)
     module = tf.Module()

@@ -42,7 +42,7 @@ def fixed(engine, models, tmp_path_factory):
     out = tmp_path_factory.mktemp("fixed")
     runs = {("bn_cnn", "fold-batchnorm"), ("bn_cnn.pb", "fold-batchnorm"), ("bn_cnn", "freeze"),
             ("adds", "bias-add"), ("dense3d", "bias-before-reshape"), ("moments", "fold-batchnorm"), ("moments", "freeze"),
-            ("dense_gelu4d", "bias-before-reshape")}
+            ("dense_gelu4d", "bias-before-reshape"), ("dense_gelu_residual", "bias-before-reshape")}
     return {(name, fix): engine.fix(spec_for_path(str(models / name)), {"env": ONEDNN}, apply=[fix], measure=False,
                                     out=str(out / f"{name.replace('.', '_')}-{fix}"))
             for name, fix in sorted(runs)}
@@ -127,6 +127,18 @@ def test_bias_before_reshape_brings_a_gelu_after_the_bias_too(models, fixed, ora
     (applied,) = result["applied"]
     assert applied["sites"] == 1
     assert agrees_with_tensorflow(oracle, str(models / "dense_gelu4d"), result["model_out"]) < 1e-4
+    after = fused_counts(result["fusions_after"])
+    assert after == oracle[result["model_out"]]["fused"]
+    assert after.get("_FusedMatMul[BiasAdd,GeluExact]") == 1, after
+
+
+def test_bias_before_reshape_leaves_a_residual_add_after_the_gelu_where_it_is(models, fixed, oracle):
+    """A Transformer's MLP: x + Dense(gelu)(x). The GELU's ops were taken to run on until the residual add (which
+    reads x too), and then nothing moved: the GELU stayed outside the fused MatMul."""
+    result = fixed[("dense_gelu_residual", "bias-before-reshape")]
+    (applied,) = result["applied"]
+    assert applied["sites"] == 1
+    assert agrees_with_tensorflow(oracle, str(models / "dense_gelu_residual"), result["model_out"]) < 1e-4
     after = fused_counts(result["fusions_after"])
     assert after == oracle[result["model_out"]]["fused"]
     assert after.get("_FusedMatMul[BiasAdd,GeluExact]") == 1, after

@@ -70,29 +70,33 @@ ELEMENTWISE = frozenset({"Relu", "Relu6", "Elu", "LeakyRelu", "Tanh", "Sigmoid",
 
 def _move_tail(model: Model, reshape: str, bias: str) -> list[str]:
     """The activation after the Reshape moved before it, so that it follows the bias: MatMul → BiasAdd → Reshape →
-    GELU becomes MatMul → BiasAdd → GELU → Reshape (which the remapper fuses as [BiasAdd, GeluExact]). Only when
-    every reader of the Reshape is in the tail, the tail's other inputs are single values (its constants), and one
-    node of it is read outside it; the names of the nodes moved ([] when nothing is)."""
+    GELU becomes MatMul → BiasAdd → GELU → Reshape (which the remapper fuses as [BiasAdd, GeluExact]). The tail is
+    the element-wise ops computed from the Reshape's output and single-value constants alone (what also reads a
+    tensor of the model's own, such as a residual add after a GELU, follows it); moved only when every reader of
+    the Reshape is in it and one node of it is read outside it. The names of the nodes moved ([] when none is)."""
     users = model.consumers()  # {node: [(reader or None for a model output, input index)]}
     tail, frontier = {}, [reshape]
+
+    def computed_from_tail(node) -> bool:
+        for text in node.input:
+            name = text.split(":")[0]
+            if name in tail or name == reshape or text.startswith("^"):
+                continue
+            shape = model.shape(text)
+            if not model.constant_valued(text) or shape is None or int(np.prod(shape or [1])) != 1:
+                return False  # a tensor of the model's own, or a constant of another shape: the maths may differ
+        return True
+
     while frontier and len(tail) < 16:
         for user, _ in users.get(frontier.pop(), ()):
-            if user is None or user.name in tail or user.op not in ELEMENTWISE:
-                continue
+            if user is None or user.name in tail or user.op not in ELEMENTWISE or not computed_from_tail(user):
+                continue  # one read again from its other input, once that is in the tail, is taken then
             if model.has_control_edges(user.name):
                 return []
             tail[user.name] = user
             frontier.append(user.name)
     if not tail or any(u is None or u.name not in tail for u, _ in users.get(reshape, ())):
         return []
-    inside = set(tail) | {reshape}
-    for node in tail.values():
-        for text in node.input:
-            if text.split(":")[0] in inside:
-                continue
-            shape = model.shape(text)
-            if not model.constant_valued(text) or shape is None or int(np.prod(shape or [1])) != 1:
-                return []  # a tensor of the model's own, or a constant of another shape: the maths may differ
     exits = [name for name in tail if not users.get(name) or any(u is None or u.name not in tail
                                                                   for u, _ in users[name])]
     if len(exits) != 1:
