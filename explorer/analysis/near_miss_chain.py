@@ -91,7 +91,7 @@ def _batch_norm_miss(node: Node, norm: list[str], graph: Graph, where: Where, fu
         needs = ["a FusedBatchNormV3 node (inference) right after the Conv2D, with no bias between "
                  "(Conv2D+FusedBatchNorm, CPU)"] + needs
     else:
-        needs = [f"the remapper has no {base}+batch-norm pattern: only a Conv2D takes a FusedBatchNorm"]
+        needs = [f"a Conv2D: the remapper has no {base}+batch-norm pattern (only a Conv2D takes a FusedBatchNorm)"]
     ops = ", ".join(sorted({graph[n].op for n in norm if n in graph}))
     return record("batchnorm-as-arithmetic", [node.name, *norm], f"{label} + batch norm",
                   f"{label} → batch norm written as arithmetic ({ops}): Keras 3's BatchNormalization in "
