@@ -59,13 +59,15 @@ def _channel_shaped(node: Node) -> bool:
 
 
 def _batch_norm(start: Node, graph: Graph, users: dict) -> list[str]:
-    """[Mul, Add] right after ``start`` (through a BiasAdd) when they scale and shift per channel."""
+    """[Mul, Add] right after ``start`` (through a BiasAdd) when they scale and shift per channel. Under a
+    mixed-precision policy Keras computes a batch norm in float32: [Cast, Mul, Add, Cast back] then."""
     node, names = start, []
     outs = users.get(node.name, ())
-    if len(outs) == 1 and outs[0].op == "BiasAdd":
-        node = outs[0]
-        names.append(node.name)
-        outs = users.get(node.name, ())
+    for op in ("BiasAdd", "Cast"):
+        if len(outs) == 1 and outs[0].op == op:
+            node = outs[0]
+            names.append(node.name)
+            outs = users.get(node.name, ())
     if len(outs) != 1 or outs[0].op != "Mul":
         return []
     mul = outs[0]
@@ -80,7 +82,9 @@ def _batch_norm(start: Node, graph: Graph, users: dict) -> list[str]:
     if adds[0].op != "AddN" and not any(_per_channel(graph.get(e.src), graph)
                                         for e in adds[0].data_inputs if e.src != mul.name):
         return []
-    return names + [mul.name, adds[0].name]
+    back = users.get(adds[0].name, ())
+    cast_back = [back[0].name] if node.op == "Cast" and len(back) == 1 and back[0].op == "Cast" else []
+    return names + [mul.name, adds[0].name] + cast_back
 
 
 def _batch_norm_miss(node: Node, norm: list[str], graph: Graph, where: Where, fused: bool) -> dict:
@@ -92,10 +96,19 @@ def _batch_norm_miss(node: Node, norm: list[str], graph: Graph, where: Where, fu
                  "(Conv2D+FusedBatchNorm, CPU)"] + needs
     else:
         needs = [f"a Conv2D: the remapper has no {base}+batch-norm pattern (only a Conv2D takes a FusedBatchNorm)"]
-    ops = ", ".join(sorted({graph[n].op for n in norm if n in graph}))
-    return record("batchnorm-as-arithmetic", [node.name, *norm], f"{label} + batch norm",
-                  f"{label} → batch norm written as arithmetic ({ops}): Keras 3's BatchNormalization in "
-                  "inference, or a batch norm folded into constants", "; ".join(needs), FOLD_BN, after_fused=fused)
+    ops = ", ".join(sorted({graph[n].op for n in norm if n in graph} - {"Cast"}))
+    casts = [graph[n] for n in norm if n in graph and graph[n].op == "Cast"]
+    if casts:
+        needs.append(f"no Cast between the {base} and the batch norm (the remapper fuses ops of one dtype)")
+        to = casts[0].attr.get("DstT") or "float32"
+        form = (f"{label} → Cast to {to} → batch norm written as arithmetic ({ops})"
+                + (f" → Cast back to {casts[1].attr.get('DstT') or node.dtype}" if len(casts) > 1 else "")
+                + f": a BatchNormalization under a mixed-precision policy (Keras computes it in {to})")
+    else:
+        form = (f"{label} → batch norm written as arithmetic ({ops}): Keras 3's BatchNormalization in inference, "
+                "or a batch norm folded into constants")
+    return record("batchnorm-as-arithmetic", [node.name, *norm], f"{label} + batch norm", form, "; ".join(needs),
+                  FOLD_BN, after_fused=fused)
 
 
 def _unfused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Where, traced) -> list[dict]:

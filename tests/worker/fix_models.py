@@ -6,7 +6,8 @@ of its own.
                                               # its fused ops after Grappler and its outputs, as JSON
 
 Models: ``bn_cnn`` (Conv2D with a bias + batch norm + Relu, Conv2D without bias + batch norm + Relu6,
-DepthwiseConv2D + batch norm, Dense + batch norm) as a SavedModel and frozen as ``bn_cnn.pb``;
+DepthwiseConv2D + batch norm, Dense + batch norm) as a SavedModel and frozen as ``bn_cnn.pb``; ``bn_bf16`` (batch
+norms in float32 between bfloat16 convolutions: Keras's mixed_bfloat16 policy);
 ``adds`` (a tf.Module: Conv2D and MatMul whose 1-D biases are added with ``+``, and a residual add
 of two convolutions, which is no bias); ``dense3d`` (Dense on a 3-D input: MatMul, Reshape, BiasAdd); ``dense_gelu4d`` (a Dense GELU on a 4-D input) and
 ``dense_gelu_residual`` (one on a 3-D input, with a residual add after it);
@@ -61,6 +62,17 @@ def export(directory: str) -> None:
         tf.TensorSpec([None, 12, 12, 3], tf.float32, name="image"))
     with open(os.path.join(directory, "bn_cnn.pb"), "wb") as handle:
         handle.write(convert_variables_to_constants_v2(concrete).graph.as_graph_def().SerializeToString())
+
+    # Under Keras's mixed_bfloat16 policy a batch norm computes in float32 between Casts: Conv2D → Cast → Mul →
+    # AddV2 → Cast back; a float32 batch norm (its own policy) after a depthwise conv has no Cast back.
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        x = layers.ReLU()(layers.BatchNormalization()(layers.Conv2D(8, 3, use_bias=False)(image)))
+        x = layers.BatchNormalization(dtype="float32")(layers.DepthwiseConv2D(3, use_bias=False)(x))
+        bn_bf16 = _nonzero(keras.Model(image, layers.Dense(4, dtype="float32")(layers.GlobalAveragePooling2D()(x))), np)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    bn_bf16.export(os.path.join(directory, "bn_bf16"), verbose=False)
 
     tokens = keras.Input((5, 16), name="tokens")
     dense3d = _nonzero(keras.Model(tokens, layers.Dense(4)(layers.Dense(12, activation="relu")(tokens))), np)

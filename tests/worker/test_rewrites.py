@@ -40,7 +40,7 @@ def models(tmp_path_factory) -> Path:
 def fixed(engine, models, tmp_path_factory):
     """{(model, fix): the engine's fix result}, each fixed model written under a folder of this module."""
     out = tmp_path_factory.mktemp("fixed")
-    runs = {("bn_cnn", "fold-batchnorm"), ("bn_cnn.pb", "fold-batchnorm"), ("bn_cnn", "freeze"),
+    runs = {("bn_cnn", "fold-batchnorm"), ("bn_bf16", "fold-batchnorm"), ("bn_cnn.pb", "fold-batchnorm"), ("bn_cnn", "freeze"),
             ("adds", "bias-add"), ("dense3d", "bias-before-reshape"), ("moments", "fold-batchnorm"), ("moments", "freeze"),
             ("dense_gelu4d", "bias-before-reshape"), ("dense_gelu_residual", "bias-before-reshape")}
     return {(name, fix): engine.fix(spec_for_path(str(models / name)), {"env": ONEDNN}, apply=[fix], measure=False,
@@ -86,6 +86,29 @@ def test_fold_batchnorm_folds_every_batch_norm_and_keeps_the_result(models, fixe
     # The conv without a bias fuses too (frozen, with oneDNN, Grappler had already fused it with its shift).
     assert result["fused_kernels_after"] >= result["fused_kernels_before"] + (name == "bn_cnn")
     assert "use_bias=True" in applied["advice"]
+
+
+def test_fold_batchnorm_folds_a_mixed_precision_batch_norm_through_its_casts(models, fixed, oracle, engine):
+    """Keras's mixed_bfloat16 policy computes a batch norm in float32: Conv2D → Cast → Mul → AddV2 → Cast back.
+    Neither the near-miss nor the fold saw through the Casts (MobileNetV2 in bfloat16: 52 contractions unfused,
+    no near-miss named). Folded, the bias is added in bfloat16 and the Casts go; a float32 batch norm keeps its
+    Cast to float32, after the bias."""
+    original = engine.inspect(spec_for_path(str(models / "bn_bf16")), {"env": ONEDNN})
+    norms = [m for m in original["report"]["near_misses"] if m["kind"] == "batchnorm-as-arithmetic"]
+    assert len(norms) == 2 and all("Cast to float32" in m["form"] and "mixed-precision" in m["form"] for m in norms)
+    result = fixed[("bn_bf16", "fold-batchnorm")]
+    (applied,) = result["applied"]
+    assert applied["sites"] == 2 and applied["left"] == []
+    assert not [m for m in result["near_misses_left"] if m["kind"] == "batchnorm-as-arithmetic"]
+    assert result["within_tolerance"]
+    out = result["model_out"]
+    reference = np.asarray(oracle[str(models / "bn_bf16")]["outputs"][0])
+    assert agrees_with_tensorflow(oracle, str(models / "bn_bf16"), out) <= 0.05 * float(np.max(np.abs(reference)))
+    assert fused_counts(result["fusions_after"]) == oracle[out]["fused"]  # what TensorFlow itself fuses
+    traced = Counter(n["op"] for n in engine.inspect(result["fixed_spec"], {"env": ONEDNN})["stages"]["traced"]["nodes"])
+    before = Counter(n["op"] for n in original["stages"]["traced"]["nodes"])
+    assert traced["BiasAdd"] == before["BiasAdd"] + 2 and traced["Mul"] == traced["Rsqrt"] == 0
+    assert traced["Cast"] < before["Cast"]
 
 
 def test_freeze_turns_variables_into_constants(models, fixed, oracle):

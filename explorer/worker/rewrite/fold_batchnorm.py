@@ -1,8 +1,9 @@
 """fold-batchnorm: a batch norm after a contraction, folded into its weights and a BiasAdd.
 
 In inference a batch norm is y = x·s + t with s = γ/√(σ²+ε) and t = β − μ·s, constants per channel
-(Keras 3 writes it as Mul then AddV2; a frozen graph as Mul by a Const then AddV2, or as one
-FusedBatchNorm op with is_training false, whose scale, offset, mean and variance are its inputs). After a Conv2D,
+(Keras 3 writes it as Mul then AddV2, between a Cast to float32 and a Cast back under a mixed-precision policy;
+a frozen graph as Mul by a Const then AddV2, or as one FusedBatchNorm op with is_training false, whose scale,
+offset, mean and variance are its inputs). After a Conv2D,
 DepthwiseConv2dNative or MatMul, with or without a bias b before it:
 
     (x ⊛ w + b)·s + t  =  x ⊛ (w·s) + (b·s + t)
@@ -52,6 +53,11 @@ def find(model: Model) -> list[dict]:
                 site["why"] = site["why"] or _refusal(model, node, chain + [nxt], nodes, controlled)
                 sites.append(site)
             continue
+        cast_in = cast_out = None
+        if nxt is not None and nxt.op == "Cast":  # a mixed-precision policy: Keras computes the batch norm in float32
+            cast_in = nxt
+            chain.append(nxt)
+            nxt = _only(users, nxt.name)
         if nxt is None or nxt.op != "Mul":
             continue
         scale = _other(nxt, chain[-1])
@@ -62,8 +68,14 @@ def find(model: Model) -> list[dict]:
         if shift is None or not model.constant_valued(scale, nodes) or not model.constant_valued(shift, nodes):
             continue  # not a batch norm in inference (its statistics come from the input)
         chain += [nxt, add]
+        if cast_in is not None:
+            cast_out = _only(users, add.name)
+            cast_out = cast_out if cast_out is not None and cast_out.op == "Cast" else None
+            chain += [cast_out] if cast_out is not None else []
         sites.append({"nodes": [n.name for n in chain], "contraction": node.name, "bias_node": chain[1].name
                       if bias_input else None, "bias": bias_input, "scale": scale, "shift": shift,
+                      "cast_in": cast_in.name if cast_in is not None else None,
+                      "cast_out": cast_out.name if cast_out is not None else None,
                       "why": _refusal(model, node, chain, nodes, controlled)})
     return sites
 
@@ -136,14 +148,21 @@ def _fold(model: Model, site: dict, values: dict) -> str | None:
     weight = model.weight(f"{conv.name}/folded_filter", folded, dtype, like=filter_tensor)
     conv.input[1] = weight
     new_bias = model.weight(f"{conv.name}/folded_bias", bias * scale + shift, dtype, like=filter_tensor)
-    replaced = site["nodes"][-1:] if site.get("batch_norm") else site["nodes"][-2:]  # the op, or its Mul and Add
+    # The op; or its Mul and Add; or, in mixed precision, the Casts around them too (the folded bias is added in
+    # the contraction's dtype, so a Cast to float32 stays only where the batch norm's float32 result was read)
+    replaced = (site["nodes"][-1:] if site.get("batch_norm") else site["nodes"][-4:] if site.get("cast_out")
+                else site["nodes"][-2:])
     if site["bias_node"]:  # the layer's own bias (a BiasAdd, or an Add that becomes one) takes the folded bias
         node = model.nodes()[site["bias_node"]]
     else:
         node = model.graph_def.node.add(name=model.unique(f"{conv.name}/BiasAdd"))
         node.attr["T"].type = dtype.as_datatype_enum
     as_bias_add(node, conv.name, new_bias)
-    model.reroute(f"{replaced[-1]}:0", f"{node.name}:0")
+    result = node.name
+    if site.get("cast_in") and not site.get("cast_out"):
+        model.nodes()[site["cast_in"]].input[0] = node.name
+        result = site["cast_in"]
+    model.reroute(f"{replaced[-1]}:0", f"{result}:0")
     model.remove(replaced)
     return None
 

@@ -84,7 +84,10 @@ class Model:
 
     def weight_of(self, tensor: str) -> str | None:
         """How a constant-valued weight is held: "variable" (read from a handle), "const", or None."""
-        node = self.nodes().get(self.source(tensor))
+        nodes = self.nodes()
+        node = nodes.get(self.source(tensor, nodes))
+        while node is not None and node.op == "Cast" and node.input:  # a mixed-precision layer's weight, cast
+            node = nodes.get(self.source(node.input[0], nodes))
         if node is None:
             return None
         if node.op == "ReadVariableOp":
