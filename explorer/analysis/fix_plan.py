@@ -20,7 +20,7 @@ FIXES = {
     "freeze": (),
 }
 NOT_OFFERED = ("activation-left-out", "gelu-left-out", "activation-without-bias", "layernorm-as-arithmetic",
-               "einsumdense-batchmatmul", "einsum")
+               "einsumdense-batchmatmul", "einsum", "unfused-pattern")
 
 
 def variable_reads(result: dict) -> list[str]:

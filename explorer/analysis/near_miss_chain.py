@@ -2,7 +2,8 @@
 
 Unfused contractions: a bias written as a broadcast Add, a Reshape between the MatMul and its bias
 (a Keras Dense on a 3-D input), a batch norm written as arithmetic, an activation with no bias before
-it, EinsumDense's BatchMatMulV2 paths and Einsum (no remapper pattern at all). Fused contractions: a
+it, the pattern itself left unfused (a dtype not fused here), EinsumDense's BatchMatMulV2 paths and Einsum
+(no remapper pattern at all). Fused contractions: a
 batch norm written as arithmetic after them, an activation or a GELU left outside.
 """
 
@@ -132,6 +133,8 @@ def _unfused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Whe
     norm = _batch_norm(node, graph, users)
     if norm:
         return [_batch_norm_miss(node, norm, graph, where, False)]
+    if nxt.op == "BiasAdd":
+        return _not_fused_here(node, nxt, users, where)
     if nxt.op in ("AddV2", "Add"):
         other = [graph.get(e.src) for e in nxt.data_inputs if e.src != node.name]
         if other and other[0] is not None and other[0].shape.count(",") == 0 and other[0].shape not in ("", "[]"):
@@ -143,6 +146,22 @@ def _unfused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Whe
     if nxt.op in ACTIVATIONS:
         return [_activation_without_bias(node, nxt, traced)]
     return []
+
+
+def _not_fused_here(node: Node, bias: Node, users: dict, where: Where) -> list[dict]:
+    """The remapper's own pattern (contraction → BiasAdd [→ activation]) left unfused for a reason the rules name:
+    a dtype this CPU, oneDNN or the stock kernels do not fuse (Keras's mixed_float16 policy on a CPU), a device.
+    Nothing when the rules see no reason, or when the remapper is switched off (nothing fuses then, by choice)."""
+    outs = users.get(bias.name, ())
+    act = outs[0] if len(outs) == 1 and outs[0].op in ACTIVATIONS else None
+    needs, candidates, code = rules(Chain(node.op, bias="BiasAdd", activation=act.op if act else "none"), node, where)
+    if not needs or any(n.startswith("remapper enabled") for n in needs):
+        return []
+    chain = f"{node.op} + BiasAdd" + (f" + {act.op}" if act else "")
+    return [record("unfused-pattern", [node.name, bias.name] + ([act.name] if act else []), chain,
+                   f"{chain.replace(' + ', ' → ')} in {node.dtype or 'its dtype'}: the remapper's own pattern, "
+                   "left unfused here", "; ".join(needs), "; ".join(code) or "none in this configuration",
+                   candidates)]
 
 
 def _tail(bias: Node, graph: Graph, users: dict) -> tuple[list[str], str]:

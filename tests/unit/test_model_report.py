@@ -126,6 +126,24 @@ def test_a_batch_norm_in_float32_between_casts_is_named_with_them():
     assert "no Cast between the Conv2D and the batch norm" in miss["needs"] and "fold the batch norm" in miss["fix"]
 
 
+@pytest.mark.parametrize("onednn", [True, False])
+def test_the_pattern_itself_left_unfused_for_its_dtype_is_named_with_the_reason(onednn):
+    """Keras's mixed_float16 policy on a CPU: Conv2D → BiasAdd → Relu in float16 stayed unfused and the report named
+    no near-miss, only "Contractions left unfused"."""
+    def graph(dtype):
+        return Graph((node("x", "_Arg", shape="[1,8,8,4]", dtype=dtype), node("w", "_Arg", shape="[3,3,4,4]", dtype=dtype),
+                      node("b", "_Arg", shape="[4]", dtype=dtype), node("conv", "Conv2D", "x", "w", dtype=dtype),
+                      node("bias", "BiasAdd", "conv", "b", dtype=dtype), node("relu", "Relu", "bias", dtype=dtype),
+                      node("out", "_Retval", "relu")))
+    (miss,) = near_misses(graph("float16"), Where(onednn=onednn))
+    assert miss["kind"] == "unfused-pattern" and miss["nodes"] == ["conv", "bias", "relu"]
+    assert miss["chain"] == "Conv2D + BiasAdd + Relu" and "in float16: the remapper's own pattern" in miss["form"]
+    assert "float16" in miss["needs"]
+    # float32 fuses: nothing to name; with the remapper switched off nothing fuses, by the user's choice
+    assert near_misses(graph("float32"), Where(onednn=onednn)) == []
+    assert near_misses(graph("float16"), Where(onednn=onednn, switches={"remapping": "off"})) == []
+
+
 def test_a_gelu_ends_where_another_tensor_comes_in():
     """A Transformer's MLP: the residual add after the GELU (it reads the block's input) and the layer norm after
     that were listed as ops of the GELU."""
