@@ -54,8 +54,8 @@ def find(model: Model) -> list[dict]:
                 sites.append(site)
             continue
         cast_in = cast_out = None
-        if nxt is not None and nxt.op == "Cast":  # a mixed-precision policy: Keras computes the batch norm in float32
-            cast_in = nxt
+        if nxt is not None and nxt.op == "Cast" and _float_cast(model, nxt):
+            cast_in = nxt  # a mixed-precision policy: Keras computes the batch norm in float32
             chain.append(nxt)
             nxt = _only(users, nxt.name)
         if nxt is None or nxt.op != "Mul":
@@ -70,7 +70,9 @@ def find(model: Model) -> list[dict]:
         chain += [nxt, add]
         if cast_in is not None:
             cast_out = _only(users, add.name)
-            cast_out = cast_out if cast_out is not None and cast_out.op == "Cast" else None
+            # the Cast back to the contraction's dtype (another dtype, or none: the Cast to float32 stays)
+            cast_out = cast_out if cast_out is not None and cast_out.op == "Cast" and \
+                attr(cast_out, "DstT").type == attr(node, "T").type else None
             chain += [cast_out] if cast_out is not None else []
         sites.append({"nodes": [n.name for n in chain], "contraction": node.name, "bias_node": chain[1].name
                       if bias_input else None, "bias": bias_input, "scale": scale, "shift": shift,
@@ -180,6 +182,12 @@ def _refusal(model: Model, conv, chain: list, nodes: dict, controlled: set) -> s
         if model.has_control_edges(node.name, nodes, controlled):
             return f"{node.name} has control edges"
     return None
+
+
+def _float_cast(model: Model, cast) -> bool:
+    """A Cast between floating-point types (an integer one would truncate what the fold computes exactly)."""
+    types = [attr(cast, a).type for a in ("SrcT", "DstT")]
+    return all(t and model.tf.dtypes.as_dtype(t).is_floating for t in types)
 
 
 def _filter(model: Model, site: dict) -> str:
