@@ -70,7 +70,7 @@ def layer_norms(graph: Graph, users: dict, where: Where, traced) -> list[dict]:
         found.append(record(
             "layernorm-as-arithmetic", [mean.name, node.name, variance.name],
             "LayerNormalization", "Mean, SquaredDifference, Mean, Rsqrt, Mul, Sub, AddV2 (as Keras 3's "
-            "LayerNormalization writes it): no _MklLayerNorm", "; ".join(needs or ["oneDNN"]),
+            "LayerNormalization writes it): no _MklLayerNorm", "for _MklLayerNorm: " + "; ".join(needs or ["oneDNN"]),
             FIX_FLATTEN if axes is not None and len(axes) > 1 else FIX, candidates))
     return found
 
