@@ -83,7 +83,9 @@ def fusion_rows(fusions: list[Fusion]) -> list[dict]:
     groups: dict[str, list[Fusion]] = defaultdict(list)
     for f in fusions:
         groups[f.target()].append(f)
-    model = "/".join(os.path.commonprefix([layer_of(n).split("/") for f in fusions for n, _ in f.compute]))
+    # The scope every fused op's layer sits in (a lone fusion's layer is inside it, not it: a Conv1D's Squeeze in
+    # conv1d/convolution/ is its conv1d's)
+    model = "/".join(os.path.commonprefix([layer_of(f.node).split("/")[:-1] for f in fusions]))
     rows = []
     for target, members in groups.items():
         absorbed = Counter(op for f in members for _, op in f.compute)

@@ -62,6 +62,9 @@ def test_a_fusions_layers_are_the_outermost_scopes_of_what_it_absorbed():
                    ("m/dense/Gelu/mul_1", "Mul"))
     rows = fusion_rows([conv1d, dense])
     assert [row["layers"] for row in rows] == [["m/conv1d", "m/dense"]]
+    # A model's only fusion too (its layer is no scope every fused op shares above the layers)
+    (row,) = fusion_rows([conv1d])
+    assert row["layers"] == ["m/conv1d"]
     # An op in the scope every fused op shares (here m, the model's) is no layer holding the others.
     (row,) = fusion_rows([across])
     assert row["layers"] == ["m", "m/conv2d", "m/re_lu"]
