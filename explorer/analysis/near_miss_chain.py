@@ -101,9 +101,9 @@ def _batch_norm_miss(node: Node, norm: list[str], graph: Graph, where: Where, fu
     casts = [graph[n] for n in norm if n in graph and graph[n].op == "Cast"]
     if casts:
         needs.append(f"no Cast between the {base} and the batch norm (the remapper fuses ops of one dtype)")
-        to = casts[0].attr.get("DstT") or "float32"
+        to = casts[0].dtype or "float32"
         form = (f"{label} → Cast to {to} → batch norm written as arithmetic ({ops})"
-                + (f" → Cast back to {casts[1].attr.get('DstT') or node.dtype}" if len(casts) > 1 else "")
+                + (f" → Cast back to {casts[1].dtype or node.dtype}" if len(casts) > 1 else "")
                 + f": a BatchNormalization under a mixed-precision policy (Keras computes it in {to})")
     else:
         form = (f"{label} → batch norm written as arithmetic ({ops}): Keras 3's BatchNormalization in inference, "

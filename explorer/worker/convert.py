@@ -22,7 +22,7 @@ def graph_to_dict(graph_def, stage: str, tf) -> dict:
     for node in graph_def.node:
         attrs = {}
         dtype = ""
-        for key in ("T", "dtype", "Tout", "U"):
+        for key in ("T", "dtype", "Tout", "U", "DstT"):  # a Cast: the dtype it makes
             if key in node.attr and node.attr[key].WhichOneof("value") == "type":
                 dtype = tf.dtypes.as_dtype(node.attr[key].type).name
                 break

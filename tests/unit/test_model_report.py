@@ -118,8 +118,8 @@ def test_a_batch_norm_in_float32_between_casts_is_named_with_them():
     graph = Graph((node("x", "_Arg", shape="[1,8,8,4]", dtype="bfloat16"), node("w", "_Arg", shape="[1,1,4,4]", dtype="bfloat16"),
                    node("t", "Const", shape="[4]"), node("v", "_Arg", shape="[4]"), node("bn/Rsqrt", "Rsqrt", "v"),
                    node("conv", "Conv2D", "x", "w", shape="[1,8,8,4]", dtype="bfloat16"),
-                   node("bn/Cast", "Cast", "conv", dtype=""), node("bn/mul", "Mul", "bn/Cast", "bn/Rsqrt"),
-                   node("bn/add", "AddV2", "bn/mul", "t"), node("bn/Cast_1", "Cast", "bn/add", dtype=""),
+                   node("bn/Cast", "Cast", "conv", dtype="float32"), node("bn/mul", "Mul", "bn/Cast", "bn/Rsqrt"),
+                   node("bn/add", "AddV2", "bn/mul", "t"), node("bn/Cast_1", "Cast", "bn/add", dtype="bfloat16"),
                    node("relu", "Relu", "bn/Cast_1", dtype="bfloat16"), node("out", "_Retval", "relu")))
     (miss,) = near_misses(graph, Where(onednn=True))
     assert miss["kind"] == "batchnorm-as-arithmetic"
