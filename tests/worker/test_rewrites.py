@@ -96,6 +96,8 @@ def test_fold_batchnorm_folds_a_mixed_precision_batch_norm_through_its_casts(mod
     original = engine.inspect(spec_for_path(str(models / "bn_bf16")), {"env": ONEDNN})
     norms = [m for m in original["report"]["near_misses"] if m["kind"] == "batchnorm-as-arithmetic"]
     assert len(norms) == 2 and all("Cast to float32" in m["form"] and "mixed-precision" in m["form"] for m in norms)
+    casts = {n["dtype"] for n in original["stages"]["optimized"]["nodes"] if n["op"] == "Cast"}
+    assert casts == {"float32", "bfloat16"}  # each Cast's dtype is the one it makes
     result = fixed[("bn_bf16", "fold-batchnorm")]
     (applied,) = result["applied"]
     assert applied["sites"] == 2 and applied["left"] == []
