@@ -20,7 +20,8 @@ FIXES = {
     "freeze": (),
 }
 NOT_OFFERED = ("activation-left-out", "gelu-left-out", "activation-without-bias", "layernorm-as-arithmetic",
-               "einsumdense-batchmatmul", "einsum", "unfused-pattern")
+               "einsumdense-batchmatmul", "einsum", "unfused-pattern",
+               "dilated-as-space-to-batch")
 
 
 def variable_reads(result: dict) -> list[str]:

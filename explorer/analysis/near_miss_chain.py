@@ -2,8 +2,8 @@
 
 Unfused contractions: a bias written as a broadcast Add, a Reshape between the MatMul and its bias
 (a Keras Dense on a 3-D input), a batch norm written as arithmetic, an activation with no bias before
-it, the pattern itself left unfused (a dtype not fused here), EinsumDense's BatchMatMulV2 paths and Einsum
-(no remapper pattern at all). Fused contractions: a
+it, the pattern itself left unfused (a dtype not fused here), a dilated convolution written as space-to-batch,
+EinsumDense's BatchMatMulV2 paths and Einsum (no remapper pattern at all). Fused contractions: a
 batch norm written as arithmetic after them, an activation or a GELU left outside.
 """
 
@@ -130,6 +130,9 @@ def _unfused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Whe
                            + (f", and the {shown} straight after the BiasAdd" if act else ""),
                            DENSE_2D + (f"; its {shown} then follows the bias (apply it before reshaping back)"
                                        if act else ""))]
+    if nxt.op == "BatchToSpaceND" or nxt.op == "Squeeze" and [c.op for c in users.get(nxt.name, ())] == [
+            "BatchToSpaceND"]:
+        return _space_to_batch(node, nxt, users, where)
     norm = _batch_norm(node, graph, users)
     if norm:
         return [_batch_norm_miss(node, norm, graph, where, False)]
@@ -146,6 +149,32 @@ def _unfused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Whe
     if nxt.op in ACTIVATIONS:
         return [_activation_without_bias(node, nxt, traced)]
     return []
+
+
+def _space_to_batch(node: Node, nxt: Node, users: dict, where: Where) -> list[dict]:
+    """A dilated convolution as tf.nn.convolution writes it (Keras's dilation_rate > 1): SpaceToBatchND → Conv2D
+    [→ Squeeze] → BatchToSpaceND → bias. The BatchToSpaceND stands between the Conv2D and its bias; one Conv2D
+    with ``dilations`` computes the same and fuses (measured: tf.nn.conv2d(..., dilations) → _FusedConv2D, stock and
+    oneDNN)."""
+    back = nxt if nxt.op == "BatchToSpaceND" else users[nxt.name][0]
+    after = users.get(back.name, ())
+    if len(after) != 1 or after[0].op not in ("BiasAdd", "AddV2", "Add"):
+        return []
+    bias = after[0]
+    outs = users.get(bias.name, ())
+    act = outs[0] if len(outs) == 1 and outs[0].op in ACTIVATIONS else None
+    needs, candidates, code = rules(Chain(node.op, bias="BiasAdd", activation=act.op if act else "none"), node, where)
+    between = " → ".join(n.op for n in (nxt, back) if n is not None) if nxt is not back else back.op
+    chain = f"{node.op} + BiasAdd" + (f" + {act.op}" if act else "")
+    call = "tf.nn.conv1d" if nxt.op == "Squeeze" else "tf.nn.conv2d"  # a Conv1D's Conv2D is squeezed back to 1-D
+    return [record("dilated-as-space-to-batch", [node.name, nxt.name] + ([back.name] if back is not nxt else [])
+                   + [bias.name] + ([act.name] if act else []), chain,
+                   f"SpaceToBatchND → {node.op} → {between} → {bias.op}" + (f" → {act.op}" if act else "")
+                   + " (a dilated convolution as tf.nn.convolution writes it: Keras's dilation_rate > 1)",
+                   "; ".join([f"BiasAdd directly on the {node.op}'s output: one {node.op} with dilations, not "
+                              "space-to-batch around it"] + needs),
+                   "; ".join(code + [f"write the convolution as {call}(x, filters, strides, padding, dilations=rate): "
+                                     "one Conv2D with dilations, which takes its bias and activation"]), candidates)]
 
 
 def _not_fused_here(node: Node, bias: Node, users: dict, where: Where) -> list[dict]:

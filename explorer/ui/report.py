@@ -32,6 +32,7 @@ KINDS = {  # a near-miss's kind, in words
     "einsumdense-batchmatmul": "EinsumDense's BatchMatMul",
     "einsum": "Einsum",
     "unfused-pattern": "the pattern, not fused here",
+    "dilated-as-space-to-batch": "dilated conv as space-to-batch",
 }
 
 

@@ -1,0 +1,65 @@
+"""Dilated convolutions for the near-miss test, and TensorFlow's own account of them (no explorer code).
+
+    python dilated_models.py DIR    # exports DIR/dilated (Keras: a Conv2D "atrous", dilation_rate=2 + relu, and a
+                                    # Conv1D "wavenet", dilation_rate=2) and prints JSON: for each layer, the ops
+                                    # TensorFlow runs after Grappler for Keras's form and for the advised one (one
+                                    # Conv2D with dilations), and the largest difference between their outputs
+
+Keras 3 writes a convolution with dilation_rate > 1 through tf.nn.convolution, which puts SpaceToBatchND and
+BatchToSpaceND around the Conv2D: the bias no longer follows it, and nothing fuses. The advice is one Conv2D with
+``dilations`` (tf.nn.conv2d, or tf.nn.conv1d for a 1-D one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def ops_after_grappler(function, *args) -> list[str]:
+    from tensorflow.python.eager import context
+
+    ctx = context.context()
+    ctx.enable_run_metadata()
+    function(*args)
+    graphs = ctx.export_run_metadata().function_graphs
+    ctx.disable_run_metadata()
+    return sorted({n.op for g in graphs for n in g.post_optimization_graph.node}
+                  - {"_Arg", "_Retval", "Const", "NoOp", "Identity"})
+
+
+def main(directory: str) -> dict:
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(3)
+    layers = keras.layers
+    image = keras.Input((16, 16, 3), name="image")
+    conv2d = layers.Conv2D(8, 3, dilation_rate=2, activation="relu", bias_initializer="ones", name="atrous")
+    signal = keras.Input((32, 4), name="signal")
+    conv1d = layers.Conv1D(8, 3, dilation_rate=2, bias_initializer="ones", name="wavenet")
+    model = keras.Model([image, signal], [conv2d(image), conv1d(signal)])
+    model.export(os.path.join(directory, "dilated"), verbose=False)
+
+    rng = np.random.default_rng(0)
+    x2 = tf.constant(rng.standard_normal((2, 16, 16, 3)), tf.float32)
+    x1 = tf.constant(rng.standard_normal((2, 32, 4)), tf.float32)
+    keras2 = tf.function(lambda x: conv2d(x))
+    advised2 = tf.function(lambda x: tf.nn.relu(tf.nn.bias_add(
+        tf.nn.conv2d(x, conv2d.kernel, 1, "VALID", dilations=2), conv2d.bias)))
+    keras1 = tf.function(lambda x: conv1d(x))
+    advised1 = tf.function(lambda x: tf.nn.bias_add(tf.nn.conv1d(x, conv1d.kernel, 1, "VALID", dilations=2),
+                                                    conv1d.bias))
+    out = {}
+    for name, (theirs, ours, x) in {"conv2d": (keras2, advised2, x2), "conv1d": (keras1, advised1, x1)}.items():
+        out[name] = {"keras": ops_after_grappler(theirs, x), "advised": ops_after_grappler(ours, x),
+                     "max_diff": float(tf.reduce_max(tf.abs(theirs(x) - ours(x))))}
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(sys.argv[1])))

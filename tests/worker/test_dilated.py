@@ -1,0 +1,39 @@
+"""A dilated convolution (Keras's dilation_rate > 1) is named as a near-miss, and what the near-miss advises is
+what TensorFlow fuses: checked against TensorFlow alone (``dilated_models.py``), under the machine's default
+oneDNN setting and the other one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from explorer.engine.uploads import spec_for_path
+from tests.tf_script import run_tf_script
+
+SCRIPT = Path(__file__).resolve().parent / "dilated_models.py"
+
+pytestmark = pytest.mark.tf
+
+
+@pytest.mark.parametrize("onednn", ["0", "1"])
+def test_a_dilated_convolution_is_named_and_the_advice_fuses(engine, tmp_path, onednn):
+    env = {"TF_ENABLE_ONEDNN_OPTS": onednn}
+    truth = json.loads(run_tf_script(SCRIPT, tmp_path, env=env).splitlines()[-1])
+    result = engine.inspect(spec_for_path(str(tmp_path / "dilated")), {"env": env})
+    misses = {("conv2d" if "atrous" in m["nodes"][0] else "conv1d"): m for m in result["report"]["near_misses"]
+              if m["kind"] == "dilated-as-space-to-batch"}
+    assert len(misses) == 2 and all(m["kind"] == "dilated-as-space-to-batch" for m in result["report"]["near_misses"])
+    assert "wavenet" in misses["conv1d"]["nodes"][0]
+    assert misses["conv2d"]["chain"] == "Conv2D + BiasAdd + Relu" and "tf.nn.conv2d(" in misses["conv2d"]["fix"]
+    assert "Squeeze → BatchToSpaceND" in misses["conv1d"]["form"] and "tf.nn.conv1d(" in misses["conv1d"]["fix"]
+    optimized = {n["name"]: n["op"] for n in result["stages"]["optimized"]["nodes"]}
+    for miss in misses.values():
+        assert [optimized[n] for n in miss["nodes"][:1]] == ["Conv2D"] and miss["nodes"][-1] in optimized
+    for layer in ("conv2d", "conv1d"):
+        # TensorFlow alone: Keras's form leaves the Conv2D unfused between space-to-batch ops; the advised one fuses
+        # it with the bias (and the ReLU), with the same numbers
+        assert {"SpaceToBatchND", "Conv2D", "BatchToSpaceND"} <= set(truth[layer]["keras"])
+        assert "_FusedConv2D" in truth[layer]["advised"] and "Conv2D" not in truth[layer]["advised"]
+        assert truth[layer]["max_diff"] < 1e-5
