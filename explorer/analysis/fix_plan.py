@@ -16,12 +16,12 @@ from .model_report import IN_BODY, layer_of, shared_scope
 FIXES = {
     "bias-add": ("bias-as-add",),
     "bias-before-reshape": ("reshape-before-bias",),
+    "dilated-conv": ("dilated-as-space-to-batch",),
     "fold-batchnorm": ("batchnorm-as-arithmetic",),
     "freeze": (),
 }
 NOT_OFFERED = ("activation-left-out", "gelu-left-out", "activation-without-bias", "layernorm-as-arithmetic",
-               "einsumdense-batchmatmul", "einsum", "unfused-pattern",
-               "dilated-as-space-to-batch")
+               "einsumdense-batchmatmul", "einsum", "unfused-pattern")
 
 
 def variable_reads(result: dict) -> list[str]:
@@ -123,6 +123,10 @@ def advice(fix: str, chains: list[dict], scope: str = "", keras: bool = True) ->
     if fix == "bias-before-reshape":
         return (f"Apply the Dense to a 2-D tensor{at}: reshape [batch, tokens, features] to "
                 "[batch·tokens, features] before it and back after, so its bias follows the MatMul directly.")
+    if fix == "dilated-conv":
+        return (f"Write each dilated convolution{at} as one Conv2D with dilations: tf.nn.conv2d(x, filters, 1, padding, "
+                "dilations=rate) (tf.nn.conv1d for a Conv1D) where Keras's dilation_rate goes through "
+                "tf.nn.convolution's SpaceToBatchND and BatchToSpaceND; or serve the fixed model written here.")
     if fix == "freeze":
         return ("Serve a frozen graph: convert the serving function's variables to constants "
                 "(tf.python.framework.convert_to_constants.convert_variables_to_constants_v2, as converters "

@@ -36,6 +36,8 @@ FIX_HELP = {
                       "and a BiasAdd",
     "bias-add": "a 1-D bias added with AddV2 after a contraction, written as BiasAdd",
     "bias-before-reshape": "a Dense layer's bias moved before the Reshape that keeps its last dimension",
+    "dilated-conv": "a dilated convolution written as SpaceToBatchND → Conv2D → BatchToSpaceND, as one Conv2D with "
+                    "dilations",
     "freeze": "the variables as constants, as a frozen serving graph has them",
 }
 

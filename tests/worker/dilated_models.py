@@ -1,7 +1,8 @@
 """Dilated convolutions for the near-miss test, and TensorFlow's own account of them (no explorer code).
 
+    python dilated_models.py run PATH...  # each SavedModel called directly: its outputs, the ops after Grappler
     python dilated_models.py DIR    # exports DIR/dilated (Keras: a Conv2D "atrous", dilation_rate=2 + relu, and a
-                                    # Conv1D "wavenet", dilation_rate=2) and prints JSON: for each layer, the ops
+                                    # Conv1D "wavenet", dilation_rate=2, and a padded Conv2D) and prints JSON: for each layer, the ops
                                     # TensorFlow runs after Grappler for Keras's form and for the advised one (one
                                     # Conv2D with dilations), and the largest difference between their outputs
 
@@ -42,7 +43,8 @@ def main(directory: str) -> dict:
     conv2d = layers.Conv2D(8, 3, dilation_rate=2, activation="relu", bias_initializer="ones", name="atrous")
     signal = keras.Input((32, 4), name="signal")
     conv1d = layers.Conv1D(8, 3, dilation_rate=2, bias_initializer="ones", name="wavenet")
-    model = keras.Model([image, signal], [conv2d(image), conv1d(signal)])
+    same = layers.Conv2D(4, 3, dilation_rate=3, padding="same", name="same_padded")  # EXPLICIT padding once rewritten
+    model = keras.Model([image, signal], [conv2d(image), conv1d(signal), same(image)])
     model.export(os.path.join(directory, "dilated"), verbose=False)
 
     rng = np.random.default_rng(0)
@@ -61,5 +63,24 @@ def main(directory: str) -> dict:
     return out
 
 
+def run(path: str) -> dict:
+    """A SavedModel's serving signature called directly on seeded inputs: its outputs and the fused ops TensorFlow
+    made of it."""
+    import numpy as np
+    import tensorflow as tf
+
+    function = tf.saved_model.load(path).signatures["serving_default"]
+    rng = np.random.default_rng(0)
+    feeds = {name: tf.constant(rng.standard_normal([2 if d is None else d for d in spec.shape]), spec.dtype)
+             for name, spec in sorted(function.structured_input_signature[1].items())}
+    ops = ops_after_grappler(lambda: function(**feeds))  # the first call: the one whose graphs are optimised
+    outputs = function(**feeds)
+    return {"outputs": {k: v.numpy().tolist() for k, v in sorted(outputs.items())},
+            "fused": [op for op in ops if op.startswith("_Fused")], "ops": ops}
+
+
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1])))
+    if sys.argv[1] == "run":
+        print(json.dumps({path: run(path) for path in sys.argv[2:]}))
+    else:
+        print(json.dumps(main(sys.argv[1])))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from explorer.engine.uploads import spec_for_path
@@ -25,6 +26,7 @@ def test_a_dilated_convolution_is_named_and_the_advice_fuses(engine, tmp_path, o
     misses = {("conv2d" if "atrous" in m["nodes"][0] else "conv1d"): m for m in result["report"]["near_misses"]
               if m["kind"] == "dilated-as-space-to-batch"}
     assert len(misses) == 2 and all(m["kind"] == "dilated-as-space-to-batch" for m in result["report"]["near_misses"])
+    assert sum("same_padded" in m["nodes"][0] for m in result["report"]["near_misses"]) == 1
     assert "wavenet" in misses["conv1d"]["nodes"][0]
     assert misses["conv2d"]["chain"] == "Conv2D + BiasAdd + Relu" and "tf.nn.conv2d(" in misses["conv2d"]["fix"]
     assert "Squeeze → BatchToSpaceND" in misses["conv1d"]["form"] and "tf.nn.conv1d(" in misses["conv1d"]["fix"]
@@ -37,3 +39,23 @@ def test_a_dilated_convolution_is_named_and_the_advice_fuses(engine, tmp_path, o
         assert {"SpaceToBatchND", "Conv2D", "BatchToSpaceND"} <= set(truth[layer]["keras"])
         assert "_FusedConv2D" in truth[layer]["advised"] and "Conv2D" not in truth[layer]["advised"]
         assert truth[layer]["max_diff"] < 1e-5
+
+
+def test_dilated_conv_writes_one_conv2d_with_dilations_and_keeps_the_result(engine, tmp_path):
+    """The fix: each SpaceToBatchND → Conv2D → BatchToSpaceND becomes the Conv2D with dilations (a "same" one with
+    EXPLICIT padding), its bias and ReLU then fuse; TensorFlow alone runs both models on the same inputs."""
+    env = {"TF_ENABLE_ONEDNN_OPTS": "1"}
+    run_tf_script(SCRIPT, tmp_path, env=env)
+    original = str(tmp_path / "dilated")
+    result = engine.fix(spec_for_path(original), {"env": env}, apply=["dilated-conv"], measure=False,
+                        out=str(tmp_path / "fixed"))
+    (applied,) = result["applied"]
+    assert applied["fix"] == "dilated-conv" and applied["sites"] == 3 and applied["left"] == []
+    assert not [m for m in result["near_misses_left"] if m["kind"] == "dilated-as-space-to-batch"]
+    assert result["within_tolerance"]
+    truth = json.loads(run_tf_script(SCRIPT, "run", original, result["model_out"], env=env).splitlines()[-1])
+    before, after = truth[original], truth[result["model_out"]]
+    assert "SpaceToBatchND" in before["ops"] and "SpaceToBatchND" not in after["ops"]
+    assert "BatchToSpaceND" not in after["ops"] and "_FusedConv2D" in after["fused"]
+    for name, values in before["outputs"].items():
+        assert np.max(np.abs(np.asarray(values) - np.asarray(after["outputs"][name]))) < 1e-4, name
