@@ -51,7 +51,8 @@ def choose(result: dict, requested: list[str] | None = None) -> tuple[list[str],
     unknown = [name for name in requested or () if name not in FIXES]
     if unknown:
         raise SpecError("--apply", f"no fix {unknown[0]!r}; the fixes are {', '.join(FIXES)}")
-    kinds = {m["kind"] for m in (result.get("report") or {}).get("near_misses") or ()}
+    misses = (result.get("report") or {}).get("near_misses") or ()
+    kinds = {kind for m in misses for kind in [m["kind"], *m.get("also", ())]}  # also: a chain of two forms
     chosen, skipped = [], {}
     for name, wanted in FIXES.items():
         if requested is not None and name not in requested:

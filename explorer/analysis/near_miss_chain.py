@@ -132,7 +132,7 @@ def _unfused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Whe
                                        if act else ""))]
     if nxt.op == "BatchToSpaceND" or nxt.op == "Squeeze" and [c.op for c in users.get(nxt.name, ())] == [
             "BatchToSpaceND"]:
-        return _space_to_batch(node, nxt, users, where)
+        return _space_to_batch(node, nxt, graph, users, where)
     norm = _batch_norm(node, graph, users)
     if norm:
         return [_batch_norm_miss(node, norm, graph, where, False)]
@@ -151,30 +151,38 @@ def _unfused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Whe
     return []
 
 
-def _space_to_batch(node: Node, nxt: Node, users: dict, where: Where) -> list[dict]:
+def _space_to_batch(node: Node, nxt: Node, graph: Graph, users: dict, where: Where) -> list[dict]:
     """A dilated convolution as tf.nn.convolution writes it (Keras's dilation_rate > 1): SpaceToBatchND → Conv2D
-    [→ Squeeze] → BatchToSpaceND → bias. The BatchToSpaceND stands between the Conv2D and its bias; one Conv2D
-    with ``dilations`` computes the same and fuses (measured: tf.nn.conv2d(..., dilations) → _FusedConv2D, stock and
-    oneDNN)."""
+    [→ Squeeze] → BatchToSpaceND → bias, or a batch norm (``also`` names its kind: folding it makes the bias). The
+    BatchToSpaceND stands between the Conv2D and its bias; one Conv2D with ``dilations`` computes the same and fuses
+    (measured: tf.nn.conv2d(..., dilations) → _FusedConv2D, stock and oneDNN)."""
     back = nxt if nxt.op == "BatchToSpaceND" else users[nxt.name][0]
     after = users.get(back.name, ())
-    if len(after) != 1 or after[0].op not in ("BiasAdd", "AddV2", "Add"):
+    # What the Conv2D's bias would be: its own, or a batch norm to fold into one (DeepLab's atrous Conv2D without
+    # bias, then BatchNormalization)
+    norm = _batch_norm(back, graph, users) if len(after) == 1 and after[0].op == "Mul" else []
+    if not norm and (len(after) != 1 or after[0].op not in ("BiasAdd", "AddV2", "Add")):
         return []
-    bias = after[0]
-    outs = users.get(bias.name, ())
+    shift = graph[norm[-1]] if norm else after[0]
+    outs = users.get(shift.name, ())
     act = outs[0] if len(outs) == 1 and outs[0].op in ACTIVATIONS else None
     needs, candidates, code = rules(Chain(node.op, bias="BiasAdd", activation=act.op if act else "none"), node, where)
     between = " → ".join(n.op for n in (nxt, back) if n is not None) if nxt is not back else back.op
-    chain = f"{node.op} + BiasAdd" + (f" + {act.op}" if act else "")
+    chain = f"{node.op} + " + ("batch norm" if norm else "BiasAdd") + (f" + {act.op}" if act else "")
     call = "tf.nn.conv1d" if nxt.op == "Squeeze" else "tf.nn.conv2d"  # a Conv1D's Conv2D is squeezed back to 1-D
-    return [record("dilated-as-space-to-batch", [node.name, nxt.name] + ([back.name] if back is not nxt else [])
-                   + [bias.name] + ([act.name] if act else []), chain,
-                   f"SpaceToBatchND → {node.op} → {between} → {bias.op}" + (f" → {act.op}" if act else "")
-                   + " (a dilated convolution as tf.nn.convolution writes it: Keras's dilation_rate > 1)",
-                   "; ".join([f"BiasAdd directly on the {node.op}'s output: one {node.op} with dilations, not "
-                              "space-to-batch around it"] + needs),
-                   "; ".join(code + [f"write the convolution as {call}(x, filters, strides, padding, dilations=rate): "
-                                     "one Conv2D with dilations, which takes its bias and activation"]), candidates)]
+    then = (f"batch norm written as arithmetic ({', '.join(sorted({graph[n].op for n in norm}))})" if norm
+            else shift.op)
+    miss = record("dilated-as-space-to-batch", [node.name, nxt.name] + ([back.name] if back is not nxt else [])
+                  + (norm or [shift.name]) + ([act.name] if act else []), chain,
+                  f"SpaceToBatchND → {node.op} → {between} → {then}" + (f" → {act.op}" if act else "")
+                  + " (a dilated convolution as tf.nn.convolution writes it: Keras's dilation_rate > 1)",
+                  "; ".join([f"a bias directly on the {node.op}'s output: one {node.op} with dilations, not "
+                             "space-to-batch around it"] + (["the batch norm folded into that bias"] if norm else [])
+                            + needs),
+                  "; ".join(code + [f"write the convolution as {call}(x, filters, strides, padding, dilations=rate): "
+                                    "one Conv2D with dilations, which takes its bias and activation"]
+                            + ([FOLD_BN] if norm else [])), candidates)
+    return [dict(miss, also=["batchnorm-as-arithmetic"]) if norm else miss]
 
 
 def _not_fused_here(node: Node, bias: Node, users: dict, where: Where) -> list[dict]:

@@ -59,7 +59,8 @@ def rules(chain: Chain, node: Node, where: Where) -> tuple[list[str], list[list[
 
 def record(kind: str, nodes: list[str], chain_text: str, form: str, needs: str, code_change: str,
            candidates: Sequence[list[SettingDict]] = (), *, after_fused: bool = False) -> dict:
-    """One near-miss as the report carries it. ``fix`` and ``changes`` are settled by ``apply_checks``."""
+    """One near-miss as the report carries it. ``fix`` and ``changes`` are settled by ``apply_checks``. A chain of
+    two forms carries the second's kind in ``also`` (a dilated convolution's batch norm), for the fixes to choose."""
     return {"kind": kind, "nodes": list(nodes), "chain": chain_text, "form": form, "needs": needs,
             "fix": code_change, "changes": [], "candidates": [list(c) for c in candidates],
             "code_change": code_change, "verified": None if candidates else False, "after_fused": after_fused}

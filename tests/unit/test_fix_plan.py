@@ -24,6 +24,9 @@ def test_fixes_are_chosen_by_the_near_misses_kinds_and_never_for_what_no_rewrite
     assert set(skipped) == {"bias-add", "bias-before-reshape", "dilated-conv"}
     chosen, _ = fix_plan.choose(result_with([miss("dilated-as-space-to-batch", "c", "b2s", "b")], variables=False))
     assert chosen == ["dilated-conv"]
+    # an atrous convolution followed by a batch norm: both rewrites make its bias
+    atrous = miss("dilated-as-space-to-batch", "c", "b2s", "m", "a", also=["batchnorm-as-arithmetic"])
+    assert fix_plan.choose(result_with([atrous], variables=False))[0] == ["dilated-conv", "fold-batchnorm"]
     chosen, skipped = fix_plan.choose(result_with(misses, variables=False))
     assert chosen == ["fold-batchnorm"] and "constants already" in skipped["freeze"]
     assert fix_plan.choose(result_with([], True), ["bias-add"])[0] == ["bias-add"]  # asked for: run, says what it found

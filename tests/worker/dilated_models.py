@@ -2,7 +2,8 @@
 
     python dilated_models.py run PATH...  # each SavedModel called directly: its outputs, the ops after Grappler
     python dilated_models.py DIR    # exports DIR/dilated (Keras: a Conv2D "atrous", dilation_rate=2 + relu, and a
-                                    # Conv1D "wavenet", dilation_rate=2, and a padded Conv2D) and prints JSON: for each layer, the ops
+                                    # Conv1D "wavenet", dilation_rate=2, a padded Conv2D, and DeepLab's atrous Conv2D
+                                    # without bias + batch norm + relu) and prints JSON: for each layer, the ops
                                     # TensorFlow runs after Grappler for Keras's form and for the advised one (one
                                     # Conv2D with dilations), and the largest difference between their outputs
 
@@ -44,7 +45,14 @@ def main(directory: str) -> dict:
     signal = keras.Input((32, 4), name="signal")
     conv1d = layers.Conv1D(8, 3, dilation_rate=2, bias_initializer="ones", name="wavenet")
     same = layers.Conv2D(4, 3, dilation_rate=3, padding="same", name="same_padded")  # EXPLICIT padding once rewritten
-    model = keras.Model([image, signal], [conv2d(image), conv1d(signal), same(image)])
+    # DeepLab's atrous convolution: no bias of its own, a batch norm and a ReLU after it
+    aspp = layers.Conv2D(4, 3, dilation_rate=2, padding="same", use_bias=False, name="aspp")
+    norm = layers.BatchNormalization(name="aspp_bn")
+    model = keras.Model([image, signal], [conv2d(image), conv1d(signal), same(image),
+                                          layers.ReLU()(norm(aspp(image)))])
+    rng = np.random.default_rng(1)  # non-zero statistics and shift (zeros fold away)
+    for weight in norm.weights:
+        weight.assign(rng.uniform(0.5, 1.5, weight.shape).astype("float32"))
     model.export(os.path.join(directory, "dilated"), verbose=False)
 
     rng = np.random.default_rng(0)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from explorer.analysis import fix_plan
 from explorer.engine.uploads import spec_for_path
 from tests.tf_script import run_tf_script
 
@@ -24,9 +25,11 @@ def test_a_dilated_convolution_is_named_and_the_advice_fuses(engine, tmp_path, o
     truth = json.loads(run_tf_script(SCRIPT, tmp_path, env=env).splitlines()[-1])
     result = engine.inspect(spec_for_path(str(tmp_path / "dilated")), {"env": env})
     misses = {("conv2d" if "atrous" in m["nodes"][0] else "conv1d"): m for m in result["report"]["near_misses"]
-              if m["kind"] == "dilated-as-space-to-batch"}
-    assert len(misses) == 2 and all(m["kind"] == "dilated-as-space-to-batch" for m in result["report"]["near_misses"])
+              if m["kind"] == "dilated-as-space-to-batch" and ("atrous" in m["nodes"][0] or "wavenet" in m["nodes"][0])}
+    assert len(result["report"]["near_misses"]) == 4 and all(m["kind"] == "dilated-as-space-to-batch" for m in result["report"]["near_misses"])
     assert sum("same_padded" in m["nodes"][0] for m in result["report"]["near_misses"]) == 1
+    (atrous,) = [m for m in result["report"]["near_misses"] if "aspp" in m["nodes"][0]]
+    assert atrous["chain"] == "Conv2D + batch norm + Relu" and atrous["also"] == ["batchnorm-as-arithmetic"]
     assert "wavenet" in misses["conv1d"]["nodes"][0]
     assert misses["conv2d"]["chain"] == "Conv2D + BiasAdd + Relu" and "tf.nn.conv2d(" in misses["conv2d"]["fix"]
     assert "Squeeze → BatchToSpaceND" in misses["conv1d"]["form"] and "tf.nn.conv1d(" in misses["conv1d"]["fix"]
@@ -43,19 +46,25 @@ def test_a_dilated_convolution_is_named_and_the_advice_fuses(engine, tmp_path, o
 
 def test_dilated_conv_writes_one_conv2d_with_dilations_and_keeps_the_result(engine, tmp_path):
     """The fix: each SpaceToBatchND → Conv2D → BatchToSpaceND becomes the Conv2D with dilations (a "same" one with
-    EXPLICIT padding), its bias and ReLU then fuse; TensorFlow alone runs both models on the same inputs."""
+    EXPLICIT padding), its bias and ReLU then fuse; the atrous one's batch norm is folded into a bias too (the fixes
+    chosen from the near-misses). TensorFlow alone runs both models on the same inputs."""
     env = {"TF_ENABLE_ONEDNN_OPTS": "1"}
     run_tf_script(SCRIPT, tmp_path, env=env)
     original = str(tmp_path / "dilated")
-    result = engine.fix(spec_for_path(original), {"env": env}, apply=["dilated-conv"], measure=False,
-                        out=str(tmp_path / "fixed"))
-    (applied,) = result["applied"]
-    assert applied["fix"] == "dilated-conv" and applied["sites"] == 3 and applied["left"] == []
+    inspected = engine.inspect(spec_for_path(original), {"env": env})
+    assert fix_plan.choose(inspected)[0] == ["dilated-conv", "fold-batchnorm", "freeze"]
+    result = engine.fix(spec_for_path(original), {"env": env}, apply=["dilated-conv", "fold-batchnorm"],
+                        measure=False, out=str(tmp_path / "fixed"))
+    dilated, folded = result["applied"]
+    assert dilated["fix"] == "dilated-conv" and dilated["sites"] == 4 and dilated["left"] == []
+    assert folded["fix"] == "fold-batchnorm" and folded["sites"] == 1
     assert not [m for m in result["near_misses_left"] if m["kind"] == "dilated-as-space-to-batch"]
     assert result["within_tolerance"]
     truth = json.loads(run_tf_script(SCRIPT, "run", original, result["model_out"], env=env).splitlines()[-1])
     before, after = truth[original], truth[result["model_out"]]
     assert "SpaceToBatchND" in before["ops"] and "SpaceToBatchND" not in after["ops"]
     assert "BatchToSpaceND" not in after["ops"] and "_FusedConv2D" in after["fused"]
+    assert {"_FusedConv2D [BiasAdd, Relu]": 2, "_FusedConv2D [BiasAdd]": 2} == {
+        row["fused"]: row["count"] for row in result["fusions_after"]}
     for name, values in before["outputs"].items():
         assert np.max(np.abs(np.asarray(values) - np.asarray(after["outputs"][name]))) < 1e-4, name
