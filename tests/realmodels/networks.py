@@ -58,6 +58,33 @@ def _oldstyle(keras):
     return keras.Model(image, keras.layers.Dense(10, activation="softmax")(x))
 
 
+def _deeplabv3(keras, size: int):
+    """DeepLabV3's head on a MobileNetV2 (alpha 0.35): ASPP's 1×1 branch, three atrous 3×3 branches (rates 6, 12,
+    18; Conv2D without bias + BatchNormalization + ReLU) and image pooling, concatenated, projected, upsampled."""
+    layers = keras.layers
+    backbone = keras.applications.MobileNetV2(weights=None, input_shape=(size, size, 3), alpha=0.35, include_top=False)
+    x = backbone.output
+
+    def branch(y, kernel, rate=1):
+        y = layers.Conv2D(32, kernel, padding="same", dilation_rate=rate, use_bias=False)(y)
+        return layers.ReLU()(layers.BatchNormalization()(y))
+
+    pooled = layers.GlobalAveragePooling2D(keepdims=True)(x)
+    pooled = layers.UpSampling2D(x.shape[1:3])(branch(pooled, 1))
+    y = layers.Concatenate()([branch(x, 1), *(branch(x, 3, rate) for rate in (6, 12, 18)), pooled])
+    y = layers.Conv2D(4, 1)(branch(y, 1))
+    return keras.Model(backbone.input, layers.UpSampling2D(size // y.shape[1], interpolation="bilinear")(y))
+
+
+def _mixed_bfloat16(keras, make):
+    """A network under Keras's mixed_bfloat16 policy (bfloat16 layers, batch norms computed in float32)."""
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        return make()
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
 def build(name: str, keras, size: int = 32):
     apps = keras.applications
     shape = (size, size, 3)
@@ -67,7 +94,10 @@ def build(name: str, keras, size: int = 32):
               "convnexttiny": lambda: apps.ConvNeXtTiny(weights=None, input_shape=shape),
               "densenet121": lambda: apps.DenseNet121(weights=None, input_shape=shape),
               "mobilenetv2": lambda: apps.MobileNetV2(weights=None, input_shape=shape, alpha=0.35),
-              "transformer": lambda: _transformer(keras), "oldstyle": lambda: _oldstyle(keras)}
+              "transformer": lambda: _transformer(keras), "oldstyle": lambda: _oldstyle(keras),
+              # for benchmarks/fixes.py, beside the tests' NETWORKS: atrous convolutions, mixed precision
+              "deeplabv3": lambda: _deeplabv3(keras, size),
+              "mobilenetv2_bf16": lambda: _mixed_bfloat16(keras, makers["mobilenetv2"])}
     return makers[name]()
 
 

@@ -31,26 +31,27 @@ def find(model: Model) -> list[dict]:
     for back in list(model.graph_def.node):
         if back.op != "BatchToSpaceND":
             continue
-        chain = [back]
-        while chain[-1].op != "Conv2D" and chain[-1].op in ("BatchToSpaceND", "Squeeze") and len(chain) < 3:
-            chain.append(nodes.get(chain[-1].input[0].split(":")[0]))
-            if chain[-1] is None:
-                break
-        if chain[-1] is None or chain[-1].op != "Conv2D":
+        conv, squeeze = _reads(nodes, back), None
+        if conv is not None and conv.op == "Squeeze":  # a Conv1D's: its Conv2D is squeezed back to 1-D
+            conv, squeeze = _reads(nodes, conv), conv
+        if conv is None or conv.op != "Conv2D":
             continue
-        conv = chain[-1]
-        squeeze = chain[1] if len(chain) == 3 else None
-        expand = nodes.get(conv.input[0].split(":")[0])
-        space = nodes.get(expand.input[0].split(":")[0]) if expand is not None and expand.op == "ExpandDims" else expand
+        space, expand = _reads(nodes, conv), None
+        if space is not None and space.op == "ExpandDims":
+            space, expand = _reads(nodes, space), space
         if space is None or space.op != "SpaceToBatchND":
             continue
-        expand = expand if expand is not space else None
         inner = [space] + ([expand] if expand else []) + [conv] + ([squeeze] if squeeze else [])
         site = {"nodes": [n.name for n in inner + [back]], "conv": conv.name, "space": space.name, "back": back.name,
                 "expand": expand.name if expand else None, "why": None}
         site["why"] = _refusal(model, site, inner, back, users)
         sites.append(site)
     return sites
+
+
+def _reads(nodes: dict, node):
+    """The node whose output ``node`` reads first (its data input), or None."""
+    return nodes.get(node.input[0].split(":")[0]) if node.input else None
 
 
 def _refusal(model: Model, site: dict, inner: list, back, users: dict) -> str | None:
