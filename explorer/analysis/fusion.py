@@ -194,6 +194,7 @@ def _ancestors(sinks: list[str], before: Graph, stop: set[str], eligible) -> set
     inputs of a chain's head (a contraction reads the chain's inputs: what the arithmetic optimiser
     rewrote upstream of it, an AddV2 become AddN, is not part of the fusion), a Pad into it aside."""
     seen: set[str] = set()
+    folded: dict[str, bool] = {}
     stack = [s for s in sinks if s in before and s not in stop and eligible(s)]
     while stack:
         name = stack.pop()
@@ -205,10 +206,35 @@ def _ancestors(sinks: list[str], before: Graph, stop: set[str], eligible) -> set
             if e.src not in before or e.src in stop or e.src in seen or not eligible(e.src):
                 continue
             src_op = before[e.src].op
+            if src_op not in CONST_OPS and _computed_from_constants(e.src, before, folded):
+                continue  # a bias reshaped from a constant: constant folding's, not the fusion's
             if (op in HEADS and src_op not in CONST_OPS and src_op != "Pad") or (op == "Pad" and src_op not in CONST_OPS):
                 continue
             stack.append(e.src)
     return seen
+
+
+def _computed_from_constants(name: str, graph: Graph, memo: dict[str, bool]) -> bool:
+    """Whether every data input of ``name``, all the way up, is a constant (what constant folding replaces)."""
+    stack = [name]
+    while stack:
+        top = stack[-1]
+        if top in memo:
+            stack.pop()
+            continue
+        node = graph.get(top)
+        if node is None or not node.data_inputs:
+            memo[top] = node is not None and node.op in CONST_OPS
+            stack.pop()
+            continue
+        todo = [e.src for e in node.data_inputs if e.src not in memo]
+        if todo:
+            memo.update({t: False for t in todo if t in stack})  # a cycle: not constant
+            stack.extend(t for t in todo if t not in memo)
+            continue
+        memo[top] = all(memo[e.src] for e in node.data_inputs)
+        stack.pop()
+    return memo[name]
 
 
 def _descendants(start: str, before: Graph, consumers: dict, eligible) -> set[str]:
@@ -228,7 +254,8 @@ def _vanished_tail(root: str, fused: str, before: Graph, after: Graph, before_co
     rule: the nodes downstream of the root that vanished or changed op (a Relu left as Identity),
     provided that whatever read them now reads the fused node, through new nodes or through them."""
     tail = _descendants(root, before, before_consumers, eligible) - {root}
-    readers = {c for t in tail for c, e in before_consumers.get(t, ()) if not e.control and c not in tail}
+    readers = _past_pruned_identities({c for t in tail for c, e in before_consumers.get(t, ())
+                                       if not e.control and c not in tail}, before, after, before_consumers)
     readers |= {t for t in tail if t in after}
 
     def passable(name: str) -> bool:
@@ -237,6 +264,23 @@ def _vanished_tail(root: str, fused: str, before: Graph, after: Graph, before_co
     if not readers or any(c not in after or not _reads_through(after[c], fused, after, passable) for c in readers):
         return set()
     return tail
+
+
+def _past_pruned_identities(names: set[str], before: Graph, after: Graph, before_consumers: dict) -> set[str]:
+    """``names`` with each pass-through node Grappler pruned (a model output's Identity chain) replaced by what
+    read it, down to nodes ``after`` still has (the _Retval)."""
+    out: set[str] = set()
+    stack, seen = list(names), set()
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name not in after and name in before and before[name].op in PASS_THROUGH:
+            stack.extend(c for c, e in before_consumers.get(name, ()) if not e.control)
+        else:
+            out.add(name)
+    return out
 
 
 def _reads_through(node: Node, target: str, after: Graph, passable) -> bool:

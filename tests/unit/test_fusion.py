@@ -285,3 +285,21 @@ def test_gelu_fuses_in_two_remapper_passes():
     assert second.absorbed_ops[0] == "_FusedMatMul" and "Square" in second.absorbed_ops and "Pow" not in second.absorbed_ops
     # the constants outlive this pass (the dependency optimiser drops them later)
     assert second.consts == ()
+
+
+def test_a_conv1d_fusion_in_a_frozen_graph_is_found_past_pruned_outputs_and_merged_constants():
+    """A frozen Conv1D: Grappler pruned the output's Identity, merged the layer's bias with another layer's equal one
+    (common subgraph elimination) and folded the Reshape and Squeeze that made it. The fusion was missed (the model
+    had 2 fused kernels and its report listed 1), then listed with the bias's folded Reshape and Squeeze."""
+    before = Graph((node("x", "_Arg"), node("w", "Const"), node("dim", "Const"), node("b", "Const"), node("s", "Const"),
+                    node("c/ExpandDims", "ExpandDims", "x", "dim"), node("c/Reshape", "Reshape", "b", "s"),
+                    node("c/Squeeze", "Squeeze", "c/Reshape"), node("c/conv", "Conv2D", "c/ExpandDims", "w"),
+                    node("c/conv/Squeeze", "Squeeze", "c/conv"), node("c/BiasAdd", "BiasAdd", "c/conv/Squeeze", "c/Squeeze"),
+                    node("out/Identity", "Identity", "c/BiasAdd"), node("y", "_Retval", "out/Identity")))
+    after = Graph((node("x", "_Arg"), node("w", "Const"), node("dim", "Const"), node("other/bias", "Const"),
+                   node("c/ExpandDims", "ExpandDims", "x", "dim"),
+                   node("c/conv", "_FusedConv2D", "c/ExpandDims", "w", "other/bias", fused_ops=("BiasAdd",)),
+                   node("c/BiasAdd", "Squeeze", "c/conv"), node("y", "_Retval", "c/BiasAdd")))
+    f = only(find_fusions(before, after))
+    assert (f.node, f.root) == ("c/conv", "c/conv")
+    assert f.describe() == "Conv2D + Squeeze + BiasAdd → _FusedConv2D [BiasAdd]"
