@@ -78,16 +78,23 @@ def variants(fixes: list[str]) -> list[dict]:
     return out
 
 
-def resolved(before: list[dict], after: list[dict]) -> list[dict]:
-    """Near-misses of ``before`` none of whose nodes is in a near-miss of ``after`` (gone: fused, or
-    rewritten into another form that fused). A fixed SavedModel's nodes sit one call scope deeper
-    ("StatefulPartitionedCall/" + the original's name): a node matches a name it ends with."""
-    left: set[str] = set()
-    for miss in after:
-        for name in miss["nodes"]:
-            parts = name.split("/")
-            left.update("/".join(parts[i:]) for i in range(len(parts)))
-    return [m for m in before if not left & set(m["nodes"])]
+def resolved(before: list[dict], after: list[dict], fusions: list[dict] | None = None) -> list[dict]:
+    """Near-misses of ``before`` none of whose nodes is in a near-miss of ``after``, and (given the fixed model's
+    ``fusions``) whose contraction a fused op of it absorbed: fused, not merely gone (a zero bias that freezing let
+    constant folding remove takes the near-miss with it, and nothing fuses). A fixed SavedModel's nodes sit one
+    call scope deeper ("StatefulPartitionedCall/" + the original's name): a node matches a name it ends with."""
+    left = _names_and_tails(name for miss in after for name in miss["nodes"])
+    fused = None if fusions is None else _names_and_tails(
+        name for f in fusions for name in [f["node"], *(f.get("absorbed") or ())])
+    return [m for m in before if not left & set(m["nodes"]) and (fused is None or m["nodes"][0] in fused)]
+
+
+def _names_and_tails(names) -> set[str]:
+    out: set[str] = set()
+    for name in names:
+        parts = name.split("/")
+        out.update("/".join(parts[i:]) for i in range(len(parts)))
+    return out
 
 
 def chain_of(miss: dict) -> dict:

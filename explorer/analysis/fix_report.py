@@ -63,7 +63,7 @@ def assemble(before: dict, variants: list[dict], fixed: dict[str, dict], bench: 
 
     def entry(name: str) -> dict:
         result = fixed[name]
-        gone = resolved(misses, (result.get("report") or {}).get("near_misses") or [])
+        gone = resolved(misses, (result.get("report") or {}).get("near_misses") or [], result.get("fusions") or [])
         after = bytes_written(result, ran)
         out = {"fixes": by_name[name]["fixes"], "fusions_after": fusions(result),
                "fused_kernels_after": fused_kernels(result), "chains_resolved": [chain_of(m) for m in gone],
@@ -79,7 +79,7 @@ def assemble(before: dict, variants: list[dict], fixed: dict[str, dict], bench: 
     applied = []
     for record in by_name["all"]["records"]:
         alone = fixed[record["fix"]] if record["fix"] in fixed else fixed["all"]
-        chains = resolved(misses, (alone.get("report") or {}).get("near_misses") or [])
+        chains = resolved(misses, (alone.get("report") or {}).get("near_misses") or [], alone.get("fusions") or [])
         nodes = sorted({n for site in record["sites"] for n in site["nodes"]})
         applied.append({"fix": record["fix"], "chains": [chain_of(m) for m in chains], "nodes": nodes,
                         "sites": len(record["sites"]), "left": record["left"],

@@ -43,6 +43,11 @@ def test_a_near_miss_is_resolved_when_none_of_its_nodes_is_in_a_near_miss_after(
     # A fixed SavedModel's nodes sit one call scope deeper.
     after = [miss("reshape-before-bias", "StatefulPartitionedCall/f/d/MatMul", "StatefulPartitionedCall/f/d/Tensordot")]
     assert fix_plan.resolved(before, after) == before[:1]
+    # given the fixed model's fusions, a near-miss is resolved only where its contraction was fused: one gone
+    # because constant folding removed a zero bias that freezing exposed left its Conv2D unfused
+    fusions = [{"node": "StatefulPartitionedCall/f/bn/add_1", "absorbed": ["StatefulPartitionedCall/f/conv"]}]
+    assert fix_plan.resolved(before, after, fusions) == before[:1]
+    assert fix_plan.resolved(before, after, []) == []
     two = [miss("k", "m/conv1/Conv2D"), miss("k", "m/d/Tensordot/MatMul")]
     assert fix_plan.scope_of(two) == "m/" and fix_plan.layers(two, "m/") == "conv1, d/Tensordot"
 
