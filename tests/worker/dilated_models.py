@@ -1,6 +1,7 @@
 """Dilated convolutions for the near-miss test, and TensorFlow's own account of them (no explorer code).
 
     python dilated_models.py run PATH...  # each SavedModel called directly: its outputs, the ops after Grappler
+    python dilated_models.py graphs DIR   # padded.pb and cropped.pb: space-to-batch written by hand (see graphs)
     python dilated_models.py DIR    # exports DIR/dilated (Keras: a Conv2D "atrous", dilation_rate=2 + relu, and a
                                     # Conv1D "wavenet", dilation_rate=2, a padded Conv2D, and DeepLab's atrous Conv2D
                                     # without bias + batch norm + relu) and prints JSON: for each layer, the ops
@@ -71,6 +72,27 @@ def main(directory: str) -> dict:
     return out
 
 
+def graphs(directory: str) -> None:
+    """Frozen GraphDefs written by hand with tf.space_to_batch_nd: ``padded.pb`` (a padding of 1 on each side that
+    the crops leave, so one Conv2D with EXPLICIT padding), ``cropped.pb`` (crops beyond the paddings: no padding
+    makes one Conv2D of it, so it is left)."""
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.default_rng(5)
+    w, b = rng.standard_normal((3, 3, 4, 6)).astype(np.float32), rng.uniform(0.1, 0.5, 6).astype(np.float32)
+    spec = tf.TensorSpec([1, 12, 12, 4], tf.float32, name="x")
+    for name, paddings, crops in (("padded", [[1, 3], [1, 3]], [[0, 2], [0, 2]]),
+                                  ("cropped", [[0, 0], [0, 0]], [[0, 2], [0, 2]])):
+        @tf.function(input_signature=[spec])
+        def model(x, paddings=paddings, crops=crops):
+            y = tf.nn.conv2d(tf.space_to_batch_nd(x, [2, 2], paddings), tf.constant(w), 1, "VALID")  # Consts
+            return tf.nn.relu(tf.nn.bias_add(tf.compat.v1.batch_to_space_nd(y, [2, 2], crops), tf.constant(b)))
+
+        with open(os.path.join(directory, f"{name}.pb"), "wb") as handle:
+            handle.write(model.get_concrete_function().graph.as_graph_def().SerializeToString())
+
+
 def run(path: str) -> dict:
     """A SavedModel's serving signature called directly on seeded inputs: its outputs and the fused ops TensorFlow
     made of it."""
@@ -88,7 +110,9 @@ def run(path: str) -> dict:
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "run":
+    if sys.argv[1] == "graphs":
+        graphs(sys.argv[2])
+    elif sys.argv[1] == "run":
         print(json.dumps({path: run(path) for path in sys.argv[2:]}))
     else:
         print(json.dumps(main(sys.argv[1])))

@@ -15,6 +15,7 @@ from explorer.engine.uploads import spec_for_path
 from tests.tf_script import run_tf_script
 
 SCRIPT = Path(__file__).resolve().parent / "dilated_models.py"
+FIX_MODELS = Path(__file__).resolve().parent / "fix_models.py"  # its "run": a GraphDef called by TensorFlow alone
 
 pytestmark = pytest.mark.tf
 
@@ -68,3 +69,26 @@ def test_dilated_conv_writes_one_conv2d_with_dilations_and_keeps_the_result(engi
         row["fused"]: row["count"] for row in result["fusions_after"]}
     for name, values in before["outputs"].items():
         assert np.max(np.abs(np.asarray(values) - np.asarray(after["outputs"][name]))) < 1e-4, name
+
+
+def test_dilated_conv_takes_the_padding_the_crops_leave_and_refuses_crops_beyond_it(engine, tmp_path):
+    """Space-to-batch written by hand (a frozen GraphDef): paddings [1, 3] cropped by [0, 2] are a Conv2D with
+    dilations 2 and EXPLICIT padding [1, 1], checked against TensorFlow alone; crops beyond the paddings are no
+    padding at all, and the fix says so instead of rewriting."""
+    env = {"TF_ENABLE_ONEDNN_OPTS": "1"}
+    run_tf_script(SCRIPT, "graphs", tmp_path, env=env)
+    original = str(tmp_path / "padded.pb")
+    padded = engine.fix(spec_for_path(original), {"env": env}, apply=["dilated-conv"], measure=False,
+                        out=str(tmp_path / "padded_fixed.pb"))
+    (applied,) = padded["applied"]
+    assert applied["sites"] == 1 and applied["left"] == []
+    truth = json.loads(run_tf_script(FIX_MODELS, "run", original, padded["model_out"], env=env).splitlines()[-1])
+    assert truth[padded["model_out"]]["fused"] == {"_FusedConv2D[BiasAdd,Relu]": 1}
+    assert truth[original]["fused"] == {}
+    (before,), (after,) = truth[original]["outputs"], truth[padded["model_out"]]["outputs"]
+    assert np.max(np.abs(np.asarray(before) - np.asarray(after))) < 1e-4
+
+    cropped = engine.fix(spec_for_path(str(tmp_path / "cropped.pb")), {"env": env}, apply=["dilated-conv"],
+                         measure=False, out=str(tmp_path / "cropped_fixed.pb"))
+    assert cropped["applied"] == [] and cropped["model_out"] is None
+    assert "take off more than the paddings" in cropped["skipped"]["dilated-conv"]
