@@ -149,9 +149,12 @@ def common_checks(ctx: Context) -> list[Check]:
     if ctx.onednn and ctx.on_cpu and "dtype" in ctx.p:
         ok, why = onednn_dtype_ok(ctx, ctx.p["dtype"])
         if ctx.p["dtype"] in ("float16", "bfloat16"):
+            # without oneDNN a contraction fuses in float32 or float64 only (core_checks): no way round for it there
+            stock = ctx.chain.kind != "chain" or ctx.chain.contraction == "none"
             checks.append(Check("oneDNN supports the dtype on this CPU", ok,
                                 f"{ctx.p['dtype']} is supported by oneDNN here" if ok else why,
-                                NO_FIX if ok else fix("use float32, or TF_ENABLE_ONEDNN_OPTS=0", [param("dtype", "float32")], [env("TF_ENABLE_ONEDNN_OPTS", "0")])))
+                                NO_FIX if ok else fix("use float32, or TF_ENABLE_ONEDNN_OPTS=0", [param("dtype", "float32")], [env("TF_ENABLE_ONEDNN_OPTS", "0")])
+                                if stock else USE_FLOAT32))
     return checks
 
 
@@ -246,8 +249,11 @@ def core_checks(ctx: Context) -> list[Check]:
         else:
             allowed = ("float32",) if c.contraction == "MatMul" else ("float32", "float64")
             ok = dtype in allowed
+            # oneDNN is a way round only where it runs the dtype on this CPU (bfloat16 and float16 need AVX-512 kinds)
+            onednn = dtype in ("bfloat16", "float16") and onednn_dtype_ok(ctx, dtype)[0]
             checks.append(Check("data type", ok, f"the stock CPU fuses {c.contraction} in {' or '.join(allowed)}; "
-                                f"this model is {dtype}", NO_FIX if ok else fix("use float32, or set TF_ENABLE_ONEDNN_OPTS=1", [param("dtype", "float32")], [env("TF_ENABLE_ONEDNN_OPTS", "1")])))
+                                f"this model is {dtype}", NO_FIX if ok else fix("use float32, or set TF_ENABLE_ONEDNN_OPTS=1", [param("dtype", "float32")], [env("TF_ENABLE_ONEDNN_OPTS", "1")])
+                                if onednn else USE_FLOAT32))
         if c.contraction in ("DepthwiseConv2dNative", "Conv3D"):
             checks.append(Check("oneDNN on", ctx.onednn, f"{c.contraction}+BiasAdd fuses only with oneDNN",
                                 NO_FIX if ctx.onednn else ONEDNN_ON))

@@ -142,6 +142,13 @@ def test_the_pattern_itself_left_unfused_for_its_dtype_is_named_with_the_reason(
     assert miss["kind"] == "unfused-pattern" and miss["nodes"] == ["conv", "bias", "relu"]
     assert miss["chain"] == "Conv2D + BiasAdd + Relu" and "in float16: the remapper's own pattern" in miss["form"]
     assert "float16" in miss["needs"]
+    # No setting is a candidate: without oneDNN a Conv2D fuses in float32 or float64 only, and oneDNN cannot run
+    # float16 on a CPU without AVX512-FP16 (the flip was offered, and each run came back unfused)
+    assert miss["candidates"] == [] and miss["code_change"] == "use float32"
+    # bfloat16 without oneDNN, on a CPU with AVX-512: oneDNN is the way round, and the run to check it is asked for
+    (bf16,) = near_misses(graph("bfloat16"), Where(onednn=False, cpu_flags={"avx512f"}))
+    assert bf16["candidates"] == [[{"kind": "env", "name": "TF_ENABLE_ONEDNN_OPTS", "value": "1"}]]
+    assert near_misses(graph("bfloat16"), Where(onednn=True, cpu_flags={"avx512f"})) == []  # fuses there
     # float32 fuses: nothing to name; with the remapper switched off nothing fuses, by the user's choice
     assert near_misses(graph("float32"), Where(onednn=onednn)) == []
     assert near_misses(graph("float16"), Where(onednn=onednn, switches={"remapping": "off"})) == []
