@@ -144,26 +144,16 @@ def test_bias_before_reshape_moves_a_dense_layers_bias(models, fixed, oracle):
     assert sum(n for op, n in after.items() if op.startswith("_FusedMatMul")) == 2
 
 
-def test_bias_before_reshape_brings_a_gelu_after_the_bias_too(models, fixed, oracle):
+@pytest.mark.parametrize("name", ["dense_gelu4d", "dense_gelu_residual"])
+def test_bias_before_reshape_brings_a_gelu_after_the_bias_too(models, fixed, oracle, name):
     """Keras 3's Dense(activation="gelu") on a 4-D tensor: moving the bias alone left the Reshape between BiasAdd
     and the GELU (+1 kernel, 1.03×); the GELU's element-wise ops move before the Reshape too, and TensorFlow fuses
-    [BiasAdd, GeluExact]."""
-    result = fixed[("dense_gelu4d", "bias-before-reshape")]
+    [BiasAdd, GeluExact]. A Transformer's MLP (x + Dense(gelu)(x) on a 3-D input): the GELU's ops were taken to
+    run on until the residual add (which reads x too), and then nothing moved."""
+    result = fixed[(name, "bias-before-reshape")]
     (applied,) = result["applied"]
     assert applied["sites"] == 1
-    assert agrees_with_tensorflow(oracle, str(models / "dense_gelu4d"), result["model_out"]) < 1e-4
-    after = fused_counts(result["fusions_after"])
-    assert after == oracle[result["model_out"]]["fused"]
-    assert after.get("_FusedMatMul[BiasAdd,GeluExact]") == 1, after
-
-
-def test_bias_before_reshape_leaves_a_residual_add_after_the_gelu_where_it_is(models, fixed, oracle):
-    """A Transformer's MLP: x + Dense(gelu)(x). The GELU's ops were taken to run on until the residual add (which
-    reads x too), and then nothing moved: the GELU stayed outside the fused MatMul."""
-    result = fixed[("dense_gelu_residual", "bias-before-reshape")]
-    (applied,) = result["applied"]
-    assert applied["sites"] == 1
-    assert agrees_with_tensorflow(oracle, str(models / "dense_gelu_residual"), result["model_out"]) < 1e-4
+    assert agrees_with_tensorflow(oracle, str(models / name), result["model_out"]) < 1e-4
     after = fused_counts(result["fusions_after"])
     assert after == oracle[result["model_out"]]["fused"]
     assert after.get("_FusedMatMul[BiasAdd,GeluExact]") == 1, after
