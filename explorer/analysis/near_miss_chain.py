@@ -139,8 +139,7 @@ def _unfused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Whe
     if nxt.op == "BiasAdd":
         return _not_fused_here(node, nxt, users, where)
     if nxt.op in ("AddV2", "Add"):
-        other = [graph.get(e.src) for e in nxt.data_inputs if e.src != node.name]
-        if other and other[0] is not None and other[0].shape.count(",") == 0 and other[0].shape not in ("", "[]"):
+        if _is_bias(nxt, node, graph):
             needs, candidates, code = rules(Chain(node.op, bias="Add"), node, where)
             return [record("bias-as-add", [node.name, nxt.name], f"{node.op} + BiasAdd",
                            f"{node.op} → {nxt.op} of a 1-D bias (a broadcast add)",
@@ -161,13 +160,13 @@ def _space_to_batch(node: Node, nxt: Node, graph: Graph, users: dict, where: Whe
     # What the Conv2D's bias would be: its own, or a batch norm to fold into one (DeepLab's atrous Conv2D without
     # bias, then BatchNormalization)
     norm = _batch_norm(back, graph, users) if len(after) == 1 and after[0].op == "Mul" else []
-    if not norm and (len(after) != 1 or after[0].op not in ("BiasAdd", "AddV2", "Add")):
+    if not norm and (len(after) != 1 or not _is_bias(after[0], back, graph)):
         return []
     shift = graph[norm[-1]] if norm else after[0]
     outs = users.get(shift.name, ())
     act = outs[0] if len(outs) == 1 and outs[0].op in ACTIVATIONS else None
     needs, candidates, code = rules(Chain(node.op, bias="BiasAdd", activation=act.op if act else "none"), node, where)
-    between = " → ".join(n.op for n in (nxt, back) if n is not None) if nxt is not back else back.op
+    between = back.op if nxt is back else f"{nxt.op} → {back.op}"
     chain = f"{node.op} + " + ("batch norm" if norm else "BiasAdd") + (f" + {act.op}" if act else "")
     call = "tf.nn.conv1d" if nxt.op == "Squeeze" else "tf.nn.conv2d"  # a Conv1D's Conv2D is squeezed back to 1-D
     then = (f"batch norm written as arithmetic ({', '.join(sorted({graph[n].op for n in norm}))})" if norm
@@ -183,6 +182,15 @@ def _space_to_batch(node: Node, nxt: Node, graph: Graph, users: dict, where: Whe
                                     "one Conv2D with dilations, which takes its bias and activation"]
                             + ([FOLD_BN] if norm else [])), candidates)
     return [dict(miss, also=["batchnorm-as-arithmetic"]) if norm else miss]
+
+
+def _is_bias(add: Node, source: Node, graph: Graph) -> bool:
+    """A BiasAdd, or an Add of a 1-D tensor to ``source`` (a broadcast bias; a residual add of two tensors is not)."""
+    if add.op == "BiasAdd":
+        return True
+    other = [graph.get(e.src) for e in add.data_inputs if e.src != source.name]
+    return add.op in ("AddV2", "Add") and len(other) == 1 and other[0] is not None and \
+        other[0].shape.startswith("[") and other[0].shape.count(",") == 0 and other[0].shape != "[]"
 
 
 def _not_fused_here(node: Node, bias: Node, users: dict, where: Where) -> list[dict]:
