@@ -2,9 +2,10 @@
 
 One module per fix, named after it; each has ``NAME``, ``find(model)`` (every site of its form, with
 why a site is left alone where it is) and ``apply(model, targets)`` -> (sites rewritten, sites left).
-``REWRITES`` is their order when several apply together: a bias written as an Add becomes a BiasAdd
-before a batch norm after it is folded, a dilated convolution is one Conv2D before a batch norm after it is folded, and freezing comes last (it turns the folded weights into
-constants too). ``split-mish`` prevents a fusion instead (a way around one that breaks the model: engine.diagnose). ``source`` makes the working copy of a loaded model; ``output`` writes the result.
+``REWRITES`` is their order when several apply together: a bias written as an Add becomes a BiasAdd, and
+a dilated convolution one Conv2D, before a batch norm after it is folded; freezing comes last (it turns the
+folded weights into constants too). ``split-mish`` prevents a fusion instead (a way around one that breaks
+the model: engine.diagnose). ``source`` makes the working copy of a loaded model; ``output`` writes the result.
 """
 
 from __future__ import annotations
