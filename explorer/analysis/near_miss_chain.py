@@ -163,8 +163,7 @@ def _space_to_batch(node: Node, nxt: Node, graph: Graph, users: dict, where: Whe
     if not norm and (len(after) != 1 or not _is_bias(after[0], back, graph)):
         return []
     shift = graph[norm[-1]] if norm else after[0]
-    outs = users.get(shift.name, ())
-    act = outs[0] if len(outs) == 1 and outs[0].op in ACTIVATIONS else None
+    act = _activation_after(shift, users)
     needs, candidates, code = rules(Chain(node.op, bias="BiasAdd", activation=act.op if act else "none"), node, where)
     between = back.op if nxt is back else f"{nxt.op} → {back.op}"
     chain = f"{node.op} + " + ("batch norm" if norm else "BiasAdd") + (f" + {act.op}" if act else "")
@@ -184,6 +183,12 @@ def _space_to_batch(node: Node, nxt: Node, graph: Graph, users: dict, where: Whe
     return [dict(miss, also=["batchnorm-as-arithmetic"]) if norm else miss]
 
 
+def _activation_after(node: Node, users: dict) -> Node | None:
+    """The activation op that alone reads ``node`` (a bias), or None."""
+    outs = users.get(node.name, ())
+    return outs[0] if len(outs) == 1 and outs[0].op in ACTIVATIONS else None
+
+
 def _is_bias(add: Node, source: Node, graph: Graph) -> bool:
     """A BiasAdd, or an Add of a 1-D tensor to ``source`` (a broadcast bias; a residual add of two tensors is not)."""
     if add.op == "BiasAdd":
@@ -197,8 +202,7 @@ def _not_fused_here(node: Node, bias: Node, users: dict, where: Where) -> list[d
     """The remapper's own pattern (contraction → BiasAdd [→ activation]) left unfused for a reason the rules name:
     a dtype this CPU, oneDNN or the stock kernels do not fuse (Keras's mixed_float16 policy on a CPU), a device.
     Nothing when the rules see no reason, or when the remapper is switched off (nothing fuses then, by choice)."""
-    outs = users.get(bias.name, ())
-    act = outs[0] if len(outs) == 1 and outs[0].op in ACTIVATIONS else None
+    act = _activation_after(bias, users)
     needs, candidates, code = rules(Chain(node.op, bias="BiasAdd", activation=act.op if act else "none"), node, where)
     if not needs or any(n.startswith("remapper enabled") for n in needs):
         return []
@@ -214,9 +218,9 @@ def _tail(bias: Node, graph: Graph, users: dict) -> tuple[list[str], str]:
     for the remapper ("Relu", "GeluExact", "GeluApproximate"); ([], "") when none follows. A GELU's ops compute
     from the bias's output and constants alone: what also reads another tensor (a residual add after the GELU, a
     layer norm) is not part of it."""
-    outs = users.get(bias.name, ())
-    if len(outs) == 1 and outs[0].op in ACTIVATIONS:
-        return [outs[0].name], outs[0].op
+    act = _activation_after(bias, users)
+    if act is not None:
+        return [act.name], act.op
     found: list = []  # graph nodes
     inside, frontier = {bias.name}, [bias.name]
     while frontier and len(found) < 12:  # a GELU is 5-8 element-wise ops
