@@ -3,8 +3,8 @@
 A rewrite is offered for a near-miss kind when it keeps the maths (``worker.rewrite``'s modules say
 why for each); the other kinds (an activation the remapper does not fuse after that contraction, a layer
 norm, an Einsum) have no such rewrite and are not offered one. ``freeze`` applies to any model that
-reads variables outside its loops and branches. After the engine has run the fixed copies (``engine.fixes``), ``resolved`` says which
-near-misses of the model as imported are gone from each copy: the chains that fix changed.
+reads variables outside its loops and branches. After the engine has run the fixed copies (``engine.fixes``),
+``resolved`` says which near-misses of the model as imported each copy fused: the chains that fix changed.
 """
 
 from __future__ import annotations

@@ -130,6 +130,13 @@ def onednn_dtype_ok(ctx: Context, dtype: str) -> tuple[bool, str]:
     return False, f"oneDNN fusions do not take {dtype}"
 
 
+def stock_dtypes(contraction: str) -> tuple[str, ...]:
+    """The dtypes the stock CPU (no oneDNN) fuses a contraction in ("none": no contraction, no limit of this kind)."""
+    if contraction == "none":
+        return ("float32", "float64", "float16", "bfloat16")
+    return ("float32",) if contraction == "MatMul" else ("float32", "float64")
+
+
 def common_checks(ctx: Context) -> list[Check]:
     checks = []
     remap = ctx.switches.get("remapping", "on") != "off" and ctx.switches.get("disable_meta_optimizer") != "on"
@@ -149,8 +156,7 @@ def common_checks(ctx: Context) -> list[Check]:
     if ctx.onednn and ctx.on_cpu and "dtype" in ctx.p:
         ok, why = onednn_dtype_ok(ctx, ctx.p["dtype"])
         if ctx.p["dtype"] in ("float16", "bfloat16"):
-            # without oneDNN a contraction fuses in float32 or float64 only (core_checks): no way round for it there
-            stock = ctx.chain.kind != "chain" or ctx.chain.contraction == "none"
+            stock = ctx.chain.kind != "chain" or ctx.p["dtype"] in stock_dtypes(ctx.chain.contraction)
             checks.append(Check("oneDNN supports the dtype on this CPU", ok,
                                 f"{ctx.p['dtype']} is supported by oneDNN here" if ok else why,
                                 NO_FIX if ok else fix("use float32, or TF_ENABLE_ONEDNN_OPTS=0", [param("dtype", "float32")], [env("TF_ENABLE_ONEDNN_OPTS", "0")])
@@ -247,7 +253,7 @@ def core_checks(ctx: Context) -> list[Check]:
             checks.append(Check("data type", ok, f"{dtype} {'is' if ok else 'is not'} fused by oneDNN on this CPU",
                                 NO_FIX if ok else USE_FLOAT32))
         else:
-            allowed = ("float32",) if c.contraction == "MatMul" else ("float32", "float64")
+            allowed = stock_dtypes(c.contraction)
             ok = dtype in allowed
             # oneDNN is a way round only where it runs the dtype on this CPU (bfloat16 and float16 need AVX-512 kinds)
             onednn = dtype in ("bfloat16", "float16") and onednn_dtype_ok(ctx, dtype)[0]
