@@ -102,8 +102,11 @@ def render(view: View) -> None:
     wanted = st.session_state.get(state.TAB)
     open_tab = next((tab for tab in shown if tab.id == wanted), shown[0])
     st.session_state[state.TAB_TITLE] = open_tab.title
-    containers = st.tabs([tab.title for tab in shown], key=state.TAB_TITLE, on_change=_opened,
-                         args=(shown[0].id, {tab.title: tab.id for tab in shown}))
+    # ``default`` is part of the tab bar's identity: a new open tab mounts a new bar, which opens the tab it is
+    # given. A mounted bar moves to a tab set from here (a link, a file, a lesson) only when its tabs are already
+    # drawn, and on a loaded browser they may not be yet; it then stayed on the old tab while the link named another.
+    containers = st.tabs([tab.title for tab in shown], key=state.TAB_TITLE, default=open_tab.title,
+                         on_change=_opened, args=(shown[0].id, {tab.title: tab.id for tab in shown}))
     for tab, container in zip(shown, containers):
         if container.open is False:  # a closed tab (None: tabs that track no state, where every panel runs)
             continue
