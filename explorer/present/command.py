@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from ..model.flags import Config
 from ..model.spec import resolve
 
@@ -9,10 +11,21 @@ from ..model.spec import resolve
 def command_line(spec, config: Config, command: str = "inspect") -> str:
     """The exact command that reproduces a run: the model as its source writes it (``cli_args``), then
     the configuration as options."""
-    return " ".join(["python", "-m", "explorer", command, *resolve(spec).cli_args(), *config.cli_args()])
+    return _shell(["python", "-m", "explorer", command, *resolve(spec).cli_args(), *config.cli_args()])
+
+
+def fix_command_line(spec, config: Config) -> str:
+    """The ``fix`` command for an imported model run under ``config`` (``fix`` traces as served: no --fix-dims)."""
+    return _shell(["python", "-m", "explorer", "fix", *(a for a in resolve(spec).cli_args() if a != "--fix-dims"),
+                   *config.cli_args()])
 
 
 def bench_command_line(spec, config: Config, reps: int, warmup: int, max_seconds: float, processes: int = 1) -> str:
     """The command that repeats a benchmark: the run's command line with its timing options."""
     return (command_line(spec, config, "bench") + f" --reps {reps} --warmup {warmup} --max-seconds {max_seconds:g}"
             + (f" --processes {processes}" if processes > 1 else ""))
+
+
+def _shell(words: list[str]) -> str:
+    """A line a shell reads back as ``words``: a file named ``a b;c.pb`` stays one argument, never a second command."""
+    return " ".join(shlex.quote(word) for word in words)

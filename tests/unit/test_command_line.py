@@ -32,3 +32,10 @@ def test_the_shown_command_parses_back_to_the_same_run(spec, config):
 def test_defaults_are_left_out():
     line = command_line({"preset": "conv2d_bias_relu", "params": {"filter_size": 1}}, Config())
     assert "--set" not in line  # 1 is the preset's own default
+
+
+def test_a_file_name_a_shell_would_split_stays_one_argument():
+    name = "net; rm -rf ~ $(x).pb"
+    line = command_line({"import": {"format": "graphdef", "digest": "0" * 64, "name": name}}, Config())
+    assert shlex.split(line)[3:6] == ["inspect", "--model", name]
+    assert make_parser().parse_args(shlex.split(line)[3:]).model == name
