@@ -65,6 +65,12 @@ def shared_scope(layers: list[str]) -> str:
     return "/".join(common) + "/" if common else ""
 
 
+def report_scope(report: dict) -> str:
+    """The name scope every layer of a report shares, which tables and the command line leave out of layer names."""
+    layers = [layer for r in report.get("fusions") or [] for layer in r["layers"]]
+    return shared_scope(layers + [layer_of(m["nodes"][0]) for m in report.get("near_misses") or []])
+
+
 def tensor_bytes(node: Node | None) -> int | None:
     """Bytes of a node's first output from its recorded shape and dtype; None when either is unknown."""
     if node is None or not node.shape.startswith("[") or node.dtype not in ITEMSIZE:

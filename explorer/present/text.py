@@ -9,17 +9,20 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from ..analysis import replicated, traffic, xla_fusion
+from ..analysis import fix_plan, replicated, traffic, xla_fusion
 from ..analysis.annotate import graphs_of
 from ..analysis.grappler_log import main_run
+from ..analysis.model_report import report_scope
 from ..analysis.xla_bench import VARIANTS, WORDS
 from ..model import coverage, stack_examples
 from ..model.catalog import PRESETS
+from ..model.flags import Config
 from ..model.graph import STAGES
 from ..model.layers import field_help
 from ..model.results import BenchResult, InspectResult
 from ..model.sources import source_for_data
 from . import agreement, machine
+from .command import fix_command_line
 
 
 def lines(out: list[str]) -> str:
@@ -80,8 +83,8 @@ def inspect_text(result: InspectResult) -> str:
     for stage, graph in graphs_of(result).items():
         out.append(f"\n{STAGES[stage]} ({len(graph)} nodes): {ops_words(graph.compute_ops())}")
     out.append("\nFusions (traced -> after Grappler):")
-    for fusion in result.get("fusions", []) or []:
-        out.append(f"  {fusion['describe']}")
+    for describe, n in Counter(f["describe"] for f in result.get("fusions") or []).items():  # first seen first
+        out.append(f"  {describe}" + (f" ×{n}" if n > 1 else ""))
     if not result.get("fusions"):
         out.append("  none")
     if result.get("xla_clusters"):
@@ -115,14 +118,24 @@ def inspect_text(result: InspectResult) -> str:
             out.append(f"  note: {note}")
     source = source_for_data(result.get("spec"))
     if not (source and source.checklist) and result.get("report"):  # no checklist: the whole-model report
-        out.extend(report_lines(result["report"]))
+        out.extend(report_lines(result["report"], _fix_command(result)))
     for warning in result.get("warnings", []):
         out.append(f"\nWARNING: {warning}")
     return lines(out)
 
 
-def report_lines(report: dict) -> list[str]:
-    """The whole-model report (analysis.model_report): for models whose source has no checklist."""
+def _fix_command(result: dict) -> str | None:
+    """The ``fix`` command for an imported model that ran here (a simulated GPU ran nothing to rewrite)."""
+    spec = result.get("spec") or {}
+    if "import" not in spec or result.get("simulated") or not result.get("config"):
+        return None
+    return fix_command_line(spec, Config.from_dict(result["config"]))
+
+
+def report_lines(report: dict, fix_command: str | None = None) -> list[str]:
+    """The whole-model report (analysis.model_report): for models whose source has no checklist. Layer names lose
+    the scope they all share, said once; with ``fix_command`` (an imported model), the rewrites that take its
+    near-misses and the command that applies them."""
     out: list[str] = []
     totals = report["totals"]
     saved = totals.get("intermediate_bytes_saved")
@@ -132,15 +145,43 @@ def report_lines(report: dict) -> list[str]:
     left = totals.get("contractions_unfused") or {}
     if left:
         out.append("Contractions left unfused: " + ", ".join(f"{op} ×{n}" for op, n in sorted(left.items())))
+    scope = report_scope(report)
+    if scope and (report["fusions"] or report["near_misses"]):
+        out.append(f"Layers below are in {scope}")
+
+    def short(name: str) -> str:
+        return name[len(scope):] if scope and name.startswith(scope) else name
+
     for row in report["fusions"]:
-        out.append(f"  {row['count']:>3} × {row['fused']}   layers: {', '.join(row['layers'][:6])}"
+        out.append(f"  {row['count']:>3} × {row['fused']}   layers: {', '.join(short(n) for n in row['layers'][:6])}"
                    + (" ..." if len(row["layers"]) > 6 else ""))
-    if report["near_misses"]:
-        out.append(f"Near-misses ({len(report['near_misses'])}): chains that look like a pattern but did not fuse")
-    for miss in report["near_misses"]:
-        out.append(f"  {miss['chain']} at {miss['nodes'][0]}: {miss['form']}; needs {miss['needs']}"
-                   + (f"  -> {miss['fix']}" if miss["fix"] else ""))
+    misses = report["near_misses"]
+    if misses:
+        out.append(f"Near-misses ({len(misses)}): chains that look like a pattern but did not fuse")
+    # a network repeats one near-miss in every block: one entry for what it is, where, and what to do
+    same: dict[tuple, list[dict]] = {}
+    for miss in misses:
+        same.setdefault((miss["chain"], miss["form"], miss["needs"], miss["fix"]), []).append(miss)
+    for (chain, form, needs, fix), group in same.items():
+        what = f"{form}; needs {needs}" + (f"  -> {fix}" if fix else "")
+        if len(group) == 1:
+            out.append(f"  {chain} at {short(group[0]['nodes'][0])}: {what}")
+        else:
+            out.append(f"  {chain} ×{len(group)}, at {fix_plan.layers(group, scope, limit=4)}:\n    {what}")
+    if fix_command:
+        out.extend(_rewrites(misses, fix_command))
     return out
+
+
+def _rewrites(misses: list[dict], fix_command: str) -> list[str]:
+    """Which of ``fix``'s rewrites take an imported model's near-misses, how many each, and the command."""
+    counts = {name: sum(1 for m in misses if {m["kind"], *m.get("also", ())} & set(kinds))
+              for name, kinds in fix_plan.FIXES.items() if kinds}
+    taken = [f"{name} ({n})" for name, n in counts.items() if n]
+    if not taken:
+        return []
+    return [f"Rewrites for these near-misses: {', '.join(taken)}. To apply them, check the rewritten model against "
+            f"this one and time both:\n  {fix_command}"]
 
 
 def bench_text(result: BenchResult) -> str:

@@ -17,7 +17,7 @@ from collections import Counter
 import streamlit as st
 
 from ..analysis import op_time, traffic
-from ..analysis.model_report import layer_of, shared_scope
+from ..analysis.model_report import layer_of, report_scope
 from . import fixes, setting_time
 from . import op_time as op_time_panel
 
@@ -34,12 +34,6 @@ KINDS = {  # a near-miss's kind, in words
     "unfused-pattern": "the pattern, not fused here",
     "dilated-as-space-to-batch": "dilated conv as space-to-batch",
 }
-
-
-def scope_prefix(report: dict) -> str:
-    """The name scope every layer of the report shares, which the tables leave out of their layer columns."""
-    layers = [layer for r in report.get("fusions") or [] for layer in r["layers"]]
-    return shared_scope(layers + [layer_of(m["nodes"][0]) for m in report.get("near_misses") or []])
 
 
 def _short(name: str, prefix: str) -> str:
@@ -60,7 +54,7 @@ def _timed(row: dict, m: dict, after: str) -> dict:
 
 
 def fusion_table(report: dict) -> list[dict]:
-    prefix = scope_prefix(report)
+    prefix = report_scope(report)
     return [_timed({"fused op": r["fused"], "count": r["count"],
                     "absorbed": ", ".join(f"{op} ×{n}" if n > 1 else op for op, n in sorted(r["absorbed_ops"].items())),
                     "layers": len(r["layers"]), "layer names": [_short(layer, prefix) for layer in r["layers"]],
@@ -89,7 +83,7 @@ def checked_words(miss: dict) -> str:
 
 def near_miss_table(report: dict) -> list[dict]:
     """One row per near-miss; what to do (the fix, and whether it was run) before the longer why."""
-    prefix = scope_prefix(report)
+    prefix = report_scope(report)
     return [_timed({"kind": KINDS.get(m["kind"], m["kind"]), "layer": _short(layer_of(m["nodes"][0]), prefix),
                     "pattern": m["chain"], "fix": m["fix"] or "none known", "fix checked": checked_words(m),
                     "form found": m["form"], "the pattern needs": m["needs"], "nodes": m["nodes"]}, m, "layer")
@@ -214,7 +208,7 @@ def panel(result: dict, key: str = "report", engine=None, choice=None) -> None:
     if not report:
         st.info("No whole-model report for this result: it is made from the graph after Grappler.")
         return
-    prefix = scope_prefix(report)
+    prefix = report_scope(report)
     st.caption("Every fusion Grappler made in this model, grouped by fused op, and the chains that look like a "
                "fusion pattern but reached TensorFlow in another form (near-misses), each with the form the "
                "pattern needs and how to get it. Click a column's header to sort."
