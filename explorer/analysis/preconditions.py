@@ -221,7 +221,7 @@ def act_into_contraction(ctx: Context) -> tuple[bool | None, list[Check], str]:
                             NO_FIX if ok else (fix("use Conv2D", [chain("contraction", "Conv2D")]) if ctx.onednn else ONEDNN_ON)))
     elif act in ("Tanh", "Sigmoid"):
         ok = c.contraction == "MatMul" and (ctx.onednn if ctx.on_cpu else None)
-        checks.append(Check(f"{act} can be fused", ok,
+        checks.append(Check(f"MatMul + {act}" + (" with oneDNN" if ctx.on_cpu else ""), ok,
                             f"{act} fuses only into MatMul, and on CPU only with oneDNN" if ctx.on_cpu else
                             f"{act} fuses into MatMul on GPU only with cuDNN runtime fusion (float16)",
                             NO_FIX if ok else (ONEDNN_ON if c.contraction == "MatMul" else fix("use MatMul or Relu", [chain("contraction", "MatMul")], [chain("activation", "Relu")]))))
