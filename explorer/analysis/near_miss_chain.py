@@ -39,11 +39,12 @@ def after_contractions(graph: Graph, users: dict, where: Where, traced: Graph | 
     return found
 
 
-def _per_channel(node: Node | None, graph: Graph) -> bool:
-    """A batch norm's scale or shift: a constant, a 1-D tensor, or something read off an Rsqrt."""
+def _per_channel(node: Node | None, graph: Graph, from_right: int = 1) -> bool:
+    """A batch norm's scale or shift: a constant, a tensor of one value per channel, or something read off an
+    Rsqrt."""
     if node is None:
         return False
-    if node.op in ("Const", "Rsqrt") or _channel_shaped(node):
+    if node.op in ("Const", "Rsqrt") or _channel_shaped(node, from_right):
         return True
     frontier = [node]
     for _ in range(2):
@@ -53,16 +54,26 @@ def _per_channel(node: Node | None, graph: Graph) -> bool:
     return False
 
 
-def _channel_shaped(node: Node) -> bool:
-    """[C] or [1, ..., 1, C]: a value per channel, broadcast over the rest."""
-    dims = node.shape.strip("[]").split(",") if node.shape.startswith("[") and node.shape != "[]" else []
-    return bool(dims) and all(d.strip() == "1" for d in dims[:-1])
+def _channel_shaped(node: Node, from_right: int = 1) -> bool:
+    """One value per channel, broadcast over the rest: [C] or [1, ..., 1, C] (channels last, ``from_right`` 1);
+    [C, 1, 1] or [1, C, 1, 1] (channels first: 3)."""
+    dims = [d.strip() for d in node.shape.strip("[]").split(",")] if node.shape.startswith("[") and node.shape != "[]" else []
+    if len(dims) < from_right:
+        return False
+    return all(d == "1" for i, d in enumerate(dims) if i != len(dims) - from_right)
+
+
+def channel_from_right(node: Node) -> int:
+    """Where a contraction's output holds its channels, counted from the right: 1, or 3 (4 for 3-D) channels first."""
+    layout = node.attr.get("data_format") or ""
+    return len(layout) - 1 if layout.startswith("NC") else 1
 
 
 def _batch_norm(start: Node, graph: Graph, users: dict) -> list[str]:
     """[Mul, Add] right after ``start`` (through a BiasAdd) when they scale and shift per channel. Under a
     mixed-precision policy Keras computes a batch norm in float32: [Cast, Mul, Add, Cast back] then."""
     node, names = start, []
+    axis = channel_from_right(start)
     outs = users.get(node.name, ())
     for op in ("BiasAdd", "Cast"):
         if len(outs) == 1 and outs[0].op == op:
@@ -72,7 +83,7 @@ def _batch_norm(start: Node, graph: Graph, users: dict) -> list[str]:
     if len(outs) != 1 or outs[0].op != "Mul":
         return []
     mul = outs[0]
-    if not any(_per_channel(graph.get(e.src), graph) for e in mul.data_inputs if e.src != node.name):
+    if not any(_per_channel(graph.get(e.src), graph, axis) for e in mul.data_inputs if e.src != node.name):
         return []
     adds = users.get(mul.name, ())
     # AddN: the arithmetic optimiser merges the shift with a residual add that follows (ResNet's blocks).
@@ -80,7 +91,7 @@ def _batch_norm(start: Node, graph: Graph, users: dict) -> list[str]:
         return []
     # An AddN may carry the shift folded together with others' (the optimiser hoists constants): the
     # per-channel scale straight after the contraction already says batch norm.
-    if adds[0].op != "AddN" and not any(_per_channel(graph.get(e.src), graph)
+    if adds[0].op != "AddN" and not any(_per_channel(graph.get(e.src), graph, axis)
                                         for e in adds[0].data_inputs if e.src != mul.name):
         return []
     back = users.get(adds[0].name, ())

@@ -7,7 +7,8 @@ of its own.
 
 Models: ``bn_cnn`` (Conv2D with a bias + batch norm + Relu, Conv2D without bias + batch norm + Relu6,
 DepthwiseConv2D + batch norm, Dense + batch norm) as a SavedModel and frozen as ``bn_cnn.pb``; ``bn_bf16`` (batch
-norms in float32 between bfloat16 convolutions: Keras's mixed_bfloat16 policy);
+norms in float32 between bfloat16 convolutions: Keras's mixed_bfloat16 policy); ``bn_nchw`` (channels-first
+Conv2D with a bias + batch norm + Relu, and without bias + batch norm + Relu6);
 ``adds`` (a tf.Module: Conv2D and MatMul whose 1-D biases are added with ``+``, and a residual add
 of two convolutions, which is no bias); ``dense3d`` (Dense on a 3-D input: MatMul, Reshape, BiasAdd); ``dense_gelu4d`` (a Dense GELU on a 4-D input) and
 ``dense_gelu_residual`` (one on a 3-D input, with a residual add after it);
@@ -62,6 +63,16 @@ def export(directory: str) -> None:
         tf.TensorSpec([None, 12, 12, 3], tf.float32, name="image"))
     with open(os.path.join(directory, "bn_cnn.pb"), "wb") as handle:
         handle.write(convert_variables_to_constants_v2(concrete).graph.as_graph_def().SerializeToString())
+
+    # Channels first: Keras adds a channels-first conv's bias as Reshape → Add and writes the batch norm's scale and
+    # shift as [1, C, 1, 1] tensors (oneDNN runs an NCHW Conv2D on CPU, and fuses one)
+    planes = keras.Input((3, 12, 12), name="image")
+    x = layers.ReLU()(layers.BatchNormalization(axis=1)(
+        layers.Conv2D(8, 3, padding="same", data_format="channels_first")(planes)))
+    x = layers.ReLU(6.0)(layers.BatchNormalization(axis=1)(
+        layers.Conv2D(8, 1, use_bias=False, data_format="channels_first")(x)))
+    x = layers.GlobalAveragePooling2D(data_format="channels_first")(x)
+    _nonzero(keras.Model(planes, layers.Dense(4)(x)), np).export(os.path.join(directory, "bn_nchw"), verbose=False)
 
     # Under Keras's mixed_bfloat16 policy a batch norm computes in float32 between Casts: Conv2D → Cast → Mul →
     # AddV2 → Cast back; a float32 batch norm (its own policy) after a depthwise conv has no Cast back.

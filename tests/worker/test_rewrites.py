@@ -40,7 +40,7 @@ def models(tmp_path_factory) -> Path:
 def fixed(engine, models, tmp_path_factory):
     """{(model, fix): the engine's fix result}, each fixed model written under a folder of this module."""
     out = tmp_path_factory.mktemp("fixed")
-    runs = {("bn_cnn", "fold-batchnorm"), ("bn_bf16", "fold-batchnorm"), ("bn_cnn.pb", "fold-batchnorm"), ("bn_cnn", "freeze"),
+    runs = {("bn_cnn", "fold-batchnorm"), ("bn_bf16", "fold-batchnorm"), ("bn_nchw", "fold-batchnorm"), ("bn_cnn.pb", "fold-batchnorm"), ("bn_cnn", "freeze"),
             ("adds", "bias-add"), ("dense3d", "bias-before-reshape"), ("moments", "fold-batchnorm"), ("moments", "freeze"),
             ("dense_gelu4d", "bias-before-reshape"), ("dense_gelu_residual", "bias-before-reshape")}
     return {(name, fix): engine.fix(spec_for_path(str(models / name)), {"env": ONEDNN}, apply=[fix], measure=False,
@@ -111,6 +111,26 @@ def test_fold_batchnorm_folds_a_mixed_precision_batch_norm_through_its_casts(mod
     before = Counter(n["op"] for n in original["stages"]["traced"]["nodes"])
     assert traced["BiasAdd"] == before["BiasAdd"] + 2 and traced["Mul"] == traced["Rsqrt"] == 0
     assert traced["Cast"] < before["Cast"]
+
+
+def test_fold_batchnorm_folds_a_channels_first_batch_norm_along_its_channels(models, fixed, oracle, engine):
+    """Channels first, a batch norm's scale and shift are [1, C, 1, 1]: the near-miss finder read only [.., C] as per
+    channel (the convs stayed unfused, no near-miss named them) and the fold refused NCHW. Folded, the bias is an NCHW
+    BiasAdd, which oneDNN fuses with the convolution and its activation."""
+    original = engine.inspect(spec_for_path(str(models / "bn_nchw")), {"env": ONEDNN})
+    norms = [m for m in original["report"]["near_misses"] if m["kind"] == "batchnorm-as-arithmetic"]
+    assert len(norms) == 2  # one after the conv without bias, one after the conv its bias fused into
+    result = fixed[("bn_nchw", "fold-batchnorm")]
+    (applied,) = result["applied"]
+    assert applied["sites"] == 2 and applied["left"] == []
+    assert not [m for m in result["near_misses_left"] if m["kind"] == "batchnorm-as-arithmetic"]
+    assert result["within_tolerance"]
+    out = result["model_out"]
+    assert agrees_with_tensorflow(oracle, str(models / "bn_nchw"), out) < 1e-4
+    assert fused_counts(result["fusions_after"]) == oracle[out]["fused"]  # what TensorFlow itself fuses
+    assert {"_FusedConv2D[BiasAdd,Relu]", "_FusedConv2D[BiasAdd,Relu6]"} <= set(fused_counts(result["fusions_after"]))
+    traced = engine.inspect(result["fixed_spec"], {"env": ONEDNN})["stages"]["traced"]["nodes"]
+    assert {n["attrs"].get("data_format") for n in traced if n["op"] == "BiasAdd" and "conv2d" in n["name"]} == {"NCHW"}
 
 
 def test_freeze_turns_variables_into_constants(models, fixed, oracle):

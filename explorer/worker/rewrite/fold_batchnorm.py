@@ -9,13 +9,15 @@ DepthwiseConv2dNative or MatMul, with or without a bias b before it:
     (x ⊛ w + b)·s + t  =  x ⊛ (w·s) + (b·s + t)
 
 per output channel. The rewrite scales the filter's output channels by s, writes b·s + t as the bias
-of a BiasAdd (the layer's own, or a new one), and reads the BiasAdd where the batch norm's result was
-read: Conv2D + BiasAdd (+ Relu) is then a remapper pattern. New weights are held as the layer held its
+of a BiasAdd (the layer's own, or a new one; of the convolution's layout, NHWC or NCHW), and reads the BiasAdd
+where the batch norm's result was read: Conv2D + BiasAdd (+ Relu) is then a remapper pattern (an NCHW one on
+CPU only with oneDNN). New weights are held as the layer held its
 own (variables stay variables; a frozen graph's are Consts).
 
 Left alone (the result would change, or the form is not the one described): a scale or shift that is
 not per output channel, or that depends on the model's input (a batch norm in training); a contraction
-or an intermediate read by anything else; a channels-first convolution; a filter that is not a weight.
+or an intermediate read by anything else; a batch norm op of another layout than its convolution; a filter that
+is not a weight.
 """
 
 from __future__ import annotations
@@ -98,8 +100,8 @@ def _batch_norm_op(model: Model, nodes: dict, chain: list, bn, bias_input: str |
         why = f"{bn.name}'s other outputs (its batch statistics) or a control edge are read"
     elif attr(bn, "is_training").b:
         why = f"{bn.name} normalises with the batch's own statistics (is_training)"
-    elif attr(bn, "data_format").s not in (b"", b"NHWC"):
-        why = f"{bn.name} is channels-first ({attr(bn, 'data_format').s.decode()}): folding writes NHWC biases"
+    elif _layout(bn) != _layout(chain[0]):
+        why = f"{bn.name} normalises {_layout(bn)} data, its {chain[0].op} writes {_layout(chain[0])}"
     return {"nodes": [n.name for n in chain] + [bn.name], "contraction": chain[0].name,
             "bias_node": chain[1].name if bias_input else None, "bias": bias_input, "batch_norm": stats,
             "epsilon": attr(bn, "epsilon").f, "scale": None, "shift": None, "why": why}
@@ -127,7 +129,7 @@ def _fold(model: Model, site: dict, values: dict) -> str | None:
     dtype = tf.dtypes.as_dtype(conv.attr["T"].type)
     filter_tensor = _filter(model, site)
     w = values[filter_tensor].astype(np.float64)
-    channels = _channels(conv, w)
+    channels, at = _channels(conv, w), _from_right(conv)
     if site.get("batch_norm"):  # a FusedBatchNorm op: s = γ/√(σ²+ε), t = β − μ·s
         gamma, beta, mean, variance = (_per_channel(values[t], channels) for t in site["batch_norm"])
         if gamma is None or beta is None or mean is None or variance is None:
@@ -135,10 +137,12 @@ def _fold(model: Model, site: dict, values: dict) -> str | None:
         scale = gamma / np.sqrt(variance + site["epsilon"])
         shift = beta - mean * scale
     else:
-        scale, shift = (_per_channel(values[site[k]], channels) for k in ("scale", "shift"))
+        scale, shift = (_per_channel(values[site[k]], channels, at) for k in ("scale", "shift"))
     if scale is None or shift is None:
         return "the batch norm's scale or shift is not one value per output channel"
-    bias = _per_channel(values[site["bias"]], channels) if site["bias"] else np.zeros(channels)
+    # a BiasAdd's bias is [C] in either layout; an Add's broadcasts as the batch norm's scale does
+    bias_at = 1 if site["bias_node"] and nodes[site["bias_node"]].op == "BiasAdd" else at
+    bias = _per_channel(values[site["bias"]], channels, bias_at) if site["bias"] else np.zeros(channels)
     if bias is None:
         return "the bias is not one value per output channel"
     if conv.op == "Conv2D":
@@ -159,7 +163,7 @@ def _fold(model: Model, site: dict, values: dict) -> str | None:
     else:
         node = model.graph_def.node.add(name=model.unique(f"{conv.name}/BiasAdd"))
         node.attr["T"].type = dtype.as_datatype_enum
-    as_bias_add(node, conv.name, new_bias)
+    as_bias_add(node, conv.name, new_bias, _layout(conv))
     result = node.name
     if site.get("cast_in") and not site.get("cast_out"):
         model.nodes()[site["cast_in"]].input[0] = node.name
@@ -170,8 +174,8 @@ def _fold(model: Model, site: dict, values: dict) -> str | None:
 
 
 def _refusal(model: Model, conv, chain: list, nodes: dict, controlled: set) -> str | None:
-    if conv.op != "MatMul" and attr(conv, "data_format").s not in (b"", b"NHWC"):
-        return f"{conv.op} is channels-first ({attr(conv, 'data_format').s.decode()}): folding writes NHWC biases"
+    if _layout(conv) not in ("NHWC", "NCHW"):
+        return f"{conv.op} writes {_layout(conv)} data"
     if conv.op == "MatMul" and attr(conv, "transpose_a").b:
         return "the MatMul transposes its input"
     if not model.constant_valued(conv.input[1], nodes) or model.weight_of(conv.input[1]) is None:
@@ -202,12 +206,25 @@ def _channels(conv, w: np.ndarray) -> int:
     return w.shape[0] if attr(conv, "transpose_b").b else w.shape[-1]
 
 
-def _per_channel(value: np.ndarray, channels: int) -> np.ndarray | None:
-    """A value broadcast along the last axis only ([C], [1, 1, 1, C] or a scalar) as a [C] vector."""
+def _layout(node) -> str:
+    """A convolution's or batch norm's data layout; a MatMul's output holds its channels last, as NHWC does."""
+    if node.op == "MatMul":
+        return "NHWC"
+    return attr(node, "data_format").s.decode() or "NHWC"
+
+
+def _from_right(conv) -> int:
+    """The axis of the contraction's output that holds the channels, counted from the right (NCHW: 3)."""
+    return 3 if _layout(conv) == "NCHW" else 1
+
+
+def _per_channel(value: np.ndarray, channels: int, from_right: int = 1) -> np.ndarray | None:
+    """A value broadcast along the channel axis only, as a [C] vector: a scalar; [C] or [1, 1, 1, C] channels last
+    (``from_right`` 1); [C, 1, 1] or [1, C, 1, 1] channels first (3)."""
     value = np.asarray(value, dtype=np.float64)
     if value.ndim == 0 or value.size == 1:
         return np.full(channels, float(value.reshape(-1)[0]))
-    if value.shape[-1] == channels and value.size == channels:
+    if value.size == channels and value.ndim >= from_right and value.shape[value.ndim - from_right] == channels:
         return value.reshape(channels)
     return None
 

@@ -216,13 +216,14 @@ def attr(node, name: str):
     return attr_value_pb2.AttrValue()
 
 
-def as_bias_add(node, value: str, bias: str) -> None:
-    """Make ``node`` (in place, its name kept) the NHWC BiasAdd of ``value`` and ``bias``, of its own dtype."""
+def as_bias_add(node, value: str, bias: str, layout: str = "NHWC") -> None:
+    """Make ``node`` (in place, its name kept) the BiasAdd of ``value`` and ``bias``, of its own dtype, adding along
+    ``layout``'s channels (NHWC: the last axis; NCHW: the second)."""
     node.op = "BiasAdd"
     for key in list(node.attr):
         if key != "T":
             del node.attr[key]
-    node.attr["data_format"].s = b"NHWC"
+    node.attr["data_format"].s = layout.encode()
     del node.input[:]
     node.input.extend([value, bias])
 
