@@ -32,6 +32,7 @@ FUSION_KINDS = {"kLoop": "loop", "kInput": "input", "kOutput": "output", "kCusto
 LIBRARY_OPCODES = ("dot", "convolution")
 # Instructions that move or reinterpret data: no TF op's computation on their own.
 PLUMBING = frozenset({"parameter", "tuple", "get-tuple-element", "bitcast", "copy", "constant"})
+CONVERTS = PLUMBING | {"convert"}  # what carries a TF op's name into a fusion when only its dtype changes there
 SPECIAL_NAMES = frozenset({"XLA_Args", "XLA_Retvals"})
 CALL_OPS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
 INPUT_OPS = frozenset({"Placeholder", "_Arg"})
@@ -149,10 +150,12 @@ def xla_fusions(module: dict, nodes: list[dict]) -> list[dict]:
                 members += _members(computations, sub, seen)
             kind, category, words = _kind(ins)
             ops, unresolved = set(), []
+            opcodes: dict[str, set] = {}
             for m in members:
                 target = resolve(m.get("op_name"))
                 if target is not None:
                     ops.add(target)
+                    opcodes.setdefault(target, set()).add(m["opcode"])
                 elif m.get("op_name") and m["op_name"] not in SPECIAL_NAMES and m["op_name"] not in unresolved:
                     unresolved.append(m["op_name"])
             if category == "outside" and not ops and not unresolved:
@@ -165,9 +168,23 @@ def xla_fusions(module: dict, nodes: list[dict]) -> list[dict]:
                 "opcode": ins["opcode"], "computation": comp["name"], "shape": ins["shape"],
                 "tf_ops": tf_ops, "tf_op_types": [node_op[t] for t in tf_ops], "within": where, "body_ops": body_ops,
                 "unresolved_op_names": unresolved, "hlo_instructions": len(members),
-                "description": describe(words, category, tf_ops, where, body_ops),
+                "converted_ops": [], "_converts": {op for op, codes in opcodes.items() if codes <= CONVERTS},
             }
-    return _in_order(module, groups)
+    return _in_order(module, _conversions_named(groups))
+
+
+def _conversions_named(groups: dict[tuple[str, str], dict]) -> dict[tuple[str, str], dict]:
+    """Each group's description, with the ops a fusion holds only the dtype conversions of (``converted_ops``): a
+    float16 Conv2D on XLA:CPU runs as a float32 dot or convolution, and the converts back carry its name into the
+    loop fusion after it, which computes none of it. An op converted and nowhere else (a Cast) is its conversion."""
+    elsewhere = {op for g in groups.values() if g["category"] != "fusion" for op in g["tf_ops"]}
+    for g in groups.values():
+        converts = g.pop("_converts")
+        if g["category"] == "fusion":
+            g["converted_ops"] = [op for op in g["tf_ops"] if op in converts and op in elsewhere]
+        g["description"] = describe(g["words"], g["category"], g["tf_ops"], g["within"], g["body_ops"],
+                                    g["converted_ops"])
+    return groups
 
 
 def _in_order(module: dict, groups: dict[tuple[str, str], dict]) -> list[dict]:
@@ -200,11 +217,13 @@ def where_words(within: dict | None) -> str:
 
 
 def describe(words: str, category: str, tf_ops: list[str], within: dict | None = None,
-             body_ops: Sequence[str] = ()) -> str:
+             body_ops: Sequence[str] = (), converted: Sequence[str] = ()) -> str:
     """'loop fusion of 9 ops: BiasAdd, Gelu/mul, ...', 'dot: MatMul (outside any fusion)' or, in a loop's body,
-    'dot in the body of model/lstm/while: lstm_cell/MatMul (outside any fusion)'."""
+    'dot in the body of model/lstm/while: lstm_cell/MatMul (outside any fusion)'; an op a fusion holds only the
+    dtype conversions of reads 'Conv2D (its dtype conversion)'."""
     named = [*tf_ops, *(op for op in body_ops if op not in tf_ops)]
-    held = ", ".join(named) or "no TF op named in its metadata"
+    held = ", ".join(f"{op} (its dtype conversion)" if op in converted else op for op in named) or \
+        "no TF op named in its metadata"
     where = f" in the {within['part']} of {within['tf_op'] or within['instruction']}" if within else ""
     if category == "fusion":
         return f"{words} of {len(named)} op{'s' if len(named) != 1 else ''}{where}: {held}"
@@ -228,8 +247,9 @@ def account(groups: list[dict], nodes: list[dict], unoptimized_hlo: str | None =
     for node in nodes:
         name, op = node["name"], node["op"]
         where = [g for g in groups if name in g["tf_ops"]]
-        categories = {g["category"] for g in where}
-        note = None
+        converted = [g["node"] for g in where if name in g.get("converted_ops", ())]
+        categories = {g["category"] for g in where if name not in g.get("converted_ops", ())}
+        note = f"its dtype conversions sit in {', '.join(converted)}, which computes none of it" if converted else None
         status = next((c for c in ("fusion", "library", "outside") if c in categories), None)
         if status is None and op in INPUT_OPS:
             status = "argument"

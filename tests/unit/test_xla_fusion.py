@@ -224,3 +224,29 @@ def test_where_a_loops_group_sits_is_said_by_the_loops_own_scope():
     assert xla_fusion.where_words(within) == "body of lstm_1/while"
     assert xla_fusion.where_words(dict(within, tf_op=None)) == "body of while.6"  # no TF op named: the instruction
     assert xla_fusion.where_words(None) == ""
+
+
+def _ins(name: str, opcode: str, op_name: str | None = None, called=(), kind=None) -> dict:
+    return {"called_computations": list(called), "custom_call_target": None, "fusion_kind": kind, "is_root": False,
+            "name": name, "op_name": op_name, "op_type": None, "opcode": opcode, "operands": [],
+            "parameter_number": None, "shape": "f16[1,8]"}
+
+
+def test_an_op_whose_dtype_conversion_alone_sits_in_a_fusion_is_where_its_computation_is():
+    """A float16 Conv2D on XLA:CPU runs as a float32 dot; the convert back to float16 carries its name into the loop
+    fusion with the bias and Relu, which computes none of the convolution. A Cast is its conversion: fused."""
+    fused_body = {"name": "fused", "is_entry": False, "is_fusion_body": True, "instructions": [
+        _ins("p", "parameter"), _ins("to_half", "convert", "Conv2D"), _ins("add", "add", "BiasAdd"),
+        _ins("max", "maximum", "Relu"), _ins("out", "convert", "Cast")]}
+    module = {"computations": [fused_body, {"name": "main", "is_entry": True, "is_fusion_body": False, "instructions": [
+        _ins("arg", "parameter"), _ins("dot", "dot", "Conv2D"),
+        _ins("bias_relu_fusion", "fusion", called=["fused"], kind="kLoop")]}]}
+    nodes = [{"name": n, "op": op} for n, op in (("x", "Placeholder"), ("Conv2D", "Conv2D"), ("BiasAdd", "BiasAdd"),
+                                                  ("Relu", "Relu"), ("Cast", "Cast"))]
+    groups = {g["node"]: g for g in xla_fusion.xla_fusions(module, nodes)}
+    fusion = groups["bias_relu_fusion"]
+    assert fusion["converted_ops"] == ["Conv2D"] and fusion["tf_ops"] == ["Conv2D", "BiasAdd", "Relu", "Cast"]
+    assert fusion["description"] == ("loop fusion of 4 ops: Conv2D (its dtype conversion), BiasAdd, Relu, Cast")
+    account = xla_fusion.account(list(groups.values()), nodes)
+    assert account["Conv2D"]["status"] == "library" and "bias_relu_fusion" in account["Conv2D"]["note"]
+    assert account["Cast"]["status"] == account["Relu"]["status"] == "fusion" and account["Cast"]["note"] is None
