@@ -313,13 +313,17 @@ def _left_out(node: Node, names: list[str], act: str, label: str, base: str, out
         needs = [f"the fused op's output has {extra} more consumer(s), so it must stay a tensor of its own"
                  if extra > 0 else "the remapper's rules say it fuses here; TensorFlow did not fuse it"]
     shown = "GELU" if act.startswith("Gelu") else act
+    # a model's own Sigmoid after a convolution (a squeeze-and-excitation gate) keeps its maths: "use MatMul or Relu"
+    # is the checklist's what-if, not a change for this model
+    change = _code_for(act, base) if base != "MatMul" and act in ("Sigmoid", "Tanh") else "; ".join(code)
     return record(kind, [node.name, *names], f"{label} + {shown}", f"{form} the fused {node.op}, outside it",
-                  "; ".join(needs), "; ".join(code) or _code_for(act, base), candidates)
+                  "; ".join(needs), change or _code_for(act, base), candidates)
 
 
 def _code_for(act: str, base: str) -> str:
     if base != "MatMul" and act in ("Sigmoid", "Tanh"):
-        return f"none in TensorFlow's remapper for a {base}: {act} joins MatMul only; use Relu/Relu6/Elu, or XLA"
+        return (f"none in TensorFlow's remapper for a {base}: {act} joins a MatMul only; XLA (jit_compile=True) fuses "
+                f"it, or a model with Relu, Relu6 or Elu there instead would")
     return "none the remapper offers for this chain; XLA (jit_compile=True) fuses element-wise tails"
 
 

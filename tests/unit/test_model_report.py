@@ -286,3 +286,29 @@ def test_only_a_normalisation_over_the_last_axes_is_a_layer_norm_near_miss():
     for axes, shape in (("[1, 2, 4]", "[2,4,4,2,4]"), ("[1, 2]", "[2,4,4,8]")):  # group norm, instance norm
         assert not [m for m in near_misses(norm_by_moments(axes, shape), Where(onednn=True))
                     if m["kind"] == "layernorm-as-arithmetic"], axes
+
+
+@pytest.mark.parametrize("layout,named", [("NCHW", True), ("NHWC", False)])
+def test_a_batch_norm_is_per_channel_along_its_convolutions_channels(layout, named):
+    """Keras's channels-first BatchNormalization(axis=1) scales and shifts by [1, C, 1, 1] tensors computed from its
+    statistics: per channel after an NCHW Conv2D, and along the height (no batch norm) after an NHWC one."""
+    conv = Node("conv", "Conv2D", inputs=(Edge("x"), Edge("w")), shape="[1,4,8,8]", attrs=(("data_format", layout),))
+    graph = Graph((node("x", "_Arg", shape="[1,3,8,8]"), node("w", "_Arg", shape="[3,3,3,4]"),
+                   node("v", "_Arg", shape="[1,4,1,1]"), node("m", "_Arg", shape="[1,4,1,1]"),
+                   node("g", "_Arg", shape="[1,4,1,1]"), node("beta", "_Arg", shape="[1,4,1,1]"), conv,
+                   node("bn/Rsqrt", "Rsqrt", "v", shape="[1,4,1,1]"), node("bn/mul", "Mul", "g", "bn/Rsqrt", shape="[1,4,1,1]"),
+                   node("bn/mul_1", "Mul", "conv", "bn/mul", shape="[1,4,8,8]"),
+                   node("bn/mul_2", "Mul", "m", "bn/mul", shape="[1,4,1,1]"),
+                   node("bn/sub", "Sub", "beta", "bn/mul_2", shape="[1,4,1,1]"),
+                   node("bn/add_1", "AddV2", "bn/mul_1", "bn/sub", shape="[1,4,8,8]"), node("relu", "Relu", "bn/add_1")))
+    kinds = [m["kind"] for m in near_misses(graph, Where(onednn=True))]
+    assert ("batchnorm-as-arithmetic" in kinds) is named
+
+
+def test_a_sigmoid_gate_after_a_fused_convolution_is_not_told_to_become_a_relu():
+    graph = Graph((node("x", "_Arg", shape="[1,8,8,4]"), node("w", "_Arg", shape="[1,1,4,4]"), node("b", "_Arg", shape="[4]"),
+                   node("se/conv", "_FusedConv2D", "x", "w", "b", shape="[1,8,8,4]", fused=("BiasAdd",)),
+                   node("se/sigmoid", "Sigmoid", "se/conv", shape="[1,8,8,4]"), node("out", "Mul", "x", "se/sigmoid")))
+    (miss,) = [m for m in near_misses(graph, Where(onednn=True)) if m["kind"] == "activation-left-out"]
+    assert "XLA" in miss["fix"] and "a model with Relu, Relu6 or Elu there instead" in miss["fix"]
+    assert "use MatMul or Relu" not in miss["fix"] and "MatMul + Sigmoid with oneDNN" in miss["needs"]
