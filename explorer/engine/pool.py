@@ -20,6 +20,7 @@ from .runner import Limits, WorkerProcess
 
 
 MAIN, REFERENCE = "main", "reference"
+CLOSE_WAIT_S = 30.0  # how long closing waits for a worker still starting (a TensorFlow import: ~3 s, more when loaded)
 
 
 class Pool:
@@ -108,9 +109,17 @@ class Pool:
             return [w for (_, r), w in self._workers.items() if role is None or r == role]
 
     def close(self) -> None:
+        """Stop every worker; one still starting (a prestart, a reference beside a request) is waited for, up to
+        a start's time limit, and stops itself as it finds the pool closed: at the server's exit a daemon thread
+        would otherwise be frozen mid-start, its process and folder left behind."""
         with self._lock:
             self._closes += 1
             workers = list(self._workers.values())
             self._workers.clear()
+            starting = list(self._starting.values())
         for worker in workers:
             worker.close()
+        deadline = time.monotonic() + min(self.limits.startup_s, CLOSE_WAIT_S)
+        for start_lock in starting:
+            if start_lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                start_lock.release()

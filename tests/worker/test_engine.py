@@ -351,3 +351,31 @@ def test_a_worker_whose_server_exits_while_it_starts_exits_too():
     while any(alive(*s) for s in started) and time.monotonic() < deadline:
         time.sleep(0.25)
     assert not any(alive(*s) for s in started), "the worker outlived its server"
+
+
+# A server that exits normally (SIGTERM, Ctrl-C: its atexit closes the engine) while a worker it started ahead of
+# need is still importing TensorFlow: the start's thread is a daemon, frozen at the exit.
+CLOSE_WHILE_STARTING = """
+import time, psutil
+from explorer.engine import Engine
+from explorer.model.flags import Config
+engine = Engine(cache_dir=None)
+engine.prestart(Config.make("cpu", {"TF_ENABLE_ONEDNN_OPTS": "0"}))
+for _ in range(300):
+    workers = [p for p in psutil.Process().children() if "explorer.worker" in p.cmdline()]
+    if workers:
+        break
+    time.sleep(0.05)
+print(len(workers), flush=True)
+engine.close()
+"""
+
+
+def test_closing_while_a_worker_starts_leaves_no_process_and_no_folder(tmp_path):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", CLOSE_WHILE_STARTING], cwd=root, capture_output=True, text=True,
+                         timeout=180, env={**os.environ, "PYTHONPATH": root, "TMPDIR": str(tmp_path)})
+    assert out.returncode == 0 and out.stdout.split() == ["1"], (out.stdout, out.stderr[-3000:])  # one in flight
+    assert [p.name for p in tmp_path.iterdir()] == []  # its folder (dumps, stderr) went with it
+    assert not [p for p in psutil.process_iter(["cmdline", "environ"]) if "explorer.worker" in (p.info["cmdline"] or [])
+                and (p.info["environ"] or {}).get("TMPDIR", "").startswith(str(tmp_path))]
