@@ -21,7 +21,7 @@ FIXES = {
     "freeze": (),
 }
 NOT_OFFERED = ("activation-left-out", "gelu-left-out", "activation-without-bias", "layernorm-as-arithmetic",
-               "einsumdense-batchmatmul", "einsum", "unfused-pattern")
+               "einsumdense-batchmatmul", "einsum", "unfused-pattern", "attention-scores")
 
 
 def variable_reads(result: dict) -> list[str]:

@@ -31,6 +31,7 @@ KINDS = {  # a near-miss's kind, in words
     "layernorm-as-arithmetic": "layer norm as arithmetic",
     "einsumdense-batchmatmul": "EinsumDense's BatchMatMul",
     "einsum": "Einsum",
+    "attention-scores": "attention scores × scale + mask",
     "unfused-pattern": "the pattern, not fused here",
     "dilated-as-space-to-batch": "dilated conv as space-to-batch",
 }

@@ -12,6 +12,7 @@ Conv2D with a bias + batch norm + Relu, and without bias + batch norm + Relu6);
 ``adds`` (a tf.Module: Conv2D and MatMul whose 1-D biases are added with ``+``, and a residual add
 of two convolutions, which is no bias); ``dense3d`` (Dense on a 3-D input: MatMul, Reshape, BiasAdd); ``dense_gelu4d`` (a Dense GELU on a 4-D input) and
 ``dense_gelu_residual`` (one on a 3-D input, with a residual add after it);
+``attention_mask2d`` and ``attention_mask4d`` (q·kᵀ × scale + a [6, 6] or a [1, 1, 6, 6] mask);
 ``moments`` (a normalisation whose scale comes from the input's own moments: not a batch norm in
 inference, so nothing may fold it; its shift a captured constant, which TensorFlow's loader hands over
 as a captured tensor beside the variables).
@@ -116,6 +117,24 @@ def export(directory: str) -> None:
     module.adds = adds
     tf.saved_model.save(module, os.path.join(directory, "adds"), signatures={"serving_default": adds})
 
+    # Attention's scores: q·kᵀ × scale + mask. oneDNN fuses them (_MklFusedBatchMatMulV2) for a [1, 1, q, k] mask,
+    # not for a [q, k] one (the TensorFlow tutorial's look-ahead mask)
+    def attention(mask_shape):
+        holder = tf.Module()
+        holder.mask = tf.Variable(rng.uniform(-1.0, 0.0, mask_shape).astype(np.float32))
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 2, 6, 8], tf.float32, name="q"),
+                                      tf.TensorSpec([None, 2, 6, 8], tf.float32, name="k")])
+        def scores(q, k):
+            return {"y": tf.nn.softmax(tf.matmul(q, k, transpose_b=True) * 0.35 + holder.mask)}
+
+        holder.scores = scores
+        return holder
+
+    for name, shape in (("attention_mask2d", (6, 6)), ("attention_mask4d", (1, 1, 6, 6))):
+        holder = attention(shape)
+        tf.saved_model.save(holder, os.path.join(directory, name), signatures={"serving_default": holder.scores})
+
     norm = tf.Module()
     norm.w = tf.Variable(rng.standard_normal((3, 3, 3, 8)).astype(np.float32))
     norm.gamma = tf.Variable(rng.uniform(0.5, 2.0, 8).astype(np.float32))
@@ -138,10 +157,19 @@ def run(path: str) -> dict:
     import tensorflow as tf
     from tensorflow.python.eager import context
 
+    def seeded(shapes: list) -> list:
+        rng = np.random.default_rng(0)
+        return [tf.constant(rng.standard_normal([2 if d is None or d < 0 else d for d in shape]), tf.float32)
+                for shape in shapes]
+
     if os.path.isdir(path):
         function = tf.saved_model.load(path).signatures["serving_default"]
-        (key, spec), = function.structured_input_signature[1].items()
-        shape, call = spec.shape, (lambda x: list(function(**{key: x}).values()))
+        specs = sorted(function.structured_input_signature[1].items())
+        feeds = dict(zip((key for key, _ in specs), seeded([spec.shape for _, spec in specs])))
+
+
+        def call() -> list:
+            return list(function(**feeds).values())
     else:
         graph_def = tf.compat.v1.GraphDef()
         with open(path, "rb") as handle:
@@ -152,14 +180,14 @@ def run(path: str) -> dict:
         wrapped = tf.compat.v1.wrap_function(lambda: tf.compat.v1.import_graph_def(graph_def, name=""), [])
         pruned = wrapped.prune(wrapped.graph.get_tensor_by_name(placeholder.name + ":0"),
                                [wrapped.graph.get_tensor_by_name(o) for o in outputs])
-        shape = [d.size for d in placeholder.attr["shape"].shape.dim]
-        call = tf.function(lambda x: pruned(x))
-    x = tf.constant(np.random.default_rng(0).standard_normal([2 if d is None or d < 0 else d for d in shape]),
-                    tf.float32)
+        (x,) = seeded([[d.size for d in placeholder.attr["shape"].shape.dim]])
+
+        def call() -> list:  # the other branch's, on a GraphDef
+            return tf.function(lambda t: pruned(t))(x)
     ctx = context.context()
     ctx.enable_run_metadata()
     ctx.export_run_metadata()
-    out = call(x)
+    out = call()
     graphs = ctx.export_run_metadata().function_graphs
     ctx.disable_run_metadata()
     optimized = max(graphs, key=lambda g: len(g.post_optimization_graph.node)).post_optimization_graph

@@ -133,6 +133,20 @@ def test_fold_batchnorm_folds_a_channels_first_batch_norm_along_its_channels(mod
     assert {n["attrs"].get("data_format") for n in traced if n["op"] == "BiasAdd" and "conv2d" in n["name"]} == {"NCHW"}
 
 
+def test_attention_scores_with_a_mask_of_one_head_fuse_and_a_2d_mask_is_named(models, engine):
+    """q·kᵀ × scale + mask: oneDNN's _MklFusedBatchMatMulV2 takes a [1, 1, q, k] mask; a [q, k] one leaves the three
+    ops unfused, and the near-miss names the shape that fuses (TensorFlow alone says so for the [1, 1, q, k] one)."""
+    flat = engine.inspect(spec_for_path(str(models / "attention_mask2d")), {"env": ONEDNN})
+    (miss,) = [m for m in flat["report"]["near_misses"] if m["kind"] == "attention-scores"]
+    assert "[batch, 1, queries, keys] (here [6,6])" in miss["needs"] and "tf.reshape(mask" in miss["fix"]
+    assert not [f for f in flat["fusions"] if "BatchMatMul" in f["op"]]
+    per_head = engine.inspect(spec_for_path(str(models / "attention_mask4d")), {"env": ONEDNN})
+    assert [f["describe"] for f in per_head["fusions"]] == ["BatchMatMulV2 + Mul + AddV2 → _MklFusedBatchMatMulV2 [Mul, Add]"]
+    assert not [m for m in per_head["report"]["near_misses"] if m["kind"] == "attention-scores"]
+    tensorflow = json.loads(_script("run", str(models / "attention_mask4d")).splitlines()[-1])
+    assert "_MklFusedBatchMatMulV2[Mul,Add]" in tensorflow[str(models / "attention_mask4d")]["fused"]
+
+
 def test_freeze_turns_variables_into_constants(models, fixed, oracle):
     result = fixed[("bn_cnn", "freeze")]
     (applied,) = result["applied"]
