@@ -78,16 +78,18 @@ def annotate(result: InspectResult) -> InspectResult:
     return result
 
 
-def tf_warnings(result: InspectResult, graphs: dict[str, Graph]) -> list[str]:
-    lines = (result.get("grappler") or {}).get("notable", [])
-    warnings = []
+def tf_failures(lines: list[str]) -> list[str]:
+    """TensorFlow's log lines admitting it gave up on optimising (Grappler's notable lines), each in words."""
     meanings: dict[str, list[str]] = {}  # one log line can match two needles: one warning, both meanings
     for needle, meaning in TF_FAILURES:
         hits = [ln for ln in lines if needle in ln]
         if hits:
             meanings.setdefault(hits[0], []).append(meaning)
-    for line, said in meanings.items():
-        warnings.append(f"{' '.join(said)} TensorFlow logged: {line}")
+    return [f"{' '.join(said)} TensorFlow logged: {line}" for line, said in meanings.items()]
+
+
+def tf_warnings(result: InspectResult, graphs: dict[str, Graph]) -> list[str]:
+    warnings = tf_failures((result.get("grappler") or {}).get("notable", []))
     if (result.get("dims") or {}).get("changed"):
         warnings.append(result["dims"]["summary"])
     must = [c for c in result.get("xla_clusters") or () if c.get("kind") == "must-compile"]

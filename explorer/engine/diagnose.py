@@ -24,6 +24,7 @@ import tempfile
 import time
 
 from ..analysis import diagnosis
+from ..analysis.annotate import tf_failures
 from ..errors import ExplorerError, WorkerError
 from ..model.devices import refuse_simulated
 from ..model.flags import Config
@@ -44,7 +45,8 @@ def run(engine, spec, config=None, *, repro: str | None = None, ways: bool = Tru
     model = check(engine, spec, config, on_progress, xla=config.device == "cpu")
     result = {"spec": model.get("spec") or spec.to_dict(), "config": config.to_dict(),
               "verdict": diagnosis.verdict(model), "xla": diagnosis.xla_verdict(model), "model": _public(model),
-              "fingerprint": model.get("fingerprint"), "measured_at": time.strftime("%Y-%m-%d %H:%M:%S")}
+              "fingerprint": model.get("fingerprint"), "measured_at": time.strftime("%Y-%m-%d %H:%M:%S"),
+              "warnings": tf_failures(model.get("notable") or [])}  # Grappler gave up: the graph ran unoptimised
     if result["verdict"]["fault"] is None:
         result["nodes"], result["pinned"], result["ways"] = model.get("nodes", []), None, []
         return result

@@ -9,6 +9,8 @@ ALONE_WORDS = {None: "agrees alone", "fails": "FAILS alone", "aborts": "ABORTS a
 def diagnose_text(result: dict) -> str:
     verdict = result["verdict"]
     lines = [("FUSION BREAKS THE MODEL: " if verdict["fault"] else "") + verdict["words"]]
+    # Grappler gave up on the model (a remapper defect): it ran unoptimised, which agreeing outputs do not show
+    lines += [f"WARNING: {warning}" for warning in result.get("warnings") or ()]
     xla = result.get("xla")
     if xla:
         lines.append(("XLA BREAKS THE MODEL: " if xla["fault"] else "") + xla["words"])

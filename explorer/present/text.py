@@ -76,6 +76,9 @@ def inspect_text(result: InspectResult) -> str:
     fp = result["fingerprint"]
     out.append(f"{machine.describe(fp)} | flags {fp['flags'] or 'defaults'}")
     out.extend(agreement.lines(result.get("agreement")))
+    # what qualifies the whole result (Grappler gave up on the function, the dimensions were fixed ...): before it,
+    # as the page shows them
+    out.extend(f"WARNING: {warning}" for warning in result.get("warnings", []))
     if result.get("simulated"):
         out.append(f"SIMULATED on a virtual {result['profile']['label']}: nothing ran. What the simulation cannot check:")
         for limit in result.get("limits", []):
@@ -119,8 +122,6 @@ def inspect_text(result: InspectResult) -> str:
     source = source_for_data(result.get("spec"))
     if not (source and source.checklist) and result.get("report"):  # no checklist: the whole-model report
         out.extend(report_lines(result["report"], _fix_command(result)))
-    for warning in result.get("warnings", []):
-        out.append(f"\nWARNING: {warning}")
     return lines(out)
 
 

@@ -17,7 +17,7 @@ import os
 import re
 import time
 
-from ..analysis import agreement, diagnosis
+from ..analysis import agreement, diagnosis, grappler_log
 from ..analysis.fusion import find_fusions
 from ..model.graph import Graph
 from ..model.spec import resolve
@@ -63,6 +63,7 @@ def run(rt: Runtime, request: dict) -> dict:
             result["timing"] = time_both(rt, body, args, switches, min(reps, MAX_REPS))
     rt.reset_grappler()
     log = rt.log.read()
+    result["notable"] = grappler_log.parse_log(log)["notable"]  # a Grappler that gave up says so here
     if "error" in fused:
         result["fused_error"].update(failed_kernel(log))
     if stages is None:  # a failed call whose graphs TensorFlow did not keep: Grappler's own dumps have them
@@ -139,7 +140,6 @@ def xla_check(rt: Runtime, body, args, reference: list) -> dict:
 
 def dumped_stages(rt: Runtime, log: list[str]) -> dict | None:
     """The model's graph before and after Grappler from Grappler's dumps (written before the call ran)."""
-    from ..analysis import grappler_log
     from .elide import parse_dump
     from .grappler import MAIN_PREFIX
 

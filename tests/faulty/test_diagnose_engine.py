@@ -8,6 +8,7 @@ import pytest
 
 from explorer.engine import diagnose
 from explorer.errors import WorkerError
+from explorer.present.diagnose_text import diagnose_text
 from tests.faulty.corpus import ONEDNN_OFF, ONEDNN_ON, entries, spec
 
 CORPUS = entries()
@@ -53,6 +54,20 @@ def test_a_fusion_that_works_is_no_fault(engine):
     assert [n["op"] for n in result["nodes"]] == ["_FusedConv2D"]
     assert result["pinned"] is None and result["ways"] == []
     assert result["xla"]["fault"] is None and result["xla"]["agreement"]["agree"]  # XLA too, against the same reference
+    assert result["warnings"] == []  # Grappler optimised it
+
+
+def test_a_grappler_that_gave_up_is_said_though_the_outputs_agree(engine):
+    """MatMul + BiasAdd + Add + Relu with oneDNN: the remapper writes a node with no op, Grappler gives up and
+    TensorFlow runs the function unoptimised (a graph rewrite's defect: on every x86 CPU with oneDNN on). The outputs
+    agree, so the verdict alone said nothing was wrong."""
+    spec = {"chain": {"contraction": "MatMul", "bias": "BiasAdd", "side_add": True, "activation": "Relu"},
+            "params": {"m": 32, "k": 16, "n": 8}}
+    result = diagnose.run(engine, spec, ONEDNN_ON)
+    assert result["verdict"]["fault"] is None and result["verdict"]["runs"]
+    (warning,) = result["warnings"]
+    assert "no Grappler optimisation at all" in warning and "does not specify an operation" in warning
+    assert f"WARNING: {warning}" in diagnose_text(result).splitlines()[1]
 
 
 def test_an_imported_fused_batch_norm_is_folded_away_as_the_way_that_keeps_the_remapper(engine, faulty_models, tmp_path):
