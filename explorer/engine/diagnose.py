@@ -49,6 +49,9 @@ def run(engine, spec, config=None, *, repro: str | None = None, ways: bool = Tru
               "warnings": tf_failures(model.get("notable") or [])}  # Grappler gave up: the graph ran unoptimised
     if result["verdict"]["fault"] is None:
         result["nodes"], result["pinned"], result["ways"] = model.get("nodes", []), None, []
+        if ways and result["warnings"]:  # Grappler gave up: which setting lets it optimise the model again
+            say({"fraction": 0.5, "message": "verifying the ways around Grappler's failure"})
+            result["ways"] = ways_around(engine, spec, config, reps)
         return result
     nodes = model.get("nodes") or []
     for i, node in enumerate(nodes[:MAX_NODES]):
@@ -136,7 +139,7 @@ def ways_around(engine, spec, config: Config, reps: int = 20) -> list[dict]:
         verdict = diagnosis.verdict(answer)
         found.append({"way": way, "words": words, "config": cfg.to_dict(), "runs": verdict["runs"],
                       "agrees": verdict["fault"] is None and verdict["runs"], "verdict": verdict,
-                      "timing": answer.get("timing")})
+                      "timing": answer.get("timing"), "warnings": tf_failures(answer.get("notable") or [])})
     return found
 
 

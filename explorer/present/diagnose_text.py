@@ -19,7 +19,7 @@ def diagnose_text(result: dict) -> str:
         lines.append(f"{len(nodes)} fused node(s) in the graph; none could be held against the remapper-off graph."
                      if verdict.get("varies") else
                      f"{len(nodes)} fused node(s) checked against the remapper-off graph on the same seeded inputs.")
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines + _ways(result.get("ways") or [])) + "\n"
     pinned = result.get("pinned")
     lines.append("")
     if pinned:
@@ -39,23 +39,31 @@ def diagnose_text(result: dict) -> str:
             alone = node.get("alone")
             word = ALONE_WORDS.get(alone.get("fault"), "?") if alone else (node.get("not_isolated") or "not run")
             lines.append(f"  {node['node']:<28} {node.get('describe', '')}: {word}")
-    ways = result.get("ways") or []
-    if ways:
-        lines += ["", "Ways around it (each run here):"]
-        for way in ways:
-            if (way.get("verdict") or {}).get("unfused_fails"):
-                state = "the model fails there even with the remapper off"
-            else:
-                state = "runs and agrees" if way.get("agrees") else ("runs but disagrees" if way.get("runs") else "fails")
-            timing = way.get("timing") or {}
-            cost = (f"; {timing['configured_ms']:.3f} ms a call (unfused graph {timing['unfused_ms']:.3f} ms, "
-                    f"median of {timing['reps']})") if timing else ""
-            lines.append(f"  {way['words']}: {state}{cost}")
-            if way.get("model_out"):
-                lines.append(f"    the rewritten model: {way['model_out']}")
+    lines += _ways(result.get("ways") or [])
     repro = result.get("repro")
     if repro:
         lines += ["", f"Report to file upstream: {repro['path']} (TensorFlow alone; run it: "
                   + ("it shows the same fault in a fresh process)" if repro["reproduces"] else
                      "in a fresh process it shows another fault than the model's)")]
     return "\n".join(lines) + "\n"
+
+
+def _ways(ways: list[dict]) -> list[str]:
+    """Each way around, as run here: whether the model then runs and agrees, whether Grappler optimised it, its time."""
+    if not ways:
+        return []
+    lines = ["", "Ways around it (each run here):"]
+    for way in ways:
+        if (way.get("verdict") or {}).get("unfused_fails"):
+            state = "the model fails there even with the remapper off"
+        else:
+            state = "runs and agrees" if way.get("agrees") else ("runs but disagrees" if way.get("runs") else "fails")
+        if way.get("warnings"):
+            state += ", but Grappler gives up there too"
+        timing = way.get("timing") or {}
+        cost = (f"; {timing['configured_ms']:.3f} ms a call (unfused graph {timing['unfused_ms']:.3f} ms, "
+                f"median of {timing['reps']})") if timing else ""
+        lines.append(f"  {way['words']}: {state}{cost}")
+        if way.get("model_out"):
+            lines.append(f"    the rewritten model: {way['model_out']}")
+    return lines

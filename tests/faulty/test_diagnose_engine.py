@@ -68,6 +68,11 @@ def test_a_grappler_that_gave_up_is_said_though_the_outputs_agree(engine):
     (warning,) = result["warnings"]
     assert "no Grappler optimisation at all" in warning and "does not specify an operation" in warning
     assert f"WARNING: {warning}" in diagnose_text(result).splitlines()[1]
+    # the ways around it, run: with the remapper off Grappler optimises the model again
+    ways = {way["way"]: way for way in result["ways"]}
+    assert set(ways) == {"remapper-off", "onednn-off"} and all(w["runs"] and w["agrees"] for w in ways.values())
+    assert ways["remapper-off"]["warnings"] == [] and ways["onednn-off"]["warnings"] == []
+    assert "the remapper off for this model: runs and agrees;" in diagnose_text(result)
 
 
 def test_an_imported_fused_batch_norm_is_folded_away_as_the_way_that_keeps_the_remapper(engine, faulty_models, tmp_path):
