@@ -143,7 +143,9 @@ class Rename(NamedTuple):
 
 def _scope_groups(compute: tuple[tuple[str, str], ...]) -> list[str]:
     scopes = [name.rpartition("/")[0] for name, _ in compute]
-    counts = Counter(s for s in scopes if s)
+    # a sub-scope of four ops or more (a GELU's) is one part; the scope the chain starts in is the model's or the
+    # layer's own ("StatefulPartitionedCall" for a tf.Module's function), whose ops are listed
+    counts = Counter(s for s in scopes if s and s != scopes[0])
     parts: list[str] = []
     shown: set[str] = set()
     for (_, op), scope in zip(compute, scopes):

@@ -303,3 +303,16 @@ def test_a_conv1d_fusion_in_a_frozen_graph_is_found_past_pruned_outputs_and_merg
     f = only(find_fusions(before, after))
     assert (f.node, f.root) == ("c/conv", "c/conv")
     assert f.describe() == "Conv2D + Squeeze + BiasAdd → _FusedConv2D [BiasAdd]"
+
+
+def test_the_scope_a_chain_starts_in_is_listed_op_by_op_and_a_sub_scope_of_four_is_one_part():
+    def fusion(*compute):
+        return Fusion("m/out", "_FusedMatMul", ("BiasAdd", "GeluExact"), tuple(n for n, _ in compute),
+                      tuple(op for _, op in compute), None)
+
+    # a tf.Module's function: every op in StatefulPartitionedCall, which is no sub-scope of the chain's
+    module = fusion(*((f"StatefulPartitionedCall/{op}", op) for op in ("Conv2D", "BiasAdd", "AddV2", "Relu")))
+    assert module.describe().startswith("Conv2D + BiasAdd + AddV2 + Relu → ")
+    gelu = fusion(("d/MatMul", "MatMul"), ("d/BiasAdd", "BiasAdd"),
+                  *((f"d/gelu/{op}_{i}", op) for i, op in enumerate(("Mul", "Erf", "AddV2", "Mul"))))
+    assert gelu.describe().startswith("MatMul + BiasAdd + d/gelu (4 ops: Mul, Erf, AddV2, Mul) → ")
