@@ -57,13 +57,13 @@ def _per_channel(node: Node | None, graph: Graph, from_right: int = 1) -> bool:
 def _channel_shaped(node: Node, from_right: int = 1) -> bool:
     """One value per channel, broadcast over the rest: [C] or [1, ..., 1, C] (channels last, ``from_right`` 1);
     [C, 1, 1] or [1, C, 1, 1] (channels first: 3)."""
-    dims = [d.strip() for d in node.shape.strip("[]").split(",")] if node.shape.startswith("[") and node.shape != "[]" else []
+    dims = _dims(node.shape) or []
     if len(dims) < from_right:
         return False
     return all(d == "1" for i, d in enumerate(dims) if i != len(dims) - from_right)
 
 
-def channel_from_right(node: Node) -> int:
+def _channel_from_right(node: Node) -> int:
     """Where a contraction's output holds its channels, counted from the right: 1, or 3 (4 for 3-D) channels first."""
     layout = node.attr.get("data_format") or ""
     return len(layout) - 1 if layout.startswith("NC") else 1
@@ -73,7 +73,7 @@ def _batch_norm(start: Node, graph: Graph, users: dict) -> list[str]:
     """[Mul, Add] right after ``start`` (through a BiasAdd) when they scale and shift per channel. Under a
     mixed-precision policy Keras computes a batch norm in float32: [Cast, Mul, Add, Cast back] then."""
     node, names = start, []
-    axis = channel_from_right(start)
+    axis = _channel_from_right(start)
     outs = users.get(node.name, ())
     for op in ("BiasAdd", "Cast"):
         if len(outs) == 1 and outs[0].op == op:
