@@ -51,8 +51,7 @@ def choose(result: dict, requested: list[str] | None = None) -> tuple[list[str],
     unknown = [name for name in requested or () if name not in FIXES]
     if unknown:
         raise SpecError("--apply", f"no fix {unknown[0]!r}; the fixes are {', '.join(FIXES)}")
-    misses = (result.get("report") or {}).get("near_misses") or ()
-    kinds = {kind for m in misses for kind in [m["kind"], *m.get("also", ())]}  # also: a chain of two forms
+    taken = taken_by(((result.get("report") or {}).get("near_misses") or ()))
     chosen, skipped = [], {}
     for name, wanted in FIXES.items():
         if requested is not None and name not in requested:
@@ -63,11 +62,18 @@ def choose(result: dict, requested: list[str] | None = None) -> tuple[list[str],
                 chosen.append(name)
             else:
                 skipped[name] = why
-        elif kinds & set(wanted) or requested is not None:
+        elif taken.get(name) or requested is not None:
             chosen.append(name)  # asked for by name: run, and say what it found
         else:
             skipped[name] = f"no near-miss of kind {', '.join(wanted)}"
     return chosen, skipped
+
+
+def taken_by(misses) -> dict[str, int]:
+    """{fix: how many of ``misses`` it rewrites} for the fixes of some near-miss kinds (freeze has none); a chain of
+    two forms (``also``: a dilated convolution's batch norm) counts for both its fixes."""
+    return {name: sum(1 for m in misses if {m["kind"], *m.get("also", ())} & set(kinds))
+            for name, kinds in FIXES.items() if kinds}
 
 
 def variants(fixes: list[str]) -> list[dict]:

@@ -10,7 +10,7 @@ batch norm written as arithmetic after them, an activation or a GELU left outsid
 from __future__ import annotations
 
 from ..model.chain import Chain
-from ..model.graph import Graph, Node
+from ..model.graph import Graph, Node, channel_from_right
 from .fusion import canonical_op, fused_label
 from .near_miss_rules import Where, record, rules
 
@@ -63,17 +63,11 @@ def _channel_shaped(node: Node, from_right: int = 1) -> bool:
     return all(d == "1" for i, d in enumerate(dims) if i != len(dims) - from_right)
 
 
-def _channel_from_right(node: Node) -> int:
-    """Where a contraction's output holds its channels, counted from the right: 1, or 3 (4 for 3-D) channels first."""
-    layout = node.attr.get("data_format") or ""
-    return len(layout) - 1 if layout.startswith("NC") else 1
-
-
 def _batch_norm(start: Node, graph: Graph, users: dict) -> list[str]:
     """[Mul, Add] right after ``start`` (through a BiasAdd) when they scale and shift per channel. Under a
     mixed-precision policy Keras computes a batch norm in float32: [Cast, Mul, Add, Cast back] then."""
     node, names = start, []
-    axis = _channel_from_right(start)
+    axis = channel_from_right(start.attr.get("data_format") or "")
     outs = users.get(node.name, ())
     for op in ("BiasAdd", "Cast"):
         if len(outs) == 1 and outs[0].op == op:

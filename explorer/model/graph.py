@@ -132,3 +132,9 @@ def short_device(device: str) -> str:
     if "device:" in device:
         return device.rsplit("device:", 1)[1]
     return device
+
+
+def channel_from_right(layout: str) -> int:
+    """Which axis of a tensor of ``layout`` holds the channels, counted from the right: 1 channels last ('NHWC',
+    '' for TensorFlow's default), 3 for 'NCHW', 4 for 'NCDHW'."""
+    return len(layout) - 1 if layout.startswith("NC") else 1

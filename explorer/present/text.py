@@ -127,8 +127,8 @@ def inspect_text(result: InspectResult) -> str:
 
 def _fix_command(result: dict) -> str | None:
     """The ``fix`` command for an imported model that ran here (a simulated GPU ran nothing to rewrite)."""
-    spec = result.get("spec") or {}
-    if "import" not in spec or result.get("simulated") or not result.get("config"):
+    spec, source = result.get("spec") or {}, source_for_data(result.get("spec"))
+    if source is None or "fix" not in source.offers or result.get("simulated") or not result.get("config"):
         return None
     return fix_command_line(spec, Config.from_dict(result["config"]))
 
@@ -176,9 +176,7 @@ def report_lines(report: dict, fix_command: str | None = None) -> list[str]:
 
 def _rewrites(misses: list[dict], fix_command: str) -> list[str]:
     """Which of ``fix``'s rewrites take an imported model's near-misses, how many each, and the command."""
-    counts = {name: sum(1 for m in misses if {m["kind"], *m.get("also", ())} & set(kinds))
-              for name, kinds in fix_plan.FIXES.items() if kinds}
-    taken = [f"{name} ({n})" for name, n in counts.items() if n]
+    taken = [f"{name} ({n})" for name, n in fix_plan.taken_by(misses).items() if n]
     if not taken:
         return []
     return [f"Rewrites for these near-misses: {', '.join(taken)}. To apply them, check the rewritten model against "

@@ -65,6 +65,14 @@ def agrees_with_tensorflow(oracle, original: str, fixed: str) -> float:
     return max(float(np.max(np.abs(np.asarray(x) - np.asarray(y)))) for x, y in zip(a, b))
 
 
+def assert_every_batch_norm_folded(result: dict, sites: int) -> None:
+    """fold-batchnorm folded ``sites`` batch norms, left none, and the fixed model agrees with the original."""
+    (applied,) = result["applied"]
+    assert applied["sites"] == sites and applied["left"] == []
+    assert not [m for m in result["near_misses_left"] if m["kind"] == "batchnorm-as-arithmetic"]
+    assert result["within_tolerance"]
+
+
 @pytest.mark.parametrize("name", ["bn_cnn", "bn_cnn.pb"])
 def test_fold_batchnorm_folds_every_batch_norm_and_keeps_the_result(models, fixed, oracle, name):
     result = fixed[(name, "fold-batchnorm")]
@@ -99,10 +107,7 @@ def test_fold_batchnorm_folds_a_mixed_precision_batch_norm_through_its_casts(mod
     casts = {n["dtype"] for n in original["stages"]["optimized"]["nodes"] if n["op"] == "Cast"}
     assert casts == {"float32", "bfloat16"}  # each Cast's dtype is the one it makes
     result = fixed[("bn_bf16", "fold-batchnorm")]
-    (applied,) = result["applied"]
-    assert applied["sites"] == 2 and applied["left"] == []
-    assert not [m for m in result["near_misses_left"] if m["kind"] == "batchnorm-as-arithmetic"]
-    assert result["within_tolerance"]
+    assert_every_batch_norm_folded(result, 2)
     out = result["model_out"]
     reference = np.asarray(oracle[str(models / "bn_bf16")]["outputs"][0])
     assert agrees_with_tensorflow(oracle, str(models / "bn_bf16"), out) <= 0.05 * float(np.max(np.abs(reference)))
@@ -121,10 +126,7 @@ def test_fold_batchnorm_folds_a_channels_first_batch_norm_along_its_channels(mod
     norms = [m for m in original["report"]["near_misses"] if m["kind"] == "batchnorm-as-arithmetic"]
     assert len(norms) == 2  # one after the conv without bias, one after the conv its bias fused into
     result = fixed[("bn_nchw", "fold-batchnorm")]
-    (applied,) = result["applied"]
-    assert applied["sites"] == 2 and applied["left"] == []
-    assert not [m for m in result["near_misses_left"] if m["kind"] == "batchnorm-as-arithmetic"]
-    assert result["within_tolerance"]
+    assert_every_batch_norm_folded(result, 2)
     out = result["model_out"]
     assert agrees_with_tensorflow(oracle, str(models / "bn_nchw"), out) < 1e-4
     assert fused_counts(result["fusions_after"]) == oracle[out]["fused"]  # what TensorFlow itself fuses

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...model.graph import channel_from_right
 from .model import Model, as_bias_add, attr
 
 NAME = "fold-batchnorm"
@@ -129,7 +130,7 @@ def _fold(model: Model, site: dict, values: dict) -> str | None:
     dtype = tf.dtypes.as_dtype(conv.attr["T"].type)
     filter_tensor = _filter(model, site)
     w = values[filter_tensor].astype(np.float64)
-    channels, at = _channels(conv, w), _from_right(conv)
+    channels, at = _channels(conv, w), channel_from_right(_layout(conv))
     if site.get("batch_norm"):  # a FusedBatchNorm op: s = γ/√(σ²+ε), t = β − μ·s
         gamma, beta, mean, variance = (_per_channel(values[t], channels) for t in site["batch_norm"])
         if gamma is None or beta is None or mean is None or variance is None:
@@ -211,11 +212,6 @@ def _layout(node) -> str:
     if node.op == "MatMul":
         return "NHWC"
     return attr(node, "data_format").s.decode() or "NHWC"
-
-
-def _from_right(conv) -> int:
-    """The axis of the contraction's output that holds the channels, counted from the right (NCHW: 3)."""
-    return 3 if _layout(conv) == "NCHW" else 1
 
 
 def _per_channel(value: np.ndarray, channels: int, from_right: int = 1) -> np.ndarray | None:
