@@ -1,6 +1,7 @@
 """When the fusion breaks the model: find the fused node responsible, the ways around it, and the repro to file.
 
-Shown under the agreement banner when its verdict says the fusion breaks the model or changes its numbers. One
+Shown under the agreement banner when its verdict says the fusion breaks the model or changes its numbers, and
+under the summary's warning when Grappler gave up on the model (its outputs agree, but it ran unoptimised). One
 button runs ``engine.diagnose`` (each fused node's ops alone in a fresh process, the ways around it run); the
 answer is kept per session, and the responsible node's standalone script is offered for download.
 """
@@ -12,6 +13,7 @@ import shutil
 
 import streamlit as st
 
+from ..analysis.annotate import tf_failures
 from ..engine import uploads
 from ..errors import ExplorerError
 from ..model.devices import is_simulated
@@ -25,18 +27,27 @@ KEEP = 4
 
 
 def panel(engine, result: dict, choice) -> None:
-    if engine is None or choice is None or not words.headline(result.get("agreement")):
+    if engine is None or choice is None or is_simulated(choice.config.device):
         return
-    if is_simulated(choice.config.device):
+    broken = bool(words.headline(result.get("agreement")))
+    if not broken and not gave_up(result):
         return
     key = engine.result_key("diagnose", choice.spec, choice.config)
     results = st.session_state.setdefault(RESULTS, {})
     with st.container(border=True):
-        st.markdown("**Which fused node breaks it, and what gets around it**")
-        st.caption("Runs each fused node's ops alone, in a fresh process, on seeded inputs of the shapes they "
-                   "received, with the remapper on and off; then the model with the remapper off and with oneDNN "
-                   "flipped, each checked and timed. About a minute.")
-        if key not in results and st.button("Find the fused node responsible", key="diagnose.run", type="primary"):
+        if broken:
+            st.markdown("**Which fused node breaks it, and what gets around it**")
+            st.caption("Runs each fused node's ops alone, in a fresh process, on seeded inputs of the shapes they "
+                       "received, with the remapper on and off; then the model with the remapper off and with "
+                       "oneDNN flipped, each checked and timed. About a minute.")
+            label = "Find the fused node responsible"
+        else:
+            st.markdown("**Grappler gave up on this model: what lets it optimise the model again**")
+            st.caption("Runs the model with the remapper off and with oneDNN flipped, each in a fresh process, "
+                       "checked against its unfused graph and timed, and says whether Grappler then optimised it. "
+                       "About half a minute.")
+            label = "Find a way around it"
+        if key not in results and st.button(label, key="diagnose.run", type="primary"):
             _run(engine, choice, key)
         found = results.get(key)
         if found is not None:
@@ -67,9 +78,17 @@ def _run(engine, choice, key: str) -> None:
         shutil.rmtree(results.pop(next(iter(results))).get("folder") or "", ignore_errors=True)
 
 
+def gave_up(result: dict) -> bool:
+    """Whether TensorFlow logged that Grappler gave up on the model (it then ran the graph unoptimised)."""
+    return bool(tf_failures((result.get("grappler") or {}).get("notable") or []))
+
+
 def show(found: dict) -> None:
     pinned = found.get("pinned")
-    if pinned is None:
+    if pinned is None and found.get("warnings") and found["verdict"]["fault"] is None:
+        st.markdown("The outputs agree, but Grappler gave up: the model ran with no graph optimisation. "
+                    "Each way around it, run here:")
+    elif pinned is None:
         st.warning("No fused node's ops, run alone, show the fault: it needs more of the model than one fusion.")
     else:
         kernel = pinned.get("kernel") or "not named by TensorFlow"
@@ -86,7 +105,9 @@ def show(found: dict) -> None:
                                icon=":material/bug_report:")
     rows = [{"way around": w["words"], "runs": w.get("runs"), "agrees": w.get("agrees"),
              "ms a call": (w.get("timing") or {}).get("configured_ms"),
-             "unfused ms": (w.get("timing") or {}).get("unfused_ms")} for w in found.get("ways") or ()]
+             "unfused ms": (w.get("timing") or {}).get("unfused_ms")}
+            | ({"Grappler optimises": not w.get("warnings")} if found.get("warnings") else {})
+            for w in found.get("ways") or ()]
     if rows:
         st.dataframe(rows, hide_index=True, width="stretch")
     for way in found.get("ways") or ():

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from explorer.ui import state
 from tests.app.test_agreement_page import broken_chain
 
 
@@ -26,3 +27,21 @@ def test_no_diagnosis_is_offered_where_the_fusion_agrees(make_app):
     at = make_app().run()
     assert not at.exception
     assert not [b for b in at.button if b.key == "diagnose.run"]
+
+
+def test_where_grappler_gave_up_the_page_runs_the_ways_that_let_it_optimise_again(make_app):
+    # MatMul + BiasAdd + Add + Relu with oneDNN on (make_app's): the remapper writes a node with no op, Grappler
+    # gives up and the function runs unoptimised; its outputs agree, so no banner, but the warning and the ways.
+    at = make_app(**{state.MODE: "chain"}).run()
+    for field, value in (("contraction", "MatMul"), ("bias", "BiasAdd"), ("norm", "none"), ("activation", "Relu")):
+        at.selectbox(key=state.chain_key(field)).set_value(value)
+    at = at.checkbox(key=state.chain_key("side_add")).check().run()
+    assert not at.exception and not at.error
+    assert any("no Grappler optimisation at all" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert any("Grappler gave up on this model" in m.value for m in at.markdown)
+    at = at.button(key="diagnose.run").click().run(timeout=600)
+    assert not at.exception
+    ways = at.dataframe[-1].value
+    assert list(ways["way around"]) == ["the remapper off for this model", "oneDNN off (TF_ENABLE_ONEDNN_OPTS=0)"]
+    assert list(ways["agrees"]) == [True, True] and list(ways["Grappler optimises"]) == [True, True]
+    assert not any("No fused node's ops" in w.value for w in at.warning)
