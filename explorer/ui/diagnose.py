@@ -26,29 +26,37 @@ RESULTS = "diagnose.results"
 KEEP = 4
 
 
-def panel(engine, result: dict, choice) -> None:
+def broken_panel(engine, result: dict, choice) -> None:
+    """Under the banner of a fusion that breaks the model: the node responsible and the ways around it."""
+    if words.headline(result.get("agreement")):
+        _panel(engine, choice, "**Which fused node breaks it, and what gets around it**",
+               "Runs each fused node's ops alone, in a fresh process, on seeded inputs of the shapes they received, "
+               "with the remapper on and off; then the model with the remapper off and with oneDNN flipped, each "
+               "checked and timed. About a minute.", "Find the fused node responsible")
+
+
+def gave_up_panel(engine, result: dict, choice) -> None:
+    """Under the warning that Grappler gave up (the outputs agree): the ways that let it optimise the model."""
+    if not words.headline(result.get("agreement")) and gave_up(result):
+        _panel(engine, choice, "**Grappler gave up on this model: what lets it optimise the model again**",
+               "Runs the model with the remapper off and with oneDNN flipped, each in a fresh process, checked "
+               "against its unfused graph and timed, and says whether Grappler then optimised it. About half a "
+               "minute.", "Find a way around it")
+
+
+def _panel(engine, choice, title: str, caption: str, label: str) -> None:
     if engine is None or choice is None or is_simulated(choice.config.device):
-        return
-    broken = bool(words.headline(result.get("agreement")))
-    if not broken and not gave_up(result):
         return
     key = engine.result_key("diagnose", choice.spec, choice.config)
     results = st.session_state.setdefault(RESULTS, {})
     with st.container(border=True):
-        if broken:
-            st.markdown("**Which fused node breaks it, and what gets around it**")
-            st.caption("Runs each fused node's ops alone, in a fresh process, on seeded inputs of the shapes they "
-                       "received, with the remapper on and off; then the model with the remapper off and with "
-                       "oneDNN flipped, each checked and timed. About a minute.")
-            label = "Find the fused node responsible"
-        else:
-            st.markdown("**Grappler gave up on this model: what lets it optimise the model again**")
-            st.caption("Runs the model with the remapper off and with oneDNN flipped, each in a fresh process, "
-                       "checked against its unfused graph and timed, and says whether Grappler then optimised it. "
-                       "About half a minute.")
-            label = "Find a way around it"
-        if key not in results and st.button(label, key="diagnose.run", type="primary"):
-            _run(engine, choice, key)
+        st.markdown(title)
+        st.caption(caption)
+        if key not in results:
+            button = st.empty()  # gone once clicked: the answer takes its place
+            if button.button(label, key="diagnose.run", type="primary"):
+                button.empty()
+                _run(engine, choice, key)
         found = results.get(key)
         if found is not None:
             show(found)

@@ -69,8 +69,9 @@ def _main(engine, choice: sidebar.Choice, fingerprint: dict | None, lesson=None,
     if upload.remember(result):
         st.rerun()  # the sidebar offers the model's signatures and shows its inputs, known from this result
     agreement.banner(result)  # the fusion breaks the model or its numbers: above everything else
-    diagnose.panel(engine, result, choice)  # and, asked for, the fused node responsible and the ways around it
+    diagnose.broken_panel(engine, result, choice)  # and, asked for, the fused node responsible and the ways around it
     _summary_line(engine, choice, result)
+    diagnose.gave_up_panel(engine, result, choice)  # under its warning: the settings that let Grappler optimise
     if lesson:
         lessons.check(step_note, lesson, result)
     offers = choice.source.offers
