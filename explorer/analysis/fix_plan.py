@@ -14,7 +14,7 @@ from .model_report import IN_BODY, layer_of, shared_scope
 
 # fix -> the near-miss kinds it rewrites (freeze: none in particular; it applies to any model with variables)
 FIXES = {
-    "bias-add": ("bias-as-add",),
+    "bias-add": ("bias-as-add", "second-bias"),
     "bias-before-reshape": ("reshape-before-bias",),
     "dilated-conv": ("dilated-as-space-to-batch",),
     "fold-batchnorm": ("batchnorm-as-arithmetic",),
@@ -132,8 +132,17 @@ def advice(fix: str, chains: list[dict], scope: str = "", keras: bool = True) ->
                 + (" (Keras 3 writes it as Mul and AddV2, which no remapper pattern takes)" if keras else "")
                 + "; or serve the fixed model written here.")
     if fix == "bias-add":
-        return (f"Add the bias with tf.nn.bias_add(x, b) instead of x + b after the contraction{at}: the "
-                "remapper fuses a BiasAdd, not a broadcast AddV2 (without oneDNN).")
+        said = []
+        for kind, words in (("bias-as-add", "Add the bias with tf.nn.bias_add(x, b) instead of x + b after the "
+                                            "contraction{at}: the remapper fuses a BiasAdd, not a broadcast AddV2 "
+                                            "(without oneDNN)."),
+                            ("second-bias", "Add one bias after the contraction, not two{at}: tf.nn.bias_add(x, b1 + b2), "
+                                            "so that the activation follows it and joins the fused op.")):
+            mine = [c for c in chains if c["kind"] == kind]
+            if mine or (kind == "bias-as-add" and not chains):
+                where = layers(mine, scope)
+                said.append(words.format(at=f" ({where})" if where else ""))
+        return " ".join(said)
     if fix == "bias-before-reshape":
         return (f"Apply the Dense to a 2-D tensor{at}: reshape [batch, tokens, features] to "
                 "[batch·tokens, features] before it and back after, so its bias follows the MatMul directly.")

@@ -272,6 +272,9 @@ def _after_fused(node: Node, outs: list[Node], graph: Graph, users: dict, where:
     norm = _batch_norm(node, graph, users) if node.fused_ops == ("BiasAdd",) else []
     if norm:
         return [_batch_norm_miss(node, norm, graph, where, True)]
+    if node.fused_ops == ("BiasAdd",) and len(outs) == 1 and outs[0].op in ("AddV2", "Add") \
+            and _is_bias(outs[0], node, graph):
+        return _second_bias(node, outs[0], graph, users, where)
     base = canonical_op(node.op).removeprefix("Fused")
     label = fused_label(node.op, node.fused_ops)
     ops = {c.op for c in outs}
@@ -296,6 +299,25 @@ def _after_fused(node: Node, outs: list[Node], graph: Graph, users: dict, where:
                                   f"a GELU, {'exact (Erfc)' if act == 'GeluExact' else 'approximate (Tanh)'}, "
                                   "written as element-wise ops after")]
     return []
+
+
+def _second_bias(node: Node, add: Node, graph: Graph, users: dict, where: Where) -> list[dict]:
+    """A second 1-D bias added after the fused op's own (x ⊛ w + b1 + b2): the activation after it stays outside,
+    since the remapper fuses an activation only straight after the contraction's BiasAdd. Nothing when no
+    activation follows (the contraction and its bias fused: there is no fusion to gain)."""
+    tail, act = _tail(add, graph, users)
+    if not act:
+        return []
+    base = canonical_op(node.op).removeprefix("Fused")
+    shown = "GELU" if act.startswith("Gelu") else act
+    needs, _, _ = rules(Chain(base, bias="BiasAdd", activation=act), node, where)
+    return [record("second-bias", [node.name, add.name, *tail], f"{base} + BiasAdd + {shown}",
+                   f"{fused_label(node.op, node.fused_ops)} → {add.op} of a 1-D tensor (a second bias) → "
+                   f"{_act_words(act)}, left outside the fused op",
+                   "; ".join(["one bias: the remapper fuses an activation only straight after the contraction's "
+                              "BiasAdd, and this Add stands between them", *needs]),
+                   "add the two biases into one before the model runs (tf.nn.bias_add(x, b1 + b2))",
+                   after_fused=True)]
 
 
 def _left_out(node: Node, names: list[str], act: str, label: str, base: str, outs: list[Node], where: Where,

@@ -24,6 +24,7 @@ from . import op_time as op_time_panel
 KINDS = {  # a near-miss's kind, in words
     "reshape-before-bias": "Reshape between contraction and bias",
     "bias-as-add": "bias as a broadcast Add",
+    "second-bias": "a second bias after the BiasAdd",
     "batchnorm-as-arithmetic": "batch norm as arithmetic",
     "activation-without-bias": "activation with no bias",
     "activation-left-out": "activation outside the fused op",

@@ -10,7 +10,8 @@ DepthwiseConv2D + batch norm, Dense + batch norm) as a SavedModel and frozen as 
 norms in float32 between bfloat16 convolutions: Keras's mixed_bfloat16 policy); ``bn_nchw`` (channels-first
 Conv2D with a bias + batch norm + Relu, and without bias + batch norm + Relu6);
 ``adds`` (a tf.Module: Conv2D and MatMul whose 1-D biases are added with ``+``, and a residual add
-of two convolutions, which is no bias); ``dense3d`` (Dense on a 3-D input: MatMul, Reshape, BiasAdd); ``dense_gelu4d`` (a Dense GELU on a 4-D input) and
+of two convolutions, which is no bias); ``second_bias`` (the same Conv2D and MatMul with a BiasAdd and then a second
+bias added with ``+`` before their Relu); ``dense3d`` (Dense on a 3-D input: MatMul, Reshape, BiasAdd); ``dense_gelu4d`` (a Dense GELU on a 4-D input) and
 ``dense_gelu_residual`` (one on a 3-D input, with a residual add after it);
 ``attention_mask2d`` and ``attention_mask4d`` (q·kᵀ × scale + a [6, 6] or a [1, 1, 6, 6] mask);
 ``moments`` (a normalisation whose scale comes from the input's own moments: not a batch norm in
@@ -116,6 +117,20 @@ def export(directory: str) -> None:
 
     module.adds = adds
     tf.saved_model.save(module, os.path.join(directory, "adds"), signatures={"serving_default": adds})
+
+    # A second bias after the BiasAdd (a hand-written layer's extra offset): TensorFlow fuses Conv2D + BiasAdd and
+    # MatMul + BiasAdd and leaves the Add and the Relu outside; the last conv's Add is followed by no activation
+    module.c1 = tf.Variable(rng.uniform(0.1, 0.5, 8).astype(np.float32))
+    module.c4 = tf.Variable(rng.uniform(0.1, 0.5, 5).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 10, 10, 3], tf.float32, name="image")])
+    def second_bias(t):
+        y = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(t, module.w1, 1, "SAME"), module.b1) + module.c1)
+        y = tf.nn.bias_add(tf.nn.conv2d(y, module.w2, 1, "SAME"), module.c1) + module.b1
+        return {"y": tf.nn.relu(tf.nn.bias_add(tf.matmul(tf.reduce_mean(y, [1, 2]), module.w4), module.b4) + module.c4)}
+
+    module.second_bias = second_bias
+    tf.saved_model.save(module, os.path.join(directory, "second_bias"), signatures={"serving_default": second_bias})
 
     # Attention's scores: q·kᵀ × scale + mask. oneDNN fuses them (_MklFusedBatchMatMulV2) for a [1, 1, q, k] mask,
     # not for a [q, k] one (the TensorFlow tutorial's look-ahead mask)

@@ -41,7 +41,7 @@ def fixed(engine, models, tmp_path_factory):
     """{(model, fix): the engine's fix result}, each fixed model written under a folder of this module."""
     out = tmp_path_factory.mktemp("fixed")
     runs = {("bn_cnn", "fold-batchnorm"), ("bn_bf16", "fold-batchnorm"), ("bn_nchw", "fold-batchnorm"), ("bn_cnn.pb", "fold-batchnorm"), ("bn_cnn", "freeze"),
-            ("adds", "bias-add"), ("dense3d", "bias-before-reshape"), ("moments", "fold-batchnorm"), ("moments", "freeze"),
+            ("adds", "bias-add"), ("second_bias", "bias-add"), ("dense3d", "bias-before-reshape"), ("moments", "fold-batchnorm"), ("moments", "freeze"),
             ("dense_gelu4d", "bias-before-reshape"), ("dense_gelu_residual", "bias-before-reshape")}
     return {(name, fix): engine.fix(spec_for_path(str(models / name)), {"env": ONEDNN}, apply=[fix], measure=False,
                                     out=str(out / f"{name.replace('.', '_')}-{fix}"))
@@ -167,6 +167,25 @@ def test_bias_add_rewrites_biases_only(models, fixed, oracle, engine):
     ops = Counter(n["op"] for n in traced)
     assert ops["BiasAdd"] == 2 and ops["AddV2"] == 1
     assert fused_counts(result["fusions_after"]) == oracle[result["model_out"]]["fused"]
+
+
+def test_bias_add_merges_a_second_bias_so_that_the_activation_fuses(models, fixed, oracle, engine):
+    """x ⊛ w + b1 + b2 → Relu: TensorFlow fuses the contraction with its BiasAdd and leaves the Add and the Relu out.
+    The near-miss names it (not where no activation follows: nothing more would fuse), and bias-add sums the two
+    biases into the BiasAdd, after which TensorFlow fuses the Relu too."""
+    before = engine.inspect(spec_for_path(str(models / "second_bias")), {"env": ONEDNN})
+    misses = [m for m in before["report"]["near_misses"] if m["kind"] == "second-bias"]
+    assert sorted(m["chain"] for m in misses) == ["Conv2D + BiasAdd + Relu", "MatMul + BiasAdd + Relu"]
+    assert oracle[str(models / "second_bias")]["fused"] == {"_FusedConv2D[BiasAdd]": 2, "_FusedMatMul[BiasAdd]": 1}
+    result = fixed[("second_bias", "bias-add")]
+    (applied,) = result["applied"]
+    assert applied["sites"] == 3  # the conv with no activation after it too: one Add fewer
+    assert "tf.nn.bias_add(x, b1 + b2)" in applied["advice"] and "instead of x + b" not in applied["advice"]
+    assert not [m for m in result["near_misses_left"] if m["kind"] == "second-bias"]
+    assert agrees_with_tensorflow(oracle, str(models / "second_bias"), result["model_out"]) < 1e-4
+    after = fused_counts(result["fusions_after"])
+    assert after == oracle[result["model_out"]]["fused"]
+    assert after == {"_FusedConv2D[BiasAdd,Relu]": 1, "_FusedConv2D[BiasAdd]": 1, "_FusedMatMul[BiasAdd,Relu]": 1}
 
 
 def test_bias_before_reshape_moves_a_dense_layers_bias(models, fixed, oracle):
