@@ -233,7 +233,7 @@ def _model_command(args, argv: list[str], open_engine) -> int:
     elif args.command == "inspect":
         result = engine.inspect(spec, config, use_cache=not args.no_cache, pass_graphs=args.pass_graphs)
         result = engine.check_fixes(spec, config, result)  # the fusion report's near-misses, settled
-        command.show(result, args.json, text.inspect_text, page_link)
+        command.show(result, args.json, lambda r: text.inspect_text(r, getattr(args, "model", None)), page_link)
         if args.export:
             _export(result, args.export)
         if broken(result.get("agreement")):  # the fused run failed, as TensorFlow's error did before

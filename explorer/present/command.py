@@ -14,10 +14,13 @@ def command_line(spec, config: Config, command: str = "inspect") -> str:
     return _shell(["python", "-m", "explorer", command, *resolve(spec).cli_args(), *config.cli_args()])
 
 
-def fix_command_line(spec, config: Config) -> str:
-    """The ``fix`` command for an imported model run under ``config`` (``fix`` traces as served: no --fix-dims)."""
-    return _shell(["python", "-m", "explorer", "fix", *(a for a in resolve(spec).cli_args() if a != "--fix-dims"),
-                   *config.cli_args()])
+def fix_command_line(spec, config: Config, model_path: str | None = None) -> str:
+    """The ``fix`` command for an imported model run under ``config`` (``fix`` traces as served: no --fix-dims);
+    ``model_path``: the file as the user named it (the command line's --model), where the spec keeps its name only."""
+    words = [a for a in resolve(spec).cli_args() if a != "--fix-dims"]
+    if model_path:
+        words[words.index("--model") + 1] = model_path
+    return _shell(["python", "-m", "explorer", "fix", *words, *config.cli_args()])
 
 
 def bench_command_line(spec, config: Config, reps: int, warmup: int, max_seconds: float, processes: int = 1) -> str:

@@ -70,8 +70,9 @@ def ops_words(ops: list[str]) -> str:
     return f"{len(ops)} compute ops: {shown}" + (f" and {len(counted) - 16} more types" if len(counted) > 16 else "")
 
 
-def inspect_text(result: InspectResult) -> str:
-    """``inspect``: the stages, the fusions, the remapper's log, the passes that changed the graph, the verdict."""
+def inspect_text(result: InspectResult, model_path: str | None = None) -> str:
+    """``inspect``: the stages, the fusions, the remapper's log, the passes that changed the graph, the verdict
+    (``model_path``: an imported model's file as the command line named it, for the ``fix`` command it prints)."""
     out: list[str] = []
     fp = result["fingerprint"]
     out.append(f"{machine.describe(fp)} | flags {fp['flags'] or 'defaults'}")
@@ -121,16 +122,16 @@ def inspect_text(result: InspectResult) -> str:
             out.append(f"  note: {note}")
     source = source_for_data(result.get("spec"))
     if not (source and source.checklist) and result.get("report"):  # no checklist: the whole-model report
-        out.extend(report_lines(result["report"], _fix_command(result)))
+        out.extend(report_lines(result["report"], _fix_command(result, model_path)))
     return lines(out)
 
 
-def _fix_command(result: dict) -> str | None:
+def _fix_command(result: dict, model_path: str | None = None) -> str | None:
     """The ``fix`` command for an imported model that ran here (a simulated GPU ran nothing to rewrite)."""
     spec, source = result.get("spec") or {}, source_for_data(result.get("spec"))
     if source is None or "fix" not in source.offers or result.get("simulated") or not result.get("config"):
         return None
-    return fix_command_line(spec, Config.from_dict(result["config"]))
+    return fix_command_line(spec, Config.from_dict(result["config"]), model_path)
 
 
 def report_lines(report: dict, fix_command: str | None = None) -> list[str]:

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -186,6 +189,19 @@ def test_bias_add_merges_a_second_bias_so_that_the_activation_fuses(models, fixe
     after = fused_counts(result["fusions_after"])
     assert after == oracle[result["model_out"]]["fused"]
     assert after == {"_FusedConv2D[BiasAdd,Relu]": 1, "_FusedConv2D[BiasAdd]": 1, "_FusedMatMul[BiasAdd,Relu]": 1}
+
+
+def test_inspect_prints_the_fix_command_with_the_model_as_given(models):
+    """The command under the near-misses is one to copy: the model's path as the command line named it."""
+    path = str(models / "second_bias")
+    out = subprocess.run([sys.executable, "-m", "explorer", "inspect", "--model", path, "--env",
+                          "TF_ENABLE_ONEDNN_OPTS=1"], cwd=Path(__file__).resolve().parents[2], capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "second bias" in out.stdout
+    command = out.stdout.split("Rewrites for these near-misses: ")[1].splitlines()[1].strip()
+    assert shlex.split(command) == ["python", "-m", "explorer", "fix", "--model", path, "--device", "cpu", "--env",
+                                    "TF_ENABLE_ONEDNN_OPTS=1"]
 
 
 def test_bias_before_reshape_moves_a_dense_layers_bias(models, fixed, oracle):
