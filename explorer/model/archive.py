@@ -19,6 +19,7 @@ import zlib
 from dataclasses import dataclass
 
 from ..errors import SpecError, quoted
+from .op_allowlist import TEXT_HINT
 
 MAX_MEMBERS = 2000  # a SavedModel has about 5 files, a .keras file 3
 MAX_EXPANDED_BYTES = 512 << 20  # all members, expanded
@@ -89,8 +90,10 @@ def check(members: list[Member], what: str, allowed: dict | None = None) -> list
             continue
         limit = MAX_MEMBER_BYTES if allowed is None else allowed.get(member.path)
         if limit is None:
+            text = any(word in member.path.lower() for word in ("vocabulary", "_lookup_layer"))  # a text layer's asset
             raise ModelFileError(what, f"member {quoted(member.name)} is not part of a .keras file (it holds "
-                                       f"{', '.join(sorted(allowed or ()))} only; assets and other files are not taken)")
+                                       f"{', '.join(sorted(allowed or ()))} only; assets and other files are not taken)"
+                                       + (f". {TEXT_HINT}" if text else ""))
         if member.size > limit:
             raise ModelFileError(what, f"member {quoted(member.name)} expands to {_mib(member.size)}; at most "
                                        f"{_mib(limit)} per member")

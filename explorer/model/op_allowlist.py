@@ -74,6 +74,22 @@ for _names, _why in [
     for _n in _names.split():
         DENY_REASONS[_n] = _why
 
+# A model's text preprocessing (Keras' TextVectorization and StringLookup, tf.strings, tf.lookup): refused as every op
+# off the list is, but said as what it is, with the way to bring the model's numeric part instead.
+TEXT_PREFIXES = ("String", "Regex", "StaticRegex", "Unicode", "Lookup", "Ragged", "Substr", "AsString", "DecodeJSON")
+TEXT_OPS = frozenset("HashTable HashTableV2 MutableHashTable MutableHashTableV2 MutableHashTableOfTensorsV2 "
+                     "MutableDenseHashTableV2 AnonymousHashTable AnonymousMutableHashTable InitializeTable "
+                     "InitializeTableV2 Bincount DenseBincount RaggedBincount SparseBincount".split())
+TEXT_REASON = "text preprocessing (strings, lookup tables), which the explorer does not run"
+TEXT_HINT = ("The model holds text preprocessing (a TextVectorization or StringLookup layer, tf.strings, tf.lookup): "
+             "bring the numeric part instead, the model from the token ids on (for Keras: keras.Model(the "
+             "vectorizer's output, the outputs), exported), whose MatMuls and convolutions are what Grappler fuses")
+
+
+def text_op(op: str) -> bool:
+    return op in TEXT_OPS or op.startswith(TEXT_PREFIXES)
+
+
 # Ops that exist in a SavedModel only for its saver (saver_def) - never run by tf.saved_model.load (TF2).
 SAVER_OPS = frozenset("SaveV2 RestoreV2 MergeV2Checkpoints ShardedFilename StringJoin Const Identity NoOp "
                       "Placeholder StaticRegexFullMatch Select _Arg _Retval Pack StatefulPartitionedCall "

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ..errors import SpecError, quoted, shown
 from ..model.imported import MAX_NODES
-from ..model.op_allowlist import ALLOWED_OPS, DENY_REASONS, SAVER_OPS
+from ..model.op_allowlist import ALLOWED_OPS, DENY_REASONS, SAVER_OPS, TEXT_HINT, TEXT_REASON, text_op
 from . import allocation
 from .library import check_calls, function_refs, functions_of
 
@@ -46,14 +46,29 @@ class Report:
         if self.nodes > MAX_NODES:
             raise SpecError("model", f"{what} has {self.nodes:,} nodes with its functions; the limit is {MAX_NODES:,}")
         if self.problems:
-            listed = "; ".join(str(p) for p in self.problems[:5])
-            more = f"; and {len(self.problems) - 5} more" if len(self.problems) > 5 else ""
-            raise SpecError("model", f"{what} refused before anything ran: {listed}{more}. Only pure-compute ops and "
+            hint = f". {TEXT_HINT}" if any(p.reason == TEXT_REASON for p in self.problems) else ""
+            raise SpecError("model", f"{what} refused before anything ran: {_listed(self.problems)}. Only pure-compute ops and "
                                      "Keras' own layers are taken (models are programs: no file, process, network or "
-                                     "Python access)")
+                                     f"Python access){hint}")
         if self.sizes:
             more = f"; and {len(self.sizes) - 3} more" if len(self.sizes) > 3 else ""
             raise SpecError("model", f"{what} refused before anything ran: {'; '.join(self.sizes[:3])}{more}")
+
+
+def _listed(problems: list[Problem], kinds: int = 5, ops: int = 6) -> str:
+    """The problems, one entry per reason (its first op and node; the other ops of that reason by name), so that a
+    model with fifteen text ops reads as one thing wrong, not fifteen."""
+    groups: dict[tuple[str, str], list[Problem]] = {}
+    for problem in problems:
+        groups.setdefault((problem.kind, problem.reason), []).append(problem)
+    parts = []
+    for (kind, _), group in list(groups.items())[:kinds]:
+        others = list(dict.fromkeys(shown(p.op) for p in group[1:] if p.op != group[0].op))
+        also = (f"; the same for {kind}s {', '.join(others[:ops])}"
+                + (f" and {len(others) - ops} more" if len(others) > ops else "")) if others else ""
+        parts.append(f"{group[0]}{also}")
+    rest = len(groups) - kinds
+    return "; ".join(parts) + (f"; and {rest} more kind{'s' if rest != 1 else ''} of problem" if rest > 0 else "")
 
 
 _REGISTERED: set[str] | None = None
@@ -74,6 +89,8 @@ def _registered() -> set[str]:
 def reason(op: str) -> str:
     if op in DENY_REASONS:
         return DENY_REASONS[op]
+    if text_op(op):
+        return TEXT_REASON
     if op not in _registered():
         return "an unknown op (not registered in this TensorFlow: a custom kernel?)"
     return "not on the explorer's allow-list of pure-compute ops"

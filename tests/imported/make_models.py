@@ -161,6 +161,16 @@ def export(directory: str) -> None:
     out = keras.layers.Lambda(lambda t: t * 2.0, name="doubler")(keras.layers.Dense(4)(inp))
     keras.Model(inp, out).save(os.path.join(directory, "lambda.keras"))
 
+    # A text classifier with its TextVectorization inside (TensorFlow's text tutorial exports one): string ops and
+    # lookup tables, refused, with the way to bring its numeric part
+    vectorize = keras.layers.TextVectorization(max_tokens=20, output_sequence_length=4)
+    vectorize.adapt(["the quick brown fox", "jumps over the lazy dog"])
+    words = keras.Input((1,), dtype="string", name="text")
+    scores = keras.layers.Dense(2)(keras.layers.Flatten()(keras.layers.Embedding(20, 4)(vectorize(words))))
+    text_model = keras.Model(words, scores)
+    text_model.export(os.path.join(directory, "text_savedmodel"), verbose=False)
+    text_model.save(os.path.join(directory, "text.keras"))
+
 
 def unknown_batch(directory: str) -> None:
     """Tiny models whose batch is left unknown (the first two's sizes worked out by hand in test_import_traffic):

@@ -54,6 +54,18 @@ def test_a_model_that_touches_files_or_runs_python_is_refused_before_it_runs(eng
     assert engine.inspect(spec_for_path(str(models / "small.pb")), CPU)["fusions"]
 
 
+@pytest.mark.parametrize("name", ["text_savedmodel", "text.keras"])
+def test_a_text_model_is_refused_in_one_line_that_says_how_to_bring_its_numeric_part(engine, models, name):
+    with pytest.raises(SpecError) as refused:
+        engine.inspect(spec_for_path(str(models / name)), CPU)
+    message = str(refused.value)
+    assert "\n" not in message and "Traceback" not in message
+    assert "The model holds text preprocessing" in message and "keras.Model(the vectorizer's output" in message
+    if name == "text_savedmodel":  # each kind of problem once: the text ops by name after the first, not fifteen times
+        assert message.count("text preprocessing (strings, lookup tables)") == 1, message
+        assert "StringSplitV2" in message and "LookupTableFindV2" in message
+
+
 def test_uploads_of_programs_are_off_unless_the_server_allows_them(models, tmp_path):
     data = zip_of(models / "small_savedmodel")
     with pytest.raises(ModelFileError, match=f"{uploads.ALLOW_SETTING}=1"):
