@@ -13,7 +13,7 @@ __all__ = ["CELL_WORDS", "STATUS_WORDS", "cell_words", "failing_node", "headline
 STATUS_WORDS = {"agrees": "the outputs agree", "differs": "the outputs DIFFER",
                 "varies": "not comparable", "fails": "the fused graph FAILS",
                 "aborts": "the fused graph ABORTS the process", "unchecked": "not compared",
-                "model_fails": "not compared (the model refuses these inputs)",
+                "model_fails": "not compared (they fail unfused too: not the fusion's doing)",
                 "skipped": "not compared (the remapper is off)"}
 CELL_WORDS = {"fails": "BREAKS", "aborts": "BREAKS (abort)", "differs": "NUMBERS DIFFER"}
 

@@ -197,5 +197,5 @@ def test_an_edge_input_the_model_refuses_either_way_is_worded_as_not_compared():
                            "seconds": 0.1}], [{"case": "large", "outputs": None, "error": error, "seconds": 0.1}], basis)
     check = concluded({"inputs": None}, judged([y], None, [y], None, basis), edges, 0.5)
     assert check["status"] == "agrees" and headline(check) is None
-    assert lines(check)[-1] == ("  edge inputs, large (ids at 2^30): not compared (the model refuses these inputs) - "
+    assert lines(check)[-1] == ("  edge inputs, large (ids at 2^30): not compared (they fail unfused too: not the fusion's doing) - "
                                 "fails with the remapper on and off alike: indices[0,0] = 1073741824 is not in [0, 100)")
