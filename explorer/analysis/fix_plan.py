@@ -17,6 +17,7 @@ FIXES = {
     "bias-add": ("bias-as-add", "second-bias"),
     "bias-before-reshape": ("reshape-before-bias",),
     "dilated-conv": ("dilated-as-space-to-batch",),
+    "squeeze-after-activation": ("activation-after-squeeze",),
     "fold-batchnorm": ("batchnorm-as-arithmetic",),
     "freeze": (),
 }
@@ -150,6 +151,11 @@ def advice(fix: str, chains: list[dict], scope: str = "", keras: bool = True) ->
         return (f"Write each dilated convolution{at} as one Conv2D with dilations: tf.nn.conv2d(x, filters, 1, padding, "
                 "dilations=rate) (tf.nn.conv1d for a Conv1D) where Keras's dilation_rate goes through "
                 "tf.nn.convolution's SpaceToBatchND and BatchToSpaceND; or serve the fixed model written here.")
+    if fix == "squeeze-after-activation":
+        return (f"Apply each Conv1D's activation before squeezing its output back to 1-D{at}: write it as a Conv2D "
+                "with a (1, k) kernel on a [batch, 1, steps, channels] tensor, or keep the model 4-D through its "
+                "Conv1D layers, so that Conv2D → BiasAdd → activation is one fused op; or serve the fixed model "
+                "written here.")
     if fix == "freeze":
         return ("Serve a frozen graph: convert the serving function's variables to constants "
                 "(tf.python.framework.convert_to_constants.convert_variables_to_constants_v2, as converters "

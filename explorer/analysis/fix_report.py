@@ -11,7 +11,7 @@ the bootstrap interval of one process).
 from __future__ import annotations
 
 from . import traffic
-from .fix_plan import advice, chain_of, resolved, scope_of
+from .fix_plan import FIXES, advice, chain_of, resolved, scope_of
 from .model_report import tensor_bytes
 from .op_time import IDLE_OPS, ranked
 from .replicated import replicated_speedup
@@ -75,14 +75,20 @@ def assemble(before: dict, variants: list[dict], fixed: dict[str, dict], bench: 
         return out
 
     together = entry("all")
+    all_gone = resolved(misses, (fixed["all"].get("report") or {}).get("near_misses") or [],
+                        fixed["all"].get("fusions") or [])
     scope = scope_of(misses)
     applied = []
     for record in by_name["all"]["records"]:
         alone = fixed[record["fix"]] if record["fix"] in fixed else fixed["all"]
         chains = resolved(misses, (alone.get("report") or {}).get("near_misses") or [], alone.get("fusions") or [])
+        # a chain of two forms (``also``) that only the fixes together resolve counts for each of them
+        kinds = set(FIXES.get(record["fix"], ()))
+        shared = [m for m in all_gone if m.get("also") and m not in chains and {m["kind"], *m["also"]} & kinds]
+        chains += shared
         nodes = sorted({n for site in record["sites"] for n in site["nodes"]})
         applied.append({"fix": record["fix"], "chains": [chain_of(m) for m in chains], "nodes": nodes,
-                        "sites": len(record["sites"]), "left": record["left"],
+                        "with_others": len(shared), "sites": len(record["sites"]), "left": record["left"],
                         "advice": advice(record["fix"], chains, scope) if record["sites"] else
                         "nothing of this form in the model"})
     per_fix = [dict(entry(v["name"]), fix=v["name"]) for v in variants if v["name"] != "all"]

@@ -138,6 +138,8 @@ def _unfused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Whe
     if nxt.op == "BatchToSpaceND" or nxt.op == "Squeeze" and [c.op for c in users.get(nxt.name, ())] == [
             "BatchToSpaceND"]:
         return _space_to_batch(node, nxt, graph, users, where)
+    if node.op == "Conv2D" and nxt.op == "Squeeze" and [c.op for c in users.get(nxt.name, ())] == ["BiasAdd"]:
+        return _squeezed(node, nxt, users[nxt.name][0], users, where)
     norm = _batch_norm(node, graph, users)
     if norm:
         return [_batch_norm_miss(node, norm, graph, where, False)]
@@ -173,6 +175,7 @@ def _space_to_batch(node: Node, nxt: Node, graph: Graph, users: dict, where: Whe
     between = back.op if nxt is back else f"{nxt.op} → {back.op}"
     chain = f"{node.op} + " + ("batch norm" if norm else "BiasAdd") + (f" + {act.op}" if act else "")
     call = "tf.nn.conv1d" if nxt.op == "Squeeze" else "tf.nn.conv2d"  # a Conv1D's Conv2D is squeezed back to 1-D
+    squeezed_act = nxt.op == "Squeeze" and act is not None and not norm and not needs
     then = (f"batch norm written as arithmetic ({', '.join(sorted({graph[n].op for n in norm}))})" if norm
             else shift.op)
     miss = record("dilated-as-space-to-batch", [node.name, nxt.name] + ([back.name] if back is not nxt else [])
@@ -183,9 +186,13 @@ def _space_to_batch(node: Node, nxt: Node, graph: Graph, users: dict, where: Whe
                              "space-to-batch around it"] + (["the batch norm folded into that bias"] if norm else [])
                             + needs),
                   "; ".join(code + [f"write the convolution as {call}(x, filters, strides, padding, dilations=rate): "
-                                    "one Conv2D with dilations, which takes its bias and activation"]
+                                    "one Conv2D with dilations, which takes its bias"
+                                    + (" (its activation too once applied before the Squeeze, as for any Conv1D)"
+                                       if squeezed_act else " and activation")]
                             + ([FOLD_BN] if norm else [])), candidates)
-    return [dict(miss, also=["batchnorm-as-arithmetic"]) if norm else miss]
+    # a Conv1D's activation stays after its Squeeze even once the convolution is one Conv2D: that fix too
+    also = (["batchnorm-as-arithmetic"] if norm else []) + (["activation-after-squeeze"] if squeezed_act else [])
+    return [dict(miss, also=also) if also else miss]
 
 
 def _activation_after(node: Node, users: dict) -> Node | None:
@@ -275,6 +282,8 @@ def _after_fused(node: Node, outs: list[Node], graph: Graph, users: dict, where:
     if node.fused_ops == ("BiasAdd",) and len(outs) == 1 and outs[0].op in ("AddV2", "Add") \
             and _is_bias(outs[0], node, graph):
         return _second_bias(node, outs[0], graph, users, where)
+    if node.op == "_FusedConv2D" and node.fused_ops == ("BiasAdd",) and len(outs) == 1 and outs[0].op == "Squeeze":
+        return _squeezed(node, outs[0], None, users, where)
     base = canonical_op(node.op).removeprefix("Fused")
     label = fused_label(node.op, node.fused_ops)
     ops = {c.op for c in outs}
@@ -318,6 +327,29 @@ def _second_bias(node: Node, add: Node, graph: Graph, users: dict, where: Where)
                               "BiasAdd, and this Add stands between them", *needs]),
                    "add the two biases into one before the model runs (tf.nn.bias_add(x, b1 + b2))",
                    after_fused=True)]
+
+
+def _squeezed(node: Node, squeeze: Node, bias: Node | None, users: dict, where: Where) -> list[dict]:
+    """A Conv1D (a Conv2D squeezed back to 1-D) whose activation follows the Squeeze and its bias: the remapper's
+    Conv2D + Squeeze + BiasAdd pattern (CPU) takes no activation, and without it (a GPU) nothing fuses. Named where
+    the rules fuse that activation after a Conv2D + BiasAdd: applied before the Squeeze, it would join them."""
+    act = _activation_after(bias or squeeze, users)
+    if act is None:
+        return []
+    needs, candidates, _ = rules(Chain("Conv2D", bias="BiasAdd", activation=act.op), node, where)
+    if needs:
+        return []
+    label = fused_label(node.op, node.fused_ops) if bias is None else node.op
+    between = "Squeeze" if bias is None else "Squeeze → BiasAdd"
+    return [record("activation-after-squeeze", [node.name, squeeze.name] + ([bias.name] if bias else []) + [act.name],
+                   f"Conv2D + BiasAdd + {act.op}",
+                   f"{label} → {between} → {act.op}: a Conv1D (its Conv2D squeezed back to 1-D), whose {act.op} is "
+                   "left outside (the remapper's Conv2D + Squeeze + BiasAdd pattern takes no activation)",
+                   f"the {act.op} straight after the BiasAdd, before the Squeeze (Conv2D → BiasAdd → {act.op} is the "
+                   "remapper's own pattern)",
+                   "squeeze after the activation: write the Conv1D as a Conv2D with a (1, k) kernel on a [batch, 1, "
+                   "steps, channels] tensor and squeeze once after its activation (or keep the model 4-D through "
+                   "its Conv1D layers)", candidates, after_fused=bias is None)]
 
 
 def _left_out(node: Node, names: list[str], act: str, label: str, base: str, outs: list[Node], where: Where,

@@ -54,6 +54,14 @@ def fusion_changes(before: list[dict], after: list[dict]) -> list[tuple[str, int
     return sorted(rows, key=lambda row: (row[1] - row[2], row[0]))
 
 
+def resolved_words(applied: dict) -> str:
+    """'3 near-misses resolved (1 of them together with the other fixes)'."""
+    shared = applied.get("with_others") or 0
+    return (f"{plural(len(applied['chains']), 'near-miss', 'near-misses')} resolved"
+            + (f" ({shared} of them together with the other fixes)" if shared and shared < len(applied["chains"])
+               else " together with the other fixes" if shared else ""))
+
+
 def fix_text(result: dict) -> str:
     out = []
     fp = result.get("fingerprint") or {}
@@ -63,7 +71,7 @@ def fix_text(result: dict) -> str:
                                                                (result.get("skipped") or {}).items()))
     for applied in result["applied"]:
         out.append(f"\n{applied['fix']}: {plural(len(applied['nodes']), 'node')} rewritten, "
-                   f"{plural(len(applied['chains']), 'near-miss', 'near-misses')} resolved")
+                   f"{resolved_words(applied)}")
         out.append(f"  what to change: {applied['advice']}")
         for left in applied.get("left") or []:
             out.append(f"  left as it is: {left['nodes'][0]}: {left['why']}")

@@ -153,8 +153,8 @@ def show(engine, result: dict, fixed: dict, config, key: str) -> None:
     cols[3].metric("Memory traffic saved", traffic.size_text(saved),
                    help=fix_text.bytes_words(saved, fixed.get("bytes_written_before")))
     for applied in fixed["applied"]:
-        st.markdown(f"**{applied['fix']}** · {fix_text.plural(len(applied['chains']), 'near-miss', 'near-misses')} "
-                    f"resolved, {fix_text.plural(len(applied['nodes']), 'node')} rewritten")
+        st.markdown(f"**{applied['fix']}** · {fix_text.resolved_words(applied)}, "
+                    f"{fix_text.plural(len(applied['nodes']), 'node')} rewritten")
         st.info(applied["advice"], icon=":material/edit_note:")
         if applied.get("left"):
             with st.expander(f"{len(applied['left'])} left as they are (the result would change)"):

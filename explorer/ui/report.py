@@ -35,6 +35,7 @@ KINDS = {  # a near-miss's kind, in words
     "attention-scores": "attention scores × scale + mask",
     "unfused-pattern": "the pattern, not fused here",
     "dilated-as-space-to-batch": "dilated conv as space-to-batch",
+    "activation-after-squeeze": "a Conv1D's activation after its Squeeze",
 }
 
 

@@ -21,7 +21,7 @@ def test_fixes_are_chosen_by_the_near_misses_kinds_and_never_for_what_no_rewrite
     misses = [miss("batchnorm-as-arithmetic", "c", "m", "a"), miss("activation-left-out", "c2", "s")]
     chosen, skipped = fix_plan.choose(result_with(misses, variables=True))
     assert chosen == ["fold-batchnorm", "freeze"]
-    assert set(skipped) == {"bias-add", "bias-before-reshape", "dilated-conv"}
+    assert set(skipped) == {"bias-add", "bias-before-reshape", "dilated-conv", "squeeze-after-activation"}
     chosen, _ = fix_plan.choose(result_with([miss("dilated-as-space-to-batch", "c", "b2s", "b")], variables=False))
     assert chosen == ["dilated-conv"]
     # an atrous convolution followed by a batch norm: both rewrites make its bias

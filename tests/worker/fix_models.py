@@ -10,7 +10,8 @@ DepthwiseConv2D + batch norm, Dense + batch norm) as a SavedModel and frozen as 
 norms in float32 between bfloat16 convolutions: Keras's mixed_bfloat16 policy); ``bn_nchw`` (channels-first
 Conv2D with a bias + batch norm + Relu, and without bias + batch norm + Relu6);
 ``adds`` (a tf.Module: Conv2D and MatMul whose 1-D biases are added with ``+``, and a residual add
-of two convolutions, which is no bias); ``second_bias`` (the same Conv2D and MatMul with a BiasAdd and then a second
+of two convolutions, which is no bias); ``conv1d`` (Keras Conv1D layers with
+Relu, Elu and Tanh) and ``conv1d_dilated`` (one with dilation_rate 2 and a Relu); ``second_bias`` (the same Conv2D and MatMul with a BiasAdd and then a second
 bias added with ``+`` before their Relu); ``dense3d`` (Dense on a 3-D input: MatMul, Reshape, BiasAdd); ``dense_gelu4d`` (a Dense GELU on a 4-D input) and
 ``dense_gelu_residual`` (one on a 3-D input, with a residual add after it);
 ``attention_mask2d`` and ``attention_mask4d`` (q·kᵀ × scale + a [6, 6] or a [1, 1, 6, 6] mask);
@@ -99,6 +100,17 @@ def export(directory: str) -> None:
     tokens16 = keras.Input((5, 16), name="tokens")
     mlp = _nonzero(keras.Model(tokens16, tokens16 + layers.Dense(16, activation="gelu")(tokens16)), np)
     mlp.export(os.path.join(directory, "dense_gelu_residual"), verbose=False)
+
+    # Keras' Conv1D: Conv2D → Squeeze → BiasAdd → activation. TensorFlow fuses the first three and leaves the Relu and
+    # the Elu outside; a Tanh after a Conv2D fuses in no form (left alone)
+    steps = keras.Input((24, 5), name="steps")
+    y = layers.Conv1D(8, 3, activation="relu")(steps)
+    y = layers.Conv1D(8, 3, activation="elu", padding="same")(y)
+    conv1d = _nonzero(keras.Model(steps, layers.Conv1D(4, 1, activation="tanh")(y)), np)
+    conv1d.export(os.path.join(directory, "conv1d"), verbose=False)
+    # A dilated one (WaveNet's): space-to-batch around the Conv2D, and its Relu after the Squeeze once it is gone
+    dilated = keras.Model(steps, layers.Conv1D(8, 3, dilation_rate=2, activation="relu")(steps))
+    _nonzero(dilated, np).export(os.path.join(directory, "conv1d_dilated"), verbose=False)
 
     rng = np.random.default_rng(SEED)
     module = tf.Module()

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from explorer.engine.uploads import spec_for_path
+from explorer.present.fix_text import fix_text
 from tests.tf_script import run_tf_script
 
 SCRIPT = Path(__file__).resolve().parent / "fix_models.py"
@@ -44,7 +45,8 @@ def fixed(engine, models, tmp_path_factory):
     """{(model, fix): the engine's fix result}, each fixed model written under a folder of this module."""
     out = tmp_path_factory.mktemp("fixed")
     runs = {("bn_cnn", "fold-batchnorm"), ("bn_bf16", "fold-batchnorm"), ("bn_nchw", "fold-batchnorm"), ("bn_cnn.pb", "fold-batchnorm"), ("bn_cnn", "freeze"),
-            ("adds", "bias-add"), ("second_bias", "bias-add"), ("dense3d", "bias-before-reshape"), ("moments", "fold-batchnorm"), ("moments", "freeze"),
+            ("adds", "bias-add"), ("second_bias", "bias-add"), ("conv1d", "squeeze-after-activation"),
+            ("dense3d", "bias-before-reshape"), ("moments", "fold-batchnorm"), ("moments", "freeze"),
             ("dense_gelu4d", "bias-before-reshape"), ("dense_gelu_residual", "bias-before-reshape")}
     return {(name, fix): engine.fix(spec_for_path(str(models / name)), {"env": ONEDNN}, apply=[fix], measure=False,
                                     out=str(out / f"{name.replace('.', '_')}-{fix}"))
@@ -189,6 +191,44 @@ def test_bias_add_merges_a_second_bias_so_that_the_activation_fuses(models, fixe
     after = fused_counts(result["fusions_after"])
     assert after == oracle[result["model_out"]]["fused"]
     assert after == {"_FusedConv2D[BiasAdd,Relu]": 1, "_FusedConv2D[BiasAdd]": 1, "_FusedMatMul[BiasAdd,Relu]": 1}
+
+
+def test_squeeze_after_activation_brings_a_conv1d_activation_into_its_fused_op(models, fixed, oracle, engine):
+    """Keras' Conv1D is Conv2D → Squeeze → BiasAdd → activation: TensorFlow fuses Conv2D + Squeeze + BiasAdd and the
+    activation runs alone. The near-miss names it, and the fix applies the bias and the activation before the
+    Squeeze, after which TensorFlow fuses [BiasAdd, Relu] and [BiasAdd, Elu]. A Tanh fuses after no Conv2D: left."""
+    before = engine.inspect(spec_for_path(str(models / "conv1d")), {"env": ONEDNN})
+    misses = [m for m in before["report"]["near_misses"] if m["kind"] == "activation-after-squeeze"]
+    assert sorted(m["chain"] for m in misses) == ["Conv2D + BiasAdd + Elu", "Conv2D + BiasAdd + Relu"]
+    assert oracle[str(models / "conv1d")]["fused"] == {"_FusedConv2D[BiasAdd]": 3}
+    result = fixed[("conv1d", "squeeze-after-activation")]
+    (applied,) = result["applied"]
+    assert applied["sites"] == 2
+    assert not [m for m in result["near_misses_left"] if m["kind"] == "activation-after-squeeze"]
+    assert agrees_with_tensorflow(oracle, str(models / "conv1d"), result["model_out"]) < 1e-4
+    after = fused_counts(result["fusions_after"])
+    assert after == oracle[result["model_out"]]["fused"]
+    assert after == {"_FusedConv2D[BiasAdd,Relu]": 1, "_FusedConv2D[BiasAdd,Elu]": 1, "_FusedConv2D[BiasAdd]": 1}
+
+
+def test_a_dilated_conv1d_takes_two_fixes_and_each_says_it_resolved_the_chain_with_the_other(models, engine,
+                                                                                             tmp_path):
+    """Keras' Conv1D with dilation_rate 2 and a Relu: one near-miss (space-to-batch) that also needs the Relu before
+    the Squeeze. Both fixes are chosen; together they fuse Conv2D + BiasAdd + Relu, which neither does alone."""
+    original = str(models / "conv1d_dilated")
+    before = engine.inspect(spec_for_path(original), {"env": ONEDNN})
+    (miss,) = before["report"]["near_misses"]
+    assert miss["kind"] == "dilated-as-space-to-batch" and miss["also"] == ["activation-after-squeeze"]
+    assert "its activation too once applied before the Squeeze" in miss["fix"]
+    result = engine.fix(spec_for_path(original), {"env": ONEDNN}, measure=False, out=str(tmp_path / "fixed"))
+    applied = {a["fix"]: a for a in result["applied"]}
+    for fix in ("dilated-conv", "squeeze-after-activation"):
+        assert len(applied[fix]["chains"]) == 1 and applied[fix]["with_others"] == 1, applied[fix]
+    assert "1 near-miss resolved together with the other fixes" in fix_text(result)
+    truth = json.loads(_script("run", original, result["model_out"]).splitlines()[-1])
+    assert truth[result["model_out"]]["fused"] == {"_FusedConv2D[BiasAdd,Relu]": 1}
+    assert fused_counts(result["fusions_after"]) == truth[result["model_out"]]["fused"]
+    assert agrees_with_tensorflow(truth, original, result["model_out"]) < 1e-4
 
 
 def test_inspect_prints_the_fix_command_with_the_model_as_given(models):
