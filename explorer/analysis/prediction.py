@@ -163,6 +163,14 @@ def _contraction(ctx: Context, d: _Draft) -> None:
             d.checks.append(Check("device", ok, "Conv2D+Squeeze+BiasAdd fuses on CPU only", NO_FIX if ok else fix("choose the CPU", [device("cpu")])))
             if not ok:
                 ops = []
+            if act in ("Relu", "Relu6", "Elu", "LeakyRelu"):  # what would join a Conv2D + BiasAdd with no Squeeze
+                full_ops.append(act)
+                d.checks.append(Check("activation before the Squeeze", False,
+                                      f"the remapper's Conv2D+Squeeze+BiasAdd pattern takes no activation: the {act} "
+                                      "after the Squeeze runs as an op of its own (so does a Keras Conv1D's)",
+                                      fix("apply the activation before the Squeeze: no Squeeze between the Conv2D and "
+                                          "its bias (a Conv1D written 4-D; the fix squeeze-after-activation for an "
+                                          "imported model)", [chain("squeeze", False)])))
         elif act != "none" and c.norm == "none":
             act_ok, act_checks, label = act_into_contraction(ctx)
             act_checks += consumer_checks(ctx, "norm")
