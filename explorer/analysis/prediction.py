@@ -163,7 +163,7 @@ def _contraction(ctx: Context, d: _Draft) -> None:
             d.checks.append(Check("device", ok, "Conv2D+Squeeze+BiasAdd fuses on CPU only", NO_FIX if ok else fix("choose the CPU", [device("cpu")])))
             if not ok:
                 ops = []
-            if act in ("Relu", "Relu6", "Elu", "LeakyRelu"):  # what would join a Conv2D + BiasAdd with no Squeeze
+            if act in STOCK_ACTS:  # what would join a Conv2D + BiasAdd with no Squeeze
                 full_ops.append(act)
                 d.checks.append(Check("activation before the Squeeze", False,
                                       f"the remapper's Conv2D+Squeeze+BiasAdd pattern takes no activation: the {act} "

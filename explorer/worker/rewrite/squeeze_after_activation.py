@@ -14,11 +14,11 @@ fuse after a Conv2D (Tanh, Sigmoid: nothing would fuse), an intermediate read by
 
 from __future__ import annotations
 
+from ...analysis.preconditions import STOCK_ACTS
 from .fold_batchnorm import _only
 from .model import Model, attr, each_site
 
 NAME = "squeeze-after-activation"
-FUSED_AFTER_CONV = ("Relu", "Relu6", "Elu", "LeakyRelu")  # the remapper's activations after a Conv2D + BiasAdd
 
 
 def find(model: Model) -> list[dict]:
@@ -30,7 +30,7 @@ def find(model: Model) -> list[dict]:
         squeeze = _only(users, conv.name)
         bias = _only(users, squeeze.name) if squeeze is not None and squeeze.op == "Squeeze" else None
         act = _only(users, bias.name) if bias is not None and bias.op == "BiasAdd" else None
-        if act is None or act.op not in FUSED_AFTER_CONV or bias.input[0].split(":")[0] != squeeze.name:
+        if act is None or act.op not in STOCK_ACTS or bias.input[0].split(":")[0] != squeeze.name:
             continue
         dims = set(attr(squeeze, "squeeze_dims").list.i)
         why = None
