@@ -47,9 +47,9 @@ class Report:
             raise SpecError("model", f"{what} has {self.nodes:,} nodes with its functions; the limit is {MAX_NODES:,}")
         if self.problems:
             hint = f". {TEXT_HINT}" if any(p.reason == TEXT_REASON for p in self.problems) else ""
-            raise SpecError("model", f"{what} refused before anything ran: {_listed(self.problems)}. Only pure-compute ops and "
-                                     "Keras' own layers are taken (models are programs: no file, process, network or "
-                                     f"Python access){hint}")
+            raise SpecError("model", f"{what} refused before anything ran: {_listed(self.problems)}. Only "
+                                     "pure-compute ops and Keras' own layers are taken (models are programs: no file, "
+                                     f"process, network or Python access){hint}")
         if self.sizes:
             more = f"; and {len(self.sizes) - 3} more" if len(self.sizes) > 3 else ""
             raise SpecError("model", f"{what} refused before anything ran: {'; '.join(self.sizes[:3])}{more}")
