@@ -2,7 +2,8 @@
 
 The entry computation's instructions are nodes; a fusion is drawn as a box holding its fused
 computation's instructions, wired to the entry through its parameters (fused parameter k is the
-fusion's operand k). Scalar constants, and broadcasts of them, are counted on their consumer
+fusion's operand k). A loop's body and a conditional's branches are dashed boxes beside their instruction, drawn
+the same way inside. Scalar constants, and broadcasts of them, are counted on their consumer
 ("+2 const") instead of drawn. Each node shows its opcode, shape and the TF op its metadata names.
 Labels are escaped as in ``dot``; element ids come from ``dot.html_id`` so that the linked view can
 light an XLA node and the TF ops it computes together.
@@ -54,74 +55,111 @@ def _folded(instructions: list[dict]) -> set[str]:
 
 
 def to_dot(module: dict, groups: list[dict], title: str = "") -> str:
-    """DOT of the entry computation, each fusion (and custom fusion) a cluster of its fused instructions.
+    """DOT of the entry computation, each fusion (and custom fusion) a cluster of its fused instructions; a loop's
+    body and a conditional's branches are drawn beside their ``while`` or ``conditional`` as clusters of their own
+    (their fusions in them, as in the entry), wired from it by a dashed edge to their parameter.
 
     ``groups`` are ``analysis.xla_fusion.xla_fusions`` entries: their order numbers the clusters
     and their ``words`` label them.
     """
-    comps = {c["name"]: c for c in module["computations"]}
+    drawing = _Drawing(module, groups, new_dot(title))
+    drawing.dot.set("compound", "true")
     entry = next(c for c in module["computations"] if c["is_entry"])
-    group_index = {g["node"]: i for i, g in enumerate(groups)}
-    group_of = {g["node"]: g for g in groups}
-    dot = new_dot(title)
-    dot.set("compound", "true")
-    ids: dict[str, str] = {}  # instruction name -> DOT id
-    edges: list[tuple[str, str]] = []
-    # the node an entry instruction's result comes from (a fusion: its body's root)
-    source: dict[str, str] = {}
-    entry_folded = _folded(entry["instructions"])
-    const_counts: dict[str, int] = {}
+    drawing.computation(drawing.dot, entry, {}, 0)
+    for src, dst, style in drawing.edges:
+        src = drawing.source.get(src, src)
+        if src in drawing.ids and dst in drawing.ids:
+            dot_edge = pydot.Edge(drawing.ids[src], drawing.ids[dst])
+            if style:
+                dot_edge.set("style", style)
+            drawing.dot.add_edge(dot_edge)
+    return drawing.dot.to_string()
 
-    def add(target, ins: dict, consts: int = 0) -> None:
-        ids[ins["name"]] = f"h{len(ids)}"
+
+MAX_DEPTH = 3  # loops within loops drawn this deep; deeper ones stay one node each
+BODY_STYLE = {"style": quoted("rounded,dashed"), "color": quoted("#888888"), "fontsize": "9"}
+
+
+class _Drawing:
+    """One module's DOT as it is drawn: the nodes' DOT ids, the edges (drawn last, between drawn nodes), and the node
+    an instruction's result comes from (a fusion's: its body's root)."""
+
+    def __init__(self, module: dict, groups: list[dict], dot):
+        self.comps = {c["name"]: c for c in module["computations"]}
+        self.group_index = {g["node"]: i for i, g in enumerate(groups)}
+        self.group_of = {g["node"]: g for g in groups}
+        self.groups, self.dot = groups, dot
+        self.ids: dict[str, str] = {}
+        self.edges: list[tuple[str, str, str]] = []
+        self.source: dict[str, str] = {}
+        self.bodies = 0
+
+    def add(self, target, ins: dict, consts: int = 0) -> None:
+        self.ids[ins["name"]] = f"h{len(self.ids)}"
         style = PARAM_STYLE if ins["opcode"] == "parameter" else NODE_STYLE
-        target.add_node(pydot.Node(ids[ins["name"]], label=_label(ins, consts), tooltip=quoted(_tooltip(ins)),
+        target.add_node(pydot.Node(self.ids[ins["name"]], label=_label(ins, consts), tooltip=quoted(_tooltip(ins)),
                                    id=quoted(instruction_id(ins["name"])), **style))
 
-    for ins in entry["instructions"]:
-        for op in ins["operands"]:
-            if op in entry_folded:
-                const_counts[ins["name"]] = const_counts.get(ins["name"], 0) + 1
-    for ins in entry["instructions"]:
-        if ins["name"] in entry_folded:
-            continue
-        body = comps.get(ins["called_computations"][0]) if ins["opcode"] == "fusion" and ins["called_computations"] else None
-        if body is None:
-            add(dot, ins, const_counts.get(ins["name"], 0))
-            source[ins["name"]] = ins["name"]
-            edges += [(op, ins["name"]) for op in ins["operands"] if op not in entry_folded]
-            continue
-        group = group_of.get(ins["name"])
+    def computation(self, target, comp: dict, wired: dict[str, str], depth: int) -> None:
+        """Every instruction of ``comp`` into ``target``; ``wired``: {parameter: the instruction outside that feeds
+        it} for a loop's body or a branch (drawn with a dashed edge from it)."""
+        folded = _folded(comp["instructions"])
+        consts: dict[str, int] = {}
+        for ins in comp["instructions"]:
+            consts[ins["name"]] = sum(1 for op in ins["operands"] if op in folded)
+        for ins in comp["instructions"]:
+            if ins["name"] in folded:
+                continue
+            called = [self.comps[c] for c in ins["called_computations"] if c in self.comps]
+            if ins["opcode"] == "fusion" and called:
+                self.fusion(target, ins, called[0], folded)
+                continue
+            self.add(target, ins, consts[ins["name"]])
+            self.source[ins["name"]] = ins["name"]
+            if ins["name"] in wired:
+                self.edges.append((wired[ins["name"]], ins["name"], "dashed"))
+            self.edges += [(op, ins["name"], "") for op in ins["operands"] if op not in folded]
+            if depth < MAX_DEPTH and ins["opcode"] in ("while", "conditional"):
+                self.control(target, ins, called, depth)
+
+    def control(self, target, ins: dict, called: list[dict], depth: int) -> None:
+        """A loop's body (not its condition, a comparison) or a conditional's branches, each a dashed box whose
+        parameters the ``while`` or ``conditional`` feeds."""
+        parts = called[:1] if ins["opcode"] == "while" else called
+        for k, comp in enumerate(parts):
+            where = ins.get("op_name") or ins["name"]
+            words = f"body of {where}" if ins["opcode"] == "while" else f"branch {k} of {where}"
+            box = pydot.Cluster(f"body{self.bodies}", label=f"<<i>{html_text(shorten(words, 60))}</i>>", **BODY_STYLE)
+            box.set("id", quoted(f"{PREFIX}body-{self.bodies}"))
+            self.bodies += 1
+            params = [i["name"] for i in comp["instructions"] if i["opcode"] == "parameter"]
+            self.computation(box, comp, {p: ins["name"] for p in params}, depth + 1)
+            target.add_subgraph(box)
+
+    def fusion(self, target, ins: dict, body: dict, outer_folded: set[str]) -> None:
+        group = self.group_of.get(ins["name"])
         category = group["category"] if group else "fusion"
         fill, border = KIND_COLOURS.get(category, KIND_COLOURS["fusion"])
-        index = group_index.get(ins["name"], len(groups) + len(source))
+        index = self.group_index.get(ins["name"], len(self.groups) + len(self.source))
         words = group["words"] if group else f"{ins.get('fusion_kind')} fusion"
         sub = fusion_box(index, f"<<i>{html_text(words)}</i><br/>{html_text(ins['name'])}>", PREFIX, fill, border,
                          tooltip=quoted(_tooltip(ins)))
         folded = _folded(body["instructions"])
         params = {i["name"]: i["parameter_number"] for i in body["instructions"] if i["opcode"] == "parameter"}
-        inner_consts: dict[str, int] = {}
-        for inner in body["instructions"]:
-            inner_consts[inner["name"]] = sum(1 for op in inner["operands"] if op in folded)
         for inner in body["instructions"]:
             if inner["name"] in folded or inner["name"] in params:
                 continue
-            add(sub, inner, inner_consts[inner["name"]])
+            self.add(sub, inner, sum(1 for op in inner["operands"] if op in folded))
             for op in inner["operands"]:
                 if op in params:  # fused parameter k <- the fusion's operand k
                     k = params[op]
-                    if k is not None and k < len(ins["operands"]) and ins["operands"][k] not in entry_folded:
-                        edges.append((ins["operands"][k], inner["name"]))
+                    if k is not None and k < len(ins["operands"]) and ins["operands"][k] not in outer_folded:
+                        self.edges.append((ins["operands"][k], inner["name"], ""))
                 elif op not in folded:
-                    edges.append((op, inner["name"]))
+                    self.edges.append((op, inner["name"], ""))
             if inner.get("is_root"):
-                source[ins["name"]] = inner["name"]
-        dot.add_subgraph(sub)
-    for src, dst in edges:
-        src = source.get(src, src)
-        if src in ids and dst in ids:
-            dot.add_edge(pydot.Edge(ids[src], ids[dst]))
-    return dot.to_string()
+                self.source[ins["name"]] = inner["name"]
+        target.add_subgraph(sub)
 
 
 def link_groups(groups: list[dict], grappler_fusions: list[dict], grappler_names, prefix: str) -> list[dict]:

@@ -28,10 +28,16 @@ def annotated(case: str) -> dict:
 
 
 def clusters(text: str) -> dict[str, list[str]]:
-    """cluster element id -> element ids of the nodes drawn inside it."""
-    graph = pydot.graph_from_dot_data(text)[0]
-    return {sub.get("id").strip('"'): [n.get("id").strip('"') for n in sub.get_nodes()]
-            for sub in graph.get_subgraphs()}
+    """cluster element id -> element ids of the nodes drawn right inside it, for every cluster at any depth."""
+    found: dict[str, list[str]] = {}
+
+    def walk(graph) -> None:
+        for sub in graph.get_subgraphs():
+            found[sub.get("id").strip('"')] = [n.get("id").strip('"') for n in sub.get_nodes()]
+            walk(sub)
+
+    walk(pydot.graph_from_dot_data(text)[0])
+    return found
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -40,11 +46,17 @@ def test_one_cluster_per_fusion_holding_its_computed_instructions(case):
     module = result["module"]
     comps = {c["name"]: c for c in module["computations"]}
     drawn = clusters(hlo_dot.to_dot(module, result["fusions"]))
-    # the drawing is the entry computation's; a loop's body and a branch are their own computations, listed only
-    fusions = [(i, g) for i, g in enumerate(result["fusions"]) if g["opcode"] == "fusion" and not g["within"]]
-    assert len(drawn) == len(fusions)
-    entry = next(c for c in module["computations"] if c["is_entry"])
-    by_name = {ins["name"]: ins for ins in entry["instructions"]}
+    # the entry's fusions, and those of a loop's body and of a conditional's branches, each in its own box (those
+    # of a loop's condition, a comparison, are listed only)
+    conditions = {ins["called_computations"][1] for c in module["computations"] for ins in c["instructions"]
+                  if ins["opcode"] == "while"}
+    by_name = {ins["name"]: ins for c in module["computations"] if c["name"] not in conditions
+               for ins in c["instructions"]}
+    fusions = [(i, g) for i, g in enumerate(result["fusions"]) if g["opcode"] == "fusion" and g["node"] in by_name]
+    bodies = [cid for cid in drawn if cid.startswith(hlo_dot.PREFIX + "body-")]
+    assert len(drawn) == len(fusions) + len(bodies)
+    assert len(bodies) == sum({"while": 1, "conditional": len(ins["called_computations"])}.get(ins["opcode"], 0)
+                              for ins in by_name.values())
     for i, group in fusions:
         body = comps[by_name[group["node"]]["called_computations"][0]]["instructions"]
         computed = {hlo_dot.instruction_id(ins["name"]) for ins in body
@@ -61,8 +73,33 @@ def test_the_dot_lays_out(case):
     assert "<svg" in svg
     svg = html.unescape(svg)  # Graphviz writes '-' in ids as &#45;
     for i, group in enumerate(result["fusions"]):
-        if group["opcode"] == "fusion" and not group["within"]:
+        if group["opcode"] == "fusion" and (group["within"] or {}).get("part") != "condition":
             assert f'id="{hlo_dot.cluster_id(i)}"' in svg
+
+
+def test_a_loops_body_and_a_conditionals_branches_are_drawn_beside_them_fed_by_a_dashed_edge():
+    result = annotated("while_cond")
+    text = hlo_dot.to_dot(result["module"], result["fusions"])
+    graph = pydot.graph_from_dot_data(text)[0]
+    boxes = {sub.get("label"): sub for sub in graph.get_subgraphs() if "body-" in sub.get("id")}
+    labels = sorted(label.removeprefix("<<i>").split("</i>")[0] for label in boxes)
+    assert labels == ["body of StatefulPartitionedCall/while", "branch 0 of StatefulPartitionedCall/cond",
+                      "branch 1 of StatefulPartitionedCall/cond"]
+    body = next(sub for label, sub in boxes.items() if "body of" in label)
+    inner = {sub.get("id").strip('"') for sub in body.get_subgraphs()}  # the body's fusions, in its box
+    index = {g["node"]: i for i, g in enumerate(result["fusions"])}
+    assert {hlo_dot.cluster_id(index["dot_add_fusion"]), hlo_dot.cluster_id(index["maximum_bitcast_fusion"])} <= inner
+    ids: dict[str, str] = {}
+
+    def collect(g) -> None:
+        ids.update({n.get("id").strip('"'): n.get_name() for n in g.get_nodes() if n.get("id")})
+        for sub in g.get_subgraphs():
+            collect(sub)
+
+    collect(graph)
+    dashed = {(e.get_source(), e.get_destination()) for e in graph.get_edges() if e.get("style") == "dashed"}
+    assert (ids[hlo_dot.instruction_id("while")], ids[hlo_dot.instruction_id("arg_tuple.1")]) in dashed
+    assert (ids[hlo_dot.instruction_id("cond.4")], ids[hlo_dot.instruction_id("arg_tuple.7")]) in dashed
 
 
 def test_names_are_escaped():
