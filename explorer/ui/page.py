@@ -165,6 +165,8 @@ def _summary_line(engine, choice: sidebar.Choice, result: dict) -> None:
     left, right = st.columns([4.2, 1.3], vertical_alignment="center")  # the pin button's label whole at 1280 px
     with left:
         found = (f"**{len(fusions)} fusion{'s' if len(fusions) != 1 else ''}** found by Grappler" if fusions
+                 # the remapper fused, but Grappler dropped its whole output: its log names fusions none of which ran
+                 else "**no fusion kept**: Grappler gave up on the function" if result.get("grappler_skipped")
                  else "**no fusion** found by Grappler")
         badge = why.verdict_badge(result.get("explanation"))
         # A real GPU run names the GPU; otherwise oneDNN is what decides the CPU's fusions.

@@ -39,6 +39,7 @@ def test_where_grappler_gave_up_the_page_runs_the_ways_that_let_it_optimise_agai
     assert not at.exception and not at.error
     assert any("no Grappler optimisation at all" in w.value for w in at.warning), [w.value for w in at.warning]
     assert any("Grappler gave up on this model" in m.value for m in at.markdown)
+    assert any("**no fusion kept**: Grappler gave up on the function" in m.value for m in at.markdown)
     at = at.button(key="diagnose.run").click().run(timeout=600)
     assert not at.exception
     ways = at.dataframe[-1].value
