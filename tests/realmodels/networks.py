@@ -76,6 +76,18 @@ def _deeplabv3(keras, size: int):
     return keras.Model(backbone.input, layers.UpSampling2D(size // y.shape[1], interpolation="bilinear")(y))
 
 
+def _conv1d(keras, size: int):
+    """A temporal CNN (audio, sensors): Conv1D + ReLU layers over SIZE×16 steps of 32 channels, one of them dilated
+    (WaveNet's), pooled into a Dense classifier."""
+    layers = keras.layers
+    steps = keras.Input((size * 16, 32), name="steps")
+    x = layers.Conv1D(64, 5, padding="same", activation="relu")(steps)
+    x = layers.Conv1D(64, 5, padding="same", activation="relu")(x)
+    x = layers.Conv1D(128, 5, padding="causal", dilation_rate=2, activation="relu")(x)
+    x = layers.Conv1D(128, 5, padding="same", activation="relu")(x)
+    return keras.Model(steps, layers.Dense(10)(layers.GlobalAveragePooling1D()(x)))
+
+
 def _mixed_bfloat16(keras, make):
     """A network under Keras's mixed_bfloat16 policy (bfloat16 layers, batch norms computed in float32)."""
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
@@ -95,8 +107,8 @@ def build(name: str, keras, size: int = 32):
               "densenet121": lambda: apps.DenseNet121(weights=None, input_shape=shape),
               "mobilenetv2": lambda: apps.MobileNetV2(weights=None, input_shape=shape, alpha=0.35),
               "transformer": lambda: _transformer(keras), "oldstyle": lambda: _oldstyle(keras),
-              # for benchmarks/fixes.py, beside the tests' NETWORKS: atrous convolutions, mixed precision
-              "deeplabv3": lambda: _deeplabv3(keras, size),
+              # for benchmarks/fixes.py, beside the tests' NETWORKS: atrous convolutions, Conv1D, mixed precision
+              "deeplabv3": lambda: _deeplabv3(keras, size), "conv1d": lambda: _conv1d(keras, size),
               "mobilenetv2_bf16": lambda: _mixed_bfloat16(keras, makers["mobilenetv2"])}
     return makers[name]()
 
