@@ -13,6 +13,7 @@ from ..model.chain import Chain
 from ..model.graph import Graph, Node, channel_from_right
 from .fusion import canonical_op, fused_label
 from .near_miss_rules import Where, record, rules
+from .preconditions import STOCK_ACTS
 
 UNFUSED = frozenset({"MatMul", "Conv2D", "DepthwiseConv2dNative", "Conv3D"})
 FUSED = frozenset({"_FusedMatMul", "_FusedConv2D", "_FusedDepthwiseConv2dNative", "_FusedConv3D"})
@@ -64,12 +65,12 @@ def _channel_shaped(node: Node, from_right: int = 1) -> bool:
 
 
 def _batch_norm(start: Node, graph: Graph, users: dict) -> list[str]:
-    """[Mul, Add] right after ``start`` (through a BiasAdd) when they scale and shift per channel. Under a
-    mixed-precision policy Keras computes a batch norm in float32: [Cast, Mul, Add, Cast back] then."""
+    """[Mul, Add] right after ``start`` (through a Conv1D's Squeeze, a BiasAdd) when they scale and shift per channel.
+    Under a mixed-precision policy Keras computes a batch norm in float32: [Cast, Mul, Add, Cast back] then."""
     node, names = start, []
     axis = channel_from_right(start.attr.get("data_format") or "")
     outs = users.get(node.name, ())
-    for op in ("BiasAdd", "Cast"):
+    for op in ("Squeeze", "BiasAdd", "Cast"):
         if len(outs) == 1 and outs[0].op == op:
             node = outs[0]
             names.append(node.name)
@@ -93,7 +94,7 @@ def _batch_norm(start: Node, graph: Graph, users: dict) -> list[str]:
     return names + [mul.name, adds[0].name] + cast_back
 
 
-def _batch_norm_miss(node: Node, norm: list[str], graph: Graph, where: Where, fused: bool) -> dict:
+def _batch_norm_miss(node: Node, norm: list[str], graph: Graph, where: Where, fused: bool, users: dict) -> dict:
     base = canonical_op(node.op).removeprefix("Fused") if fused else node.op
     label = fused_label(node.op, node.fused_ops) if fused else node.op
     if base == "Conv2D":
@@ -102,19 +103,26 @@ def _batch_norm_miss(node: Node, norm: list[str], graph: Graph, where: Where, fu
                  "(Conv2D+FusedBatchNorm, CPU)"] + needs
     else:
         needs = [f"a Conv2D: the remapper has no {base}+batch-norm pattern (only a Conv2D takes a FusedBatchNorm)"]
-    ops = ", ".join(sorted({graph[n].op for n in norm if n in graph} - {"Cast"}))
+    ops = ", ".join(sorted({graph[n].op for n in norm if n in graph} - {"Cast", "Squeeze"}))
     casts = [graph[n] for n in norm if n in graph and graph[n].op == "Cast"]
+    squeezed = any(graph[n].op == "Squeeze" for n in norm if n in graph)  # a Conv1D's Conv2D, squeezed to 1-D
+    label_to = f"{label} → Squeeze" if squeezed else label
     if casts:
         needs.append(f"no Cast between the {base} and the batch norm (the remapper fuses ops of one dtype)")
         to = casts[0].dtype or "float32"
-        form = (f"{label} → Cast to {to} → batch norm written as arithmetic ({ops})"
+        form = (f"{label_to} → Cast to {to} → batch norm written as arithmetic ({ops})"
                 + (f" → Cast back to {casts[1].dtype or node.dtype}" if len(casts) > 1 else "")
                 + f": a BatchNormalization under a mixed-precision policy (Keras computes it in {to})")
     else:
-        form = (f"{label} → batch norm written as arithmetic ({ops}): Keras 3's BatchNormalization in inference, "
-                "or a batch norm folded into constants")
-    return record("batchnorm-as-arithmetic", [node.name, *norm], f"{label} + batch norm", form, "; ".join(needs),
+        form = (f"{label_to} → batch norm written as arithmetic ({ops}): Keras 3's BatchNormalization in "
+                "inference, or a batch norm folded into constants" + (" (after a Conv1D)" if squeezed else ""))
+    miss = record("batchnorm-as-arithmetic", [node.name, *norm], f"{label} + batch norm", form, "; ".join(needs),
                   FOLD_BN, after_fused=fused)
+    # a Conv1D's: once folded, its bias follows the Squeeze, and so does the activation after it
+    act = _activation_after(graph[norm[-1]], users) if norm and norm[-1] in graph else None
+    if squeezed and act is not None and act.op in STOCK_ACTS:
+        miss["also"] = ["activation-after-squeeze"]
+    return miss
 
 
 def _unfused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Where, traced) -> list[dict]:
@@ -139,10 +147,12 @@ def _unfused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Whe
             "BatchToSpaceND"]:
         return _space_to_batch(node, nxt, graph, users, where)
     if node.op == "Conv2D" and nxt.op == "Squeeze" and [c.op for c in users.get(nxt.name, ())] == ["BiasAdd"]:
-        return _squeezed(node, nxt, users[nxt.name][0], users, where)
+        squeezed = _squeezed(node, nxt, users[nxt.name][0], users, where)
+        if squeezed:
+            return squeezed
     norm = _batch_norm(node, graph, users)
     if norm:
-        return [_batch_norm_miss(node, norm, graph, where, False)]
+        return [_batch_norm_miss(node, norm, graph, where, False, users)]
     if nxt.op == "BiasAdd":
         return _not_fused_here(node, nxt, users, where)
     if nxt.op in ("AddV2", "Add"):
@@ -278,7 +288,7 @@ def _activation_without_bias(node: Node, act: Node, traced: Graph | None) -> dic
 def _after_fused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Where) -> list[dict]:
     norm = _batch_norm(node, graph, users) if node.fused_ops == ("BiasAdd",) else []
     if norm:
-        return [_batch_norm_miss(node, norm, graph, where, True)]
+        return [_batch_norm_miss(node, norm, graph, where, True, users)]
     if node.fused_ops == ("BiasAdd",) and len(outs) == 1 and outs[0].op in ("AddV2", "Add") \
             and _is_bias(outs[0], node, graph):
         return _second_bias(node, outs[0], graph, users, where)

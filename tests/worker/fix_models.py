@@ -11,7 +11,8 @@ norms in float32 between bfloat16 convolutions: Keras's mixed_bfloat16 policy); 
 Conv2D with a bias + batch norm + Relu, and without bias + batch norm + Relu6);
 ``adds`` (a tf.Module: Conv2D and MatMul whose 1-D biases are added with ``+``, and a residual add
 of two convolutions, which is no bias); ``conv1d`` (Keras Conv1D layers with
-Relu, Elu and Tanh) and ``conv1d_dilated`` (one with dilation_rate 2 and a Relu); ``second_bias`` (the same Conv2D and MatMul with a BiasAdd and then a second
+Relu, Elu and Tanh) ``conv1d_dilated`` (one with dilation_rate 2 and a Relu) and ``conv1d_bn`` (Conv1D
++ BatchNormalization + ReLU, with and without the conv's bias); ``second_bias`` (the same Conv2D and MatMul with a BiasAdd and then a second
 bias added with ``+`` before their Relu); ``dense3d`` (Dense on a 3-D input: MatMul, Reshape, BiasAdd); ``dense_gelu4d`` (a Dense GELU on a 4-D input) and
 ``dense_gelu_residual`` (one on a 3-D input, with a residual add after it);
 ``attention_mask2d`` and ``attention_mask4d`` (q·kᵀ × scale + a [6, 6] or a [1, 1, 6, 6] mask);
@@ -111,6 +112,10 @@ def export(directory: str) -> None:
     # A dilated one (WaveNet's): space-to-batch around the Conv2D, and its Relu after the Squeeze once it is gone
     dilated = keras.Model(steps, layers.Conv1D(8, 3, dilation_rate=2, activation="relu")(steps))
     _nonzero(dilated, np).export(os.path.join(directory, "conv1d_dilated"), verbose=False)
+    # Conv1D + BatchNormalization + ReLU (audio and sensor models), with and without the conv's own bias
+    y = layers.ReLU()(layers.BatchNormalization()(layers.Conv1D(8, 3, use_bias=False)(steps)))
+    y = layers.ReLU()(layers.BatchNormalization()(layers.Conv1D(8, 3)(y)))
+    _nonzero(keras.Model(steps, y), np).export(os.path.join(directory, "conv1d_bn"), verbose=False)
 
     rng = np.random.default_rng(SEED)
     module = tf.Module()

@@ -231,6 +231,27 @@ def test_a_dilated_conv1d_takes_two_fixes_and_each_says_it_resolved_the_chain_wi
     assert agrees_with_tensorflow(truth, original, result["model_out"]) < 1e-4
 
 
+def test_a_conv1d_batch_norm_is_folded_and_its_relu_joins_the_conv(models, engine, tmp_path):
+    """Conv1D + BatchNormalization + ReLU: the batch norm (Mul, AddV2) follows the Conv1D's Squeeze. It is named, with
+    the ReLU's fix beside it; folded, its bias follows the Squeeze, and then the Squeeze moves past the ReLU: both
+    convs become _FusedConv2D [BiasAdd, Relu], checked against TensorFlow alone."""
+    original = str(models / "conv1d_bn")
+    before = engine.inspect(spec_for_path(original), {"env": ONEDNN})
+    misses = before["report"]["near_misses"]
+    assert [m["kind"] for m in misses] == ["batchnorm-as-arithmetic"] * 2
+    assert all(m["also"] == ["activation-after-squeeze"] and "→ Squeeze → batch norm" in m["form"] for m in misses)
+    result = engine.fix(spec_for_path(original), {"env": ONEDNN}, measure=False, out=str(tmp_path / "fixed"))
+    applied = {a["fix"]: a for a in result["applied"]}
+    assert applied["fold-batchnorm"]["sites"] == 2 and applied["fold-batchnorm"]["left"] == []
+    assert applied["squeeze-after-activation"]["sites"] == 2
+    assert result["near_misses_left"] == []
+    truth = json.loads(_script("run", original, result["model_out"]).splitlines()[-1])
+    assert truth[original]["fused"] == {"_FusedConv2D[BiasAdd]": 1}
+    assert truth[result["model_out"]]["fused"] == {"_FusedConv2D[BiasAdd,Relu]": 2}
+    assert fused_counts(result["fusions_after"]) == truth[result["model_out"]]["fused"]
+    assert agrees_with_tensorflow(truth, original, result["model_out"]) < 1e-4
+
+
 def test_inspect_prints_the_fix_command_with_the_model_as_given(models):
     """The command under the near-misses is one to copy: the model's path as the command line named it."""
     path = str(models / "second_bias")

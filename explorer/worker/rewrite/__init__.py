@@ -3,8 +3,8 @@
 One module per fix, named after it; each has ``NAME``, ``find(model)`` (every site of its form, with
 why a site is left alone where it is) and ``apply(model, targets)`` -> (sites rewritten, sites left).
 ``REWRITES`` is their order when several apply together: a bias written as an Add becomes a BiasAdd, and
-a dilated convolution one Conv2D, and a Conv1D's activation joins its bias (squeeze-after-activation), before a
-batch norm after it is folded; freezing comes last (it turns the
+a dilated convolution one Conv2D, before a batch norm after it is folded; then a Conv1D's activation joins its
+bias, its own or a folded batch norm's (squeeze-after-activation); freezing comes last (it turns the
 folded weights into constants too). ``split-mish`` prevents a fusion instead (a way around one that breaks
 the model: engine.diagnose). ``source`` makes the working copy of a loaded model; ``output`` writes the result.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from . import bias_add, bias_before_reshape, dilated_conv, fold_batchnorm, freeze, split_mish, squeeze_after_activation
 
-REWRITES = {module.NAME: module for module in (bias_add, bias_before_reshape, dilated_conv, squeeze_after_activation,
-                                               fold_batchnorm, split_mish, freeze)}
+REWRITES = {module.NAME: module for module in (bias_add, bias_before_reshape, dilated_conv, fold_batchnorm,
+                                               squeeze_after_activation, split_mish, freeze)}
 NAMES = tuple(REWRITES)
 
 

@@ -43,6 +43,11 @@ def find(model: Model) -> list[dict]:
             continue
         chain = [node]
         nxt = _only(users, node.name)
+        squeeze = None
+        if nxt is not None and nxt.op == "Squeeze" and node.op == "Conv2D":  # a Conv1D's Conv2D, squeezed to 1-D
+            squeeze = nxt
+            chain.append(nxt)
+            nxt = _only(users, nxt.name)
         bias_input = None
         if nxt is not None and (nxt.op == "BiasAdd" or nxt.op in ADDS and _other(nxt, chain[-1]) is not None):
             other = nxt.input[1] if nxt.op == "BiasAdd" else _other(nxt, chain[-1])
@@ -51,6 +56,8 @@ def find(model: Model) -> list[dict]:
                 chain.append(nxt)
                 nxt = _only(users, nxt.name)
         if nxt is not None and nxt.op in BATCH_NORMS:
+            if squeeze is not None:
+                continue  # a FusedBatchNorm op reads 4-D data: not after a Squeeze
             site = _batch_norm_op(model, nodes, chain, nxt, bias_input)
             if site is not None:
                 site["why"] = site["why"] or _refusal(model, node, chain + [nxt], nodes, controlled)
@@ -77,8 +84,9 @@ def find(model: Model) -> list[dict]:
             cast_out = cast_out if cast_out is not None and cast_out.op == "Cast" and \
                 attr(cast_out, "DstT").type == attr(node, "T").type else None
             chain += [cast_out] if cast_out is not None else []
-        sites.append({"nodes": [n.name for n in chain], "contraction": node.name, "bias_node": chain[1].name
+        sites.append({"nodes": [n.name for n in chain], "contraction": node.name, "bias_node": chain[2 if squeeze else 1].name
                       if bias_input else None, "bias": bias_input, "scale": scale, "shift": shift,
+                      "squeeze": squeeze.name if squeeze is not None else None,
                       "cast_in": cast_in.name if cast_in is not None else None,
                       "cast_out": cast_out.name if cast_out is not None else None,
                       "why": _refusal(model, node, chain, nodes, controlled)})
@@ -164,7 +172,8 @@ def _fold(model: Model, site: dict, values: dict) -> str | None:
     else:
         node = model.graph_def.node.add(name=model.unique(f"{conv.name}/BiasAdd"))
         node.attr["T"].type = dtype.as_datatype_enum
-    as_bias_add(node, conv.name, new_bias, _layout(conv))
+    # after a Conv1D's Squeeze, as its own bias is (squeeze-after-activation then moves the Squeeze past both)
+    as_bias_add(node, site.get("squeeze") or conv.name, new_bias, _layout(conv))
     result = node.name
     if site.get("cast_in") and not site.get("cast_out"):
         model.nodes()[site["cast_in"]].input[0] = node.name

@@ -86,7 +86,8 @@ class Model:
         """How a constant-valued weight is held: "variable" (read from a handle), "const", or None."""
         nodes = self.nodes()
         node = nodes.get(self.source(tensor, nodes))
-        while node is not None and node.op == "Cast" and node.input:  # a mixed-precision layer's weight, cast
+        # a mixed-precision layer's weight, cast; a Conv1D's kernel, expanded to the 4-D filter of its Conv2D
+        while node is not None and node.op in ("Cast", "ExpandDims") and node.input:
             node = nodes.get(self.source(node.input[0], nodes))
         if node is None:
             return None
