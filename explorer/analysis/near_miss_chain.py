@@ -42,13 +42,16 @@ def after_contractions(graph: Graph, users: dict, where: Where, traced: Graph | 
 
 def _per_channel(node: Node | None, graph: Graph, from_right: int = 1) -> bool:
     """A batch norm's scale or shift: a constant, a tensor of one value per channel, or something read off an
-    Rsqrt."""
+    Rsqrt: Keras 3's shift is β − μ·(γ·rsqrt(σ²+ε)), three ops from it (the way to tell where a graph records no
+    shapes, as a simulated GPU's does)."""
     if node is None:
         return False
     if node.op in ("Const", "Rsqrt") or _channel_shaped(node, from_right):
         return True
+    if _dims(node.shape) is not None:
+        return False  # a recorded shape, and not one value per channel (a batch norm along another axis)
     frontier = [node]
-    for _ in range(2):
+    for _ in range(3):
         frontier = [graph[e.src] for n in frontier for e in n.data_inputs if e.src in graph]
         if any(n.op == "Rsqrt" for n in frontier):
             return True
@@ -98,12 +101,12 @@ def _batch_norm_miss(node: Node, norm: list[str], graph: Graph, where: Where, fu
     base = canonical_op(node.op).removeprefix("Fused") if fused else node.op
     label = fused_label(node.op, node.fused_ops) if fused else node.op
     if base == "Conv2D":
-        needs, _, _ = rules(Chain("Conv2D", bias="none", norm="FusedBatchNorm"), node, where)
+        needs, _, _ = rules(Chain("Conv2D", bias="none", norm="FusedBatchNorm"), node, where, graph)
         needs = ["a FusedBatchNormV3 node (inference) right after the Conv2D, with no bias between "
                  "(Conv2D+FusedBatchNorm, CPU)"] + needs
     else:
         needs = [f"a Conv2D: the remapper has no {base}+batch-norm pattern (only a Conv2D takes a FusedBatchNorm)"]
-    ops = ", ".join(sorted({graph[n].op for n in norm if n in graph} - {"Cast", "Squeeze"}))
+    ops = ", ".join(sorted({graph[n].op for n in norm if n in graph} - {"Cast", "Squeeze", "BiasAdd"}))
     casts = [graph[n] for n in norm if n in graph and graph[n].op == "Cast"]
     squeezed = any(graph[n].op == "Squeeze" for n in norm if n in graph)  # a Conv1D's Conv2D, squeezed to 1-D
     label_to = f"{label} → Squeeze" if squeezed else label
@@ -147,17 +150,17 @@ def _unfused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Whe
             "BatchToSpaceND"]:
         return _space_to_batch(node, nxt, graph, users, where)
     if node.op == "Conv2D" and nxt.op == "Squeeze" and [c.op for c in users.get(nxt.name, ())] == ["BiasAdd"]:
-        squeezed = _squeezed(node, nxt, users[nxt.name][0], users, where)
+        squeezed = _squeezed(node, nxt, users[nxt.name][0], users, where, graph)
         if squeezed:
             return squeezed
     norm = _batch_norm(node, graph, users)
     if norm:
         return [_batch_norm_miss(node, norm, graph, where, False, users)]
     if nxt.op == "BiasAdd":
-        return _not_fused_here(node, nxt, users, where)
+        return _not_fused_here(node, nxt, users, where, graph)
     if nxt.op in ("AddV2", "Add"):
         if _is_bias(nxt, node, graph):
-            needs, candidates, code = rules(Chain(node.op, bias="Add"), node, where)
+            needs, candidates, code = rules(Chain(node.op, bias="Add"), node, where, graph)
             return [record("bias-as-add", [node.name, nxt.name], f"{node.op} + BiasAdd",
                            f"{node.op} → {nxt.op} of a 1-D bias (a broadcast add)",
                            "; ".join(needs) or "a BiasAdd (tf.nn.bias_add)", "; ".join(code) or "use tf.nn.bias_add",
@@ -181,7 +184,7 @@ def _space_to_batch(node: Node, nxt: Node, graph: Graph, users: dict, where: Whe
         return []
     shift = graph[norm[-1]] if norm else after[0]
     act = _activation_after(shift, users)
-    needs, candidates, code = rules(Chain(node.op, bias="BiasAdd", activation=act.op if act else "none"), node, where)
+    needs, candidates, code = rules(Chain(node.op, bias="BiasAdd", activation=act.op if act else "none"), node, where, graph)
     between = back.op if nxt is back else f"{nxt.op} → {back.op}"
     chain = f"{node.op} + " + ("batch norm" if norm else "BiasAdd") + (f" + {act.op}" if act else "")
     call = "tf.nn.conv1d" if nxt.op == "Squeeze" else "tf.nn.conv2d"  # a Conv1D's Conv2D is squeezed back to 1-D
@@ -220,12 +223,12 @@ def _is_bias(add: Node, source: Node, graph: Graph) -> bool:
         other[0].shape.startswith("[") and other[0].shape.count(",") == 0 and other[0].shape != "[]"
 
 
-def _not_fused_here(node: Node, bias: Node, users: dict, where: Where) -> list[dict]:
+def _not_fused_here(node: Node, bias: Node, users: dict, where: Where, graph: Graph) -> list[dict]:
     """The remapper's own pattern (contraction → BiasAdd [→ activation]) left unfused for a reason the rules name:
     a dtype this CPU, oneDNN or the stock kernels do not fuse (Keras's mixed_float16 policy on a CPU), a device.
     Nothing when the rules see no reason, or when the remapper is switched off (nothing fuses then, by choice)."""
     act = _activation_after(bias, users)
-    needs, candidates, code = rules(Chain(node.op, bias="BiasAdd", activation=act.op if act else "none"), node, where)
+    needs, candidates, code = rules(Chain(node.op, bias="BiasAdd", activation=act.op if act else "none"), node, where, graph)
     if not needs or any(n.startswith("remapper enabled") for n in needs):
         return []
     chain = f"{node.op} + BiasAdd" + (f" + {act.op}" if act else "")
@@ -293,7 +296,7 @@ def _after_fused(node: Node, outs: list[Node], graph: Graph, users: dict, where:
             and _is_bias(outs[0], node, graph):
         return _second_bias(node, outs[0], graph, users, where)
     if node.op == "_FusedConv2D" and node.fused_ops == ("BiasAdd",) and len(outs) == 1 and outs[0].op == "Squeeze":
-        return _squeezed(node, outs[0], None, users, where)
+        return _squeezed(node, outs[0], None, users, where, graph)
     base = canonical_op(node.op).removeprefix("Fused")
     label = fused_label(node.op, node.fused_ops)
     ops = {c.op for c in outs}
@@ -302,10 +305,10 @@ def _after_fused(node: Node, outs: list[Node], graph: Graph, users: dict, where:
         mul = next(c for c in outs if c.op == "Mul")
         if any(e.src == sigmoid.name for e in mul.data_inputs):
             return [_left_out(node, [sigmoid.name, mul.name], "Swish", label, base, outs, where,
-                              "Sigmoid and Mul (x·sigmoid(x)) after")]
+                              "Sigmoid and Mul (x·sigmoid(x)) after", graph)]
     for nxt in outs:
         if nxt.op in ACTIVATIONS and nxt.op not in node.fused_ops:
-            return [_left_out(node, [nxt.name], nxt.op, label, base, outs, where, f"{nxt.op} after")]
+            return [_left_out(node, [nxt.name], nxt.op, label, base, outs, where, f"{nxt.op} after", graph)]
     for nxt in outs:
         if nxt.op in GELU_OPS and base == "MatMul" and not any("Gelu" in f for f in node.fused_ops):
             near = [c for o in outs for c in users.get(o.name, ())] + outs
@@ -316,7 +319,7 @@ def _after_fused(node: Node, outs: list[Node], graph: Graph, users: dict, where:
                 act = "GeluExact" if exact else "GeluApproximate"
                 return [_left_out(node, [nxt.name], act, label, base, outs, where,
                                   f"a GELU, {'exact (Erfc)' if act == 'GeluExact' else 'approximate (Tanh)'}, "
-                                  "written as element-wise ops after")]
+                                  "written as element-wise ops after", graph)]
     return []
 
 
@@ -329,7 +332,7 @@ def _second_bias(node: Node, add: Node, graph: Graph, users: dict, where: Where)
         return []
     base = canonical_op(node.op).removeprefix("Fused")
     shown = "GELU" if act.startswith("Gelu") else act
-    needs, _, _ = rules(Chain(base, bias="BiasAdd", activation=act), node, where)
+    needs, _, _ = rules(Chain(base, bias="BiasAdd", activation=act), node, where, graph)
     return [record("second-bias", [node.name, add.name, *tail], f"{base} + BiasAdd + {shown}",
                    f"{fused_label(node.op, node.fused_ops)} → {add.op} of a 1-D tensor (a second bias) → "
                    f"{_act_words(act)}, left outside the fused op",
@@ -339,14 +342,15 @@ def _second_bias(node: Node, add: Node, graph: Graph, users: dict, where: Where)
                    after_fused=True)]
 
 
-def _squeezed(node: Node, squeeze: Node, bias: Node | None, users: dict, where: Where) -> list[dict]:
+def _squeezed(node: Node, squeeze: Node, bias: Node | None, users: dict, where: Where, graph: Graph
+              ) -> list[dict]:
     """A Conv1D (a Conv2D squeezed back to 1-D) whose activation follows the Squeeze and its bias: the remapper's
     Conv2D + Squeeze + BiasAdd pattern (CPU) takes no activation, and without it (a GPU) nothing fuses. Named where
     the rules fuse that activation after a Conv2D + BiasAdd: applied before the Squeeze, it would join them."""
     act = _activation_after(bias or squeeze, users)
     if act is None:
         return []
-    needs, candidates, _ = rules(Chain("Conv2D", bias="BiasAdd", activation=act.op), node, where)
+    needs, candidates, _ = rules(Chain("Conv2D", bias="BiasAdd", activation=act.op), node, where, graph)
     if needs:
         return []
     label = fused_label(node.op, node.fused_ops) if bias is None else node.op
@@ -363,9 +367,9 @@ def _squeezed(node: Node, squeeze: Node, bias: Node | None, users: dict, where: 
 
 
 def _left_out(node: Node, names: list[str], act: str, label: str, base: str, outs: list[Node], where: Where,
-              form: str) -> dict:
+              form: str, graph: Graph | None = None) -> dict:
     kind = "gelu-left-out" if act.startswith("Gelu") else "activation-left-out"
-    needs, candidates, code = rules(Chain(base, bias="BiasAdd", activation=act), node, where)
+    needs, candidates, code = rules(Chain(base, bias="BiasAdd", activation=act), node, where, graph)
     if not needs:
         extra = len(outs) - len(names)
         needs = [f"the fused op's output has {extra} more consumer(s), so it must stay a tensor of its own"
@@ -430,7 +434,7 @@ def _attention_scores(node: Node, mul: Node, users: dict, graph: Graph, where: W
     if scale is None or add is None or add.op not in ("AddV2", "Add"):
         return []
     addend = _other(add, mul.name, graph)
-    needs, candidates, code = rules(Chain(kind="batch_matmul_scale_add"), node, where)
+    needs, candidates, code = rules(Chain(kind="batch_matmul_scale_add"), node, where, graph)
     addend_shape = addend.shape if addend is not None else ""
     product, factor, added = _dims(node.shape), _dims(scale.shape), _dims(addend_shape)
     if factor and any(d != "1" for d in factor):

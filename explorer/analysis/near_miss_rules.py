@@ -34,10 +34,13 @@ class Where:
                      dict(config.get("grappler") or {}), set(fp.get("cpu_flags") or ()))
 
 
-def rules(chain: Chain, node: Node, where: Where) -> tuple[list[str], list[list[SettingDict]], list[str]]:
+def rules(chain: Chain, node: Node, where: Where, graph: Graph | None = None
+          ) -> tuple[list[str], list[list[SettingDict]], list[str]]:
     """The remapper's failing conditions for ``chain`` at ``node`` here: (what they need, in words; the
-    alternatives made only of settings, as candidates to run; the code changes the other fixes name)."""
-    p = {"dtype": node.dtype or "float32", "data_format": node.attr.get("data_format", "NHWC") or "NHWC"}
+    alternatives made only of settings, as candidates to run; the code changes the other fixes name). ``graph``:
+    where the node's filter is read from (a GPU's fused convolution needs a spatial one)."""
+    p = {"dtype": node.dtype or "float32", "data_format": node.attr.get("data_format", "NHWC") or "NHWC",
+         "filter_size": filter_size(node, graph)}
     ctx = Context(chain, p, where.device, where.onednn, where.env, where.switches, where.cpu_flags)
     failing = [check for check in predict(ctx).checks if check.ok is False]
     # "needs" is followed by what is needed: the condition, then why it fails here (a check's detail is a statement)
@@ -55,6 +58,18 @@ def rules(chain: Chain, node: Node, where: Where) -> tuple[list[str], list[list[
         if not found and check.fix.text and check.fix.text not in code:
             code.append(check.fix.text)  # a change to the model's code: said in words
     return needs, candidates, code
+
+
+def filter_size(node: Node, graph: Graph | None) -> int | None:
+    """A convolution's filter size as the checklist's parameter: 1 for a 1×1 filter, its larger side otherwise; None
+    where the graph does not say (then no condition on it is claimed to fail)."""
+    if graph is None or "Conv2D" not in node.op or len(node.data_inputs) < 2:
+        return None
+    source = graph.get(node.data_inputs[1].src)
+    dims = source.shape.strip("[]").split(",") if source is not None and source.shape.startswith("[") else []
+    if len(dims) != 4 or not all(d.strip().isdigit() for d in dims[:2]):
+        return None
+    return max(int(dims[0]), int(dims[1]))
 
 
 def record(kind: str, nodes: list[str], chain_text: str, form: str, needs: str, code_change: str,

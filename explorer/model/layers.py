@@ -105,6 +105,8 @@ def _pool():
 # The one table of layer types: type -> (input rank needed or None, spatial rank of tuples, fields).
 LAYER_TYPES: dict[str, tuple] = {
     "Dense": (None, 0, (F("units", "int", "output features", required=True, high=65536), _act(), _BIAS)),
+    "Conv1D": (3, 1, (F("filters", "int", "output channels", required=True), _kernel("width (steps)"),
+                      _strides("along the steps"), _PAD, _act(), _BIAS)),
     "Conv2D": (4, 2, (F("filters", "int", "output channels", required=True), _kernel("height, width"),
                       _strides("height, width"), _PAD, _act(), _BIAS)),
     "DepthwiseConv2D": (4, 2, (_kernel("height, width"), _strides("height, width"),
@@ -128,7 +130,7 @@ LAYER_TYPES: dict[str, tuple] = {
     "AveragePooling2D": (4, 2, _pool()),
     "GlobalAveragePooling2D": (4, 0, ()),
 }
-WINDOWED = ("Conv2D", "DepthwiseConv2D", "Conv3D", "MaxPooling2D", "AveragePooling2D")
+WINDOWED = ("Conv1D", "Conv2D", "DepthwiseConv2D", "Conv3D", "MaxPooling2D", "AveragePooling2D")
 
 
 def field_help() -> dict:

@@ -323,7 +323,7 @@ def _weights(where, kind, p, s, dtype) -> int:
     n = 0
     if kind == "Dense":
         n = s[-1] * p["units"]
-    elif kind in ("Conv2D", "Conv3D"):
+    elif kind in ("Conv1D", "Conv2D", "Conv3D"):
         n = math.prod(p["kernel_size"]) * s[-1] * p["filters"]
     elif kind == "DepthwiseConv2D":
         n = math.prod(p["kernel_size"]) * s[-1] * p["depth_multiplier"]

@@ -312,3 +312,28 @@ def test_a_sigmoid_gate_after_a_fused_convolution_is_not_told_to_become_a_relu()
     (miss,) = [m for m in near_misses(graph, Where(onednn=True)) if m["kind"] == "activation-left-out"]
     assert "XLA" in miss["fix"] and "a model with Relu, Relu6 or Elu there instead" in miss["fix"]
     assert "use MatMul or Relu" not in miss["fix"] and "MatMul + Sigmoid with oneDNN" in miss["needs"]
+
+
+def conv1d_graph(kernel: str) -> Graph:
+    """A Conv1D + ReLU and a Conv1D + batch norm + ReLU as a simulated GPU's graph holds them: unfused, and no shape
+    recorded but the filters' (Conv2D → Squeeze → BiasAdd → ...)."""
+    nodes = [node("x", "_Arg"), node("w", "_Arg", shape=kernel), node("b", "_Arg"),
+             node("c1", "Conv2D", "x", "w"), node("s1", "Squeeze", "c1"), node("b1", "BiasAdd", "s1", "b"),
+             node("r1", "Relu", "b1"),
+             node("c2", "Conv2D", "r1", "w"), node("s2", "Squeeze", "c2"), node("b2", "BiasAdd", "s2", "b"),
+             node("v", "_Arg"), node("g", "_Arg"), node("m", "_Arg"), node("beta", "_Arg"),
+             node("bn/Rsqrt", "Rsqrt", "v"), node("bn/mul", "Mul", "g", "bn/Rsqrt"),
+             node("bn/mul_1", "Mul", "b2", "bn/mul"), node("bn/mul_2", "Mul", "m", "bn/mul"),
+             node("bn/sub", "Sub", "beta", "bn/mul_2"), node("bn/add_1", "AddV2", "bn/mul_1", "bn/sub"),
+             node("r2", "Relu", "bn/add_1"), node("out", "_Retval", "r2")]
+    return Graph(tuple(nodes))
+
+
+def test_on_a_gpu_a_conv1ds_relu_and_batch_norm_are_named_from_the_graphs_ops():
+    """cuDNN fuses Conv2D + BiasAdd + Relu for a spatial filter: a Conv1D's 1×5 is one (the checklist's filter size
+    was taken as 1×1 for every imported or stacked Conv2D, so no near-miss was named), a 1×1 is not. The batch norm's
+    shift is three ops from its Rsqrt: per channel where the graph records no shapes."""
+    gpu = Where(device="gpu-sim:ampere")
+    kinds = {m["nodes"][0]: m["kind"] for m in near_misses(conv1d_graph("[1,5,8,8]"), gpu)}
+    assert kinds == {"c1": "activation-after-squeeze", "c2": "batchnorm-as-arithmetic"}
+    assert "c1" not in {m["nodes"][0] for m in near_misses(conv1d_graph("[1,1,8,8]"), gpu)}

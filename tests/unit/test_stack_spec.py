@@ -64,6 +64,7 @@ BAD = [
     ("activation required", stack({"type": "Activation"}), "layers[0]: activation: required"),
     ("wrong rank", stack(CONV, shape=(2, 4)), "layers[0] (conv): type: Conv2D needs a 4-D input"),
     ("Conv3D rank", stack({"type": "Conv3D", "filters": 2}), "layers[0]: type: Conv3D needs a 5-D input"),
+    ("Conv1D rank", stack({"type": "Conv1D", "filters": 2}), "layers[0]: type: Conv1D needs a 3-D input"),
     ("window too big", stack(dict(CONV, kernel_size=9, padding="valid")), "layers[0] (conv): kernel_size: window"),
     ("pool too big", stack({"type": "MaxPooling2D", "pool_size": 9, "padding": "valid"}), "layers[0]: pool_size: window"),
     ("unknown input name", stack(CONV, {"type": "Add", "inputs": ["conv", "nope"]}), "layers[1]: inputs: no earlier layer named 'nope'"),

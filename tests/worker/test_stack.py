@@ -186,6 +186,18 @@ def test_stack_benchmark_proves_which_graph_each_variant_ran(engine):
     assert result["agreement"]["within_tolerance"]
 
 
+def test_a_conv1d_stack_names_the_relu_its_squeeze_keeps_out(engine):
+    """Keras' Conv1D: TensorFlow fuses Conv2D + Squeeze + BiasAdd (its output shape worked out as Keras does) and
+    the Relu after the Squeeze runs alone, named as a near-miss; a Conv1D with no activation is none."""
+    data = {"name": "conv1d", "input": {"shape": [2, 32, 4], "dtype": "float32"}, "layers": [
+        {"type": "Conv1D", "filters": 8, "kernel_size": 5, "activation": "relu"},
+        {"type": "Conv1D", "filters": 8, "strides": 2, "padding": "valid"}]}
+    result = engine.inspect({"stack": data}, Config())
+    assert result["output_shapes"] == [[2, 15, 8]]  # (32 - 3) // 2 + 1 steps
+    assert [(f["op"], f["fused_ops"]) for f in result["fusions"]] == [("_FusedConv2D", ["BiasAdd"])] * 2
+    assert [m["kind"] for m in result["report"]["near_misses"]] == ["activation-after-squeeze"]
+
+
 def test_every_layer_type_and_activation_builds_and_runs(engine):
     act = [{"type": "Activation", "name": f"a_{a}", "activation": a}
            for a in ("leaky_relu", "tanh", "sigmoid", "gelu_exact", "swish", "hard_swish", "mish", "gelu_approximate")]

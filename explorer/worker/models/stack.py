@@ -47,8 +47,8 @@ def _layer(keras, layer, dtype):
         return L.Activation(p["activation"] or "linear", **kw)
     if t == "Dense":
         return L.Dense(p["units"], activation=p["activation"], use_bias=p["use_bias"], **kw)
-    if t in ("Conv2D", "Conv3D"):
-        cls = L.Conv2D if t == "Conv2D" else L.Conv3D
+    if t in ("Conv1D", "Conv2D", "Conv3D"):
+        cls = {"Conv1D": L.Conv1D, "Conv2D": L.Conv2D, "Conv3D": L.Conv3D}[t]
         return cls(p["filters"], p["kernel_size"], strides=p["strides"], padding=p["padding"],
                    activation=p["activation"], use_bias=p["use_bias"], **kw)
     if t == "DepthwiseConv2D":
