@@ -2,8 +2,9 @@
 
 The finder walks every contraction and every fused contraction of the graph after Grappler (where
 what did not fuse is still in place) and names what follows it when that stops a fusion; the kinds
-live in ``near_miss_chain`` (bias, activation, GELU, batch norm, Reshape, EinsumDense, Einsum) and
-``near_miss_norm`` (layer normalisation written as arithmetic). For each, *what form the pattern
+live in ``near_miss_chain`` (bias, activation, GELU, Reshape, space-to-batch, a Conv1D's Squeeze), with
+``near_miss_batchnorm`` (batch norm written as arithmetic) and ``near_miss_matmul`` (EinsumDense, attention's
+scores, Einsum) beside it, and ``near_miss_norm`` (layer normalisation written as arithmetic). For each, *what form the pattern
 needs* is read from the remapper's rules for that op, device, dtype and flags (``prediction.predict``
 over the chain the near-miss would have to be), and so are the settings that might fuse it.
 

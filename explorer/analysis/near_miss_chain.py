@@ -1,27 +1,26 @@
 """Near-misses that follow a contraction: what stands between it (fused or not) and the pattern.
 
 Unfused contractions: a bias written as a broadcast Add, a Reshape between the MatMul and its bias
-(a Keras Dense on a 3-D input), a batch norm written as arithmetic, an activation with no bias before
-it, the pattern itself left unfused (a dtype not fused here), a dilated convolution written as space-to-batch,
-EinsumDense's BatchMatMulV2 paths and Einsum (no remapper pattern at all). Fused contractions: a
-batch norm written as arithmetic after them, an activation or a GELU left outside.
+(a Keras Dense on a 3-D input), an activation with no bias before it, the pattern itself left unfused (a dtype
+not fused here), a dilated convolution written as space-to-batch, a Conv1D's activation after its Squeeze.
+Fused contractions: a second bias, an activation or a GELU left outside. A batch norm after either is
+``near_miss_batchnorm``'s; batched products (EinsumDense, attention's scores, Einsum) ``near_miss_matmul``'s.
 """
 
 from __future__ import annotations
 
 from ..model.chain import Chain
-from ..model.graph import Graph, Node, channel_from_right
+from ..model.graph import Graph, Node
 from .fusion import canonical_op, fused_label
+from .near_miss_batchnorm import FOLD_BN, batch_norm, batch_norm_miss
+from .near_miss_matmul import batch_matmul, einsum
 from .near_miss_rules import Where, record, rules
-from .preconditions import STOCK_ACTS
 
 UNFUSED = frozenset({"MatMul", "Conv2D", "DepthwiseConv2dNative", "Conv3D"})
 FUSED = frozenset({"_FusedMatMul", "_FusedConv2D", "_FusedDepthwiseConv2dNative", "_FusedConv3D"})
 ACTIVATIONS = frozenset({"Relu", "Relu6", "Elu", "LeakyRelu", "Tanh", "Sigmoid"})
 GELU_OPS = frozenset({"Mul", "AddV2", "Square", "Pow", "Neg", "RealDiv"})
 CURVES = frozenset({"Erf", "Erfc", "Tanh"})  # what makes element-wise ops after a bias a GELU
-FOLD_BN = ("for inference, fold the batch norm into the layer's weights and bias (or call "
-           "tf.compat.v1.nn.fused_batch_norm after a convolution without bias)")
 DENSE_2D = "apply the Dense to a 2-D tensor (reshape to [batch × tokens, features] before it, back after)"
 
 
@@ -30,102 +29,14 @@ def after_contractions(graph: Graph, users: dict, where: Where, traced: Graph | 
     for node in graph.nodes:
         outs = [c for c in users.get(node.name, ()) if c.op != "_Retval"]
         if node.op == "Einsum":
-            found.append(_einsum(node))
+            found.append(einsum(node))
         elif node.op in ("BatchMatMulV2", "BatchMatMul"):
-            found += _batch_matmul(node, outs, users, graph, where)
+            found += batch_matmul(node, outs, users, graph, where)
         elif node.op in UNFUSED:
             found += _unfused(node, outs, graph, users, where, traced)
         elif node.op in FUSED and node.fused_ops and node.fused_ops[-1] in ("BiasAdd", "FusedBatchNorm"):
             found += _after_fused(node, outs, graph, users, where)
     return found
-
-
-def _per_channel(node: Node | None, graph: Graph, from_right: int = 1) -> bool:
-    """A batch norm's scale or shift: a constant, a tensor of one value per channel, or something read off an
-    Rsqrt: Keras 3's shift is β − μ·(γ·rsqrt(σ²+ε)), three ops from it (the way to tell where a graph records no
-    shapes, as a simulated GPU's does)."""
-    if node is None:
-        return False
-    if node.op in ("Const", "Rsqrt") or _channel_shaped(node, from_right):
-        return True
-    if _dims(node.shape) is not None:
-        return False  # a recorded shape, and not one value per channel (a batch norm along another axis)
-    frontier = [node]
-    for _ in range(3):
-        frontier = [graph[e.src] for n in frontier for e in n.data_inputs if e.src in graph]
-        if any(n.op == "Rsqrt" for n in frontier):
-            return True
-    return False
-
-
-def _channel_shaped(node: Node, from_right: int = 1) -> bool:
-    """One value per channel, broadcast over the rest: [C] or [1, ..., 1, C] (channels last, ``from_right`` 1);
-    [C, 1, 1] or [1, C, 1, 1] (channels first: 3)."""
-    dims = _dims(node.shape) or []
-    if len(dims) < from_right:
-        return False
-    return all(d == "1" for i, d in enumerate(dims) if i != len(dims) - from_right)
-
-
-def _batch_norm(start: Node, graph: Graph, users: dict) -> list[str]:
-    """[Mul, Add] right after ``start`` (through a Conv1D's Squeeze, a BiasAdd) when they scale and shift per channel.
-    Under a mixed-precision policy Keras computes a batch norm in float32: [Cast, Mul, Add, Cast back] then."""
-    node, names = start, []
-    axis = channel_from_right(start.attr.get("data_format") or "")
-    outs = users.get(node.name, ())
-    for op in ("Squeeze", "BiasAdd", "Cast"):
-        if len(outs) == 1 and outs[0].op == op:
-            node = outs[0]
-            names.append(node.name)
-            outs = users.get(node.name, ())
-    if len(outs) != 1 or outs[0].op != "Mul":
-        return []
-    mul = outs[0]
-    if not any(_per_channel(graph.get(e.src), graph, axis) for e in mul.data_inputs if e.src != node.name):
-        return []
-    adds = users.get(mul.name, ())
-    # AddN: the arithmetic optimiser merges the shift with a residual add that follows (ResNet's blocks).
-    if len(adds) != 1 or adds[0].op not in ("AddV2", "Add", "Sub", "AddN"):
-        return []
-    # An AddN may carry the shift folded together with others' (the optimiser hoists constants): the
-    # per-channel scale straight after the contraction already says batch norm.
-    if adds[0].op != "AddN" and not any(_per_channel(graph.get(e.src), graph, axis)
-                                        for e in adds[0].data_inputs if e.src != mul.name):
-        return []
-    back = users.get(adds[0].name, ())
-    cast_back = [back[0].name] if node.op == "Cast" and len(back) == 1 and back[0].op == "Cast" else []
-    return names + [mul.name, adds[0].name] + cast_back
-
-
-def _batch_norm_miss(node: Node, norm: list[str], graph: Graph, where: Where, fused: bool, users: dict) -> dict:
-    base = canonical_op(node.op).removeprefix("Fused") if fused else node.op
-    label = fused_label(node.op, node.fused_ops) if fused else node.op
-    if base == "Conv2D":
-        needs, _, _ = rules(Chain("Conv2D", bias="none", norm="FusedBatchNorm"), node, where, graph)
-        needs = ["a FusedBatchNormV3 node (inference) right after the Conv2D, with no bias between "
-                 "(Conv2D+FusedBatchNorm, CPU)"] + needs
-    else:
-        needs = [f"a Conv2D: the remapper has no {base}+batch-norm pattern (only a Conv2D takes a FusedBatchNorm)"]
-    ops = ", ".join(sorted({graph[n].op for n in norm if n in graph} - {"Cast", "Squeeze", "BiasAdd"}))
-    casts = [graph[n] for n in norm if n in graph and graph[n].op == "Cast"]
-    squeezed = any(graph[n].op == "Squeeze" for n in norm if n in graph)  # a Conv1D's Conv2D, squeezed to 1-D
-    label_to = f"{label} → Squeeze" if squeezed else label
-    if casts:
-        needs.append(f"no Cast between the {base} and the batch norm (the remapper fuses ops of one dtype)")
-        to = casts[0].dtype or "float32"
-        form = (f"{label_to} → Cast to {to} → batch norm written as arithmetic ({ops})"
-                + (f" → Cast back to {casts[1].dtype or node.dtype}" if len(casts) > 1 else "")
-                + f": a BatchNormalization under a mixed-precision policy (Keras computes it in {to})")
-    else:
-        form = (f"{label_to} → batch norm written as arithmetic ({ops}): Keras 3's BatchNormalization in "
-                "inference, or a batch norm folded into constants" + (" (after a Conv1D)" if squeezed else ""))
-    miss = record("batchnorm-as-arithmetic", [node.name, *norm], f"{label} + batch norm", form, "; ".join(needs),
-                  FOLD_BN, after_fused=fused)
-    # a Conv1D's: once folded, its bias follows the Squeeze, and so does the activation after it
-    act = _activation_after(graph[norm[-1]], users) if norm and norm[-1] in graph else None
-    if squeezed and act is not None and act.op in STOCK_ACTS:
-        miss["also"] = ["activation-after-squeeze"]
-    return miss
 
 
 def _unfused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Where, traced) -> list[dict]:
@@ -153,9 +64,9 @@ def _unfused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Whe
         squeezed = _squeezed(node, nxt, users[nxt.name][0], users, where, graph)
         if squeezed:
             return squeezed
-    norm = _batch_norm(node, graph, users)
+    norm = batch_norm(node, graph, users)
     if norm:
-        return [_batch_norm_miss(node, norm, graph, where, False, users)]
+        return [batch_norm_miss(node, norm, graph, where, False, users)]
     if nxt.op == "BiasAdd":
         return _not_fused_here(node, nxt, users, where, graph)
     if nxt.op in ("AddV2", "Add"):
@@ -179,7 +90,7 @@ def _space_to_batch(node: Node, nxt: Node, graph: Graph, users: dict, where: Whe
     after = users.get(back.name, ())
     # What the Conv2D's bias would be: its own, or a batch norm to fold into one (DeepLab's atrous Conv2D without
     # bias, then BatchNormalization)
-    norm = _batch_norm(back, graph, users) if len(after) == 1 and after[0].op == "Mul" else []
+    norm = batch_norm(back, graph, users) if len(after) == 1 and after[0].op == "Mul" else []
     if not norm and (len(after) != 1 or not _is_bias(after[0], back, graph)):
         return []
     shift = graph[norm[-1]] if norm else after[0]
@@ -289,9 +200,9 @@ def _activation_without_bias(node: Node, act: Node, traced: Graph | None) -> dic
 
 
 def _after_fused(node: Node, outs: list[Node], graph: Graph, users: dict, where: Where) -> list[dict]:
-    norm = _batch_norm(node, graph, users) if node.fused_ops == ("BiasAdd",) else []
+    norm = batch_norm(node, graph, users) if node.fused_ops == ("BiasAdd",) else []
     if norm:
-        return [_batch_norm_miss(node, norm, graph, where, True, users)]
+        return [batch_norm_miss(node, norm, graph, where, True, users)]
     if node.fused_ops == ("BiasAdd",) and len(outs) == 1 and outs[0].op in ("AddV2", "Add") \
             and _is_bias(outs[0], node, graph):
         return _second_bias(node, outs[0], graph, users, where)
@@ -387,76 +298,3 @@ def _code_for(act: str, base: str) -> str:
         return (f"none in TensorFlow's remapper for a {base}: {act} joins a MatMul only; XLA (jit_compile=True) fuses "
                 f"it, or a model with Relu, Relu6 or Elu there instead would")
     return "none the remapper offers for this chain; XLA (jit_compile=True) fuses element-wise tails"
-
-
-def _batch_matmul(node: Node, outs: list[Node], users: dict, graph: Graph, where: Where) -> list[dict]:
-    if len(outs) != 1:
-        return []
-    nxt, names = outs[0], [node.name, outs[0].name]
-    if nxt.op == "Mul":
-        return _attention_scores(node, nxt, users, graph, where)
-    if nxt.op == "Reshape":
-        after = [c for c in users.get(nxt.name, ()) if c.op in ("BiasAdd", "AddV2", "Add")]
-        if not after:
-            return []
-        names.append(after[0].name)
-        form = f"{node.op} → Reshape → {after[0].op} (EinsumDense: a projection with a bias)"
-    elif nxt.op in ("BiasAdd", "AddV2", "Add"):
-        form = f"{node.op} → {nxt.op} (EinsumDense: a projection with a bias)"
-    else:
-        return []
-    return [record("einsumdense-batchmatmul", names, f"{node.op} + bias", form,
-                   "a 2-D MatMul directly followed by BiasAdd: the remapper fuses no bias into BatchMatMulV2 "
-                   "(oneDNN's _MklFusedBatchMatMulV2 takes BatchMatMulV2×scale + a rank-4 addend only)",
-                   "write the projection as a Dense on a 2-D tensor (reshape to [batch × tokens, features]), "
-                   "whose MatMul+BiasAdd fuses")]
-
-
-def _dims(shape: str) -> list[str] | None:
-    """'[2,4,16,16]' as its dimensions ('-1' where unknown); None when TensorFlow recorded no shape."""
-    if not shape.startswith("["):
-        return None
-    return [d.strip() for d in shape.strip("[]").split(",")] if shape != "[]" else []
-
-
-def _other(node: Node, source: str, graph: Graph) -> Node | None:
-    """The other input of a binary op ``node`` than ``source``'s output."""
-    others = [graph.get(e.src) for e in node.data_inputs if e.src != source]
-    return others[0] if len(others) == 1 else None
-
-
-def _attention_scores(node: Node, mul: Node, users: dict, graph: Graph, where: Where) -> list[dict]:
-    """BatchMatMulV2 × scale + addend (attention's scores and their mask), left unfused: oneDNN's
-    _MklFusedBatchMatMulV2 [Mul, Add] takes a scalar scale, a rank-4 product and a rank-4 addend whose second
-    dimension is 1 (a mask broadcast over the heads). Named only where a condition read here fails."""
-    after = users.get(mul.name, ())
-    scale, add = _other(mul, node.name, graph), after[0] if len(after) == 1 else None
-    if scale is None or add is None or add.op not in ("AddV2", "Add"):
-        return []
-    addend = _other(add, mul.name, graph)
-    needs, candidates, code = rules(Chain(kind="batch_matmul_scale_add"), node, where, graph)
-    addend_shape = addend.shape if addend is not None else ""
-    product, factor, added = _dims(node.shape), _dims(scale.shape), _dims(addend_shape)
-    if factor and any(d != "1" for d in factor):
-        needs.append(f"a scalar scale (here {scale.shape})")
-        code.append("scale by a scalar")
-    if product is not None and len(product) != 4:
-        needs.append(f"a rank-4 product, [batch, heads, queries, keys] (here {node.shape})")
-        code.append("compute the scores as a rank-4 tf.matmul, [batch, heads, queries, keys]")
-    if added is not None and (len(added) != 4 or added[1] != "1"):
-        needs.append(f"an addend of rank 4 whose second dimension is 1, [batch, 1, queries, keys] (here {addend_shape})")
-        code.append("give the mask the shape [batch or 1, 1, queries, keys] before the add (tf.reshape(mask, "
-                    "[1, 1, queries, keys]) for a [queries, keys] one), so one mask serves every head")
-    if not needs:
-        return []  # every condition read here holds: nothing to name
-    return [record("attention-scores", [node.name, mul.name, add.name], f"{node.op} × scale + mask",
-                   f"{node.op} → Mul (scale) → {add.op} (attention's scores and mask)", "; ".join(needs),
-                   "; ".join(code) or "none in this configuration", candidates)]
-
-
-def _einsum(node: Node) -> dict:
-    return record("einsum", [node.name], "Einsum", f"Einsum ({node.attr.get('equation', 'a contraction')})",
-                  "a MatMul or BatchMatMulV2: the remapper has no pattern for Einsum, which stays unfused "
-                  "(counted with the unfused contractions)",
-                  "write it as tf.matmul (attention: BatchMatMulV2 × scale + mask fuses into "
-                  "_MklFusedBatchMatMulV2 with oneDNN)")

@@ -66,8 +66,8 @@ def filter_size(node: Node, graph: Graph | None) -> int | None:
     if graph is None or "Conv2D" not in node.op or len(node.data_inputs) < 2:
         return None
     source = graph.get(node.data_inputs[1].src)
-    dims = source.shape.strip("[]").split(",") if source is not None and source.shape.startswith("[") else []
-    if len(dims) != 4 or not all(d.strip().isdigit() for d in dims[:2]):
+    dims = (source.dims if source is not None else None) or []
+    if len(dims) != 4 or not all(d.isdigit() for d in dims[:2]):
         return None
     return max(int(dims[0]), int(dims[1]))
 

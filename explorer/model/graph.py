@@ -55,6 +55,14 @@ class Node:
     def data_inputs(self) -> list[Edge]:
         return [e for e in self.inputs if not e.control]
 
+    @property
+    def dims(self) -> list[str] | None:
+        """The recorded shape's dimensions ('[2,4,16,16]': ['2', '4', '16', '16']; '-1' where unknown); None when
+        TensorFlow recorded no shape."""
+        if not self.shape.startswith("["):
+            return None
+        return [d.strip() for d in self.shape.strip("[]").split(",")] if self.shape != "[]" else []
+
     def to_dict(self) -> dict:
         return {
             "name": self.name, "op": self.op, "device": self.device, "dtype": self.dtype,

@@ -6,14 +6,15 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from explorer.analysis import fix_plan, near_miss_chain, near_miss_norm
+import explorer.analysis
+from explorer.analysis import fix_plan
 from explorer.ui import report
 
 
 def reported_kinds() -> set[str]:
     kinds = set()
-    for module in (near_miss_chain, near_miss_norm):
-        tree = ast.parse(Path(module.__file__).read_text())
+    for path in sorted(Path(explorer.analysis.__file__).parent.glob("near_miss_*.py")):  # every finder's module
+        tree = ast.parse(path.read_text())
         for call in ast.walk(tree):
             if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "record" and call.args:
                 first = call.args[0]
