@@ -13,7 +13,6 @@ import shutil
 
 import streamlit as st
 
-from ..analysis.annotate import tf_failures
 from ..engine import uploads
 from ..errors import ExplorerError
 from ..model.devices import is_simulated
@@ -88,7 +87,7 @@ def _run(engine, choice, key: str) -> None:
 
 def gave_up(result: dict) -> bool:
     """Whether TensorFlow logged that Grappler gave up on the model (it then ran the graph unoptimised)."""
-    return bool(tf_failures((result.get("grappler") or {}).get("notable") or []))
+    return bool(result.get("grappler_skipped"))  # the log line, as analysis.annotate found it
 
 
 def show(found: dict) -> None:

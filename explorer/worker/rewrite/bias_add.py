@@ -34,21 +34,24 @@ def find(model: Model) -> list[dict]:
         if add is None or add.op not in ADDS:
             continue
         bias = _other(add, node)
-        if bias is None:
-            continue
-        out, shape = model.shape(node.name), model.shape(bias)
-        why = None
-        if not model.constant_valued(bias):
+        if bias is None or not model.constant_valued(bias):
             continue  # an add of two computed tensors (a residual), not a bias
-        if shape is None or len(shape) != 1 or out is None or not out or shape[0] != out[-1]:
-            why = f"the added tensor has shape {shape}, not [{out[-1] if out else 'C'}] along the last axis"
-        elif node.op != "MatMul" and attr(node, "data_format").s not in (b"", b"NHWC", b"NDHWC"):
-            why = f"{node.op} is channels-first: a BiasAdd there reads another axis"
-        elif model.has_control_edges(add.name):
-            why = f"{add.name} has control edges"
         sites.append({"nodes": [node.name, add.name], "contraction": node.name, "add": add.name, "bias": bias,
-                      "why": why})
+                      "why": _why_not(model, node, bias, node, [add])})
     return sites
+
+
+def _why_not(model: Model, node, bias: str, layout, adds: list) -> str | None:
+    """Why ``bias`` added after the contraction ``node`` is not a BiasAdd along its last axis (None: it is);
+    ``layout``: the op whose data format that axis follows; ``adds``: the ops the rewrite touches."""
+    out, shape = model.shape(node.name), model.shape(bias)
+    if shape is None or len(shape) != 1 or not out or shape[0] != out[-1]:
+        return f"the added tensor has shape {shape}, not [{out[-1] if out else 'C'}] along the last axis"
+    if layout.op != "MatMul" and attr(layout, "data_format").s not in (b"", b"NHWC", b"NDHWC"):
+        return f"{layout.name} is channels-first: a BiasAdd there reads another axis"
+    if any(model.has_control_edges(a.name) for a in adds):
+        return f"{' or '.join(a.name for a in adds)} has control edges"
+    return None
 
 
 def _second(model: Model, users: dict, node, bias_add) -> list[dict]:
@@ -57,17 +60,8 @@ def _second(model: Model, users: dict, node, bias_add) -> list[dict]:
     bias = _other(add, bias_add) if add is not None and add.op in ADDS else None
     if bias is None or not model.constant_valued(bias):
         return []
-    first = bias_add.input[1]
-    out, shape = model.shape(node.name), model.shape(bias)
-    why = None
-    if not model.constant_valued(first):
-        why = f"{bias_add.name}'s own bias is computed from the model's inputs"
-    elif shape is None or len(shape) != 1 or out is None or not out or shape[0] != out[-1]:
-        why = f"the added tensor has shape {shape}, not [{out[-1] if out else 'C'}] along the last axis"
-    elif attr(bias_add, "data_format").s not in (b"", b"NHWC", b"NDHWC"):
-        why = f"{bias_add.name} is channels-first: the second bias broadcasts along another axis"
-    elif model.has_control_edges(add.name) or model.has_control_edges(bias_add.name):
-        why = f"{add.name} or {bias_add.name} has control edges"
+    why = (f"{bias_add.name}'s own bias is computed from the model's inputs"
+           if not model.constant_valued(bias_add.input[1]) else _why_not(model, node, bias, bias_add, [add, bias_add]))
     return [{"nodes": [node.name, bias_add.name, add.name], "contraction": node.name, "add": add.name, "bias": bias,
              "bias_add": bias_add.name, "why": why}]
 

@@ -105,8 +105,7 @@ def _move_tail(model: Model, reshape: str, bias: str) -> list[str]:
         for i, text in enumerate(node.input):
             if text.split(":")[0] == reshape:
                 node.input[i] = bias
-        if "_output_shapes" in node.attr:  # recorded for the shape after the Reshape; TensorFlow infers the new one
-            del node.attr["_output_shapes"]
+    model.forget_shapes(tail)  # recorded for the shape after the Reshape
     model.reroute(f"{exits[0]}:0", f"{reshape}:0")  # what read the activation reads the Reshape...
     model.nodes()[reshape].input[0] = exits[0]  # ...which now reshapes the activation
     return list(tail)

@@ -126,8 +126,6 @@ def _rewrite(model: Model, site: dict) -> list[str]:
         conv.attr["explicit_paddings"].list.i[:] = site["explicit"]
     previous = nodes[site["nodes"][-2]]  # the Squeeze, or the Conv2D
     model.reroute(f"{site['back']}:0", f"{previous.name}:0")
-    for name in site["nodes"][1:-1]:  # recorded for the space-to-batch shapes; TensorFlow infers the new ones
-        if "_output_shapes" in nodes[name].attr:
-            del nodes[name].attr["_output_shapes"]
+    model.forget_shapes(site["nodes"][1:-1])  # recorded for the space-to-batch shapes
     model.remove([site["space"], site["back"]])
     return []

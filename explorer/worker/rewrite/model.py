@@ -140,6 +140,14 @@ class Model:
                     node.input[i] = new
         self.outputs = [new if _tensor(t) == old else t for t in self.outputs]
 
+    def forget_shapes(self, names) -> None:
+        """Drop the shapes recorded on these nodes: the rewrite changed what they compute on, and TensorFlow infers
+        the new ones when it imports the graph."""
+        nodes = self.nodes()
+        for name in names:
+            if name in nodes and "_output_shapes" in nodes[name].attr:
+                del nodes[name].attr["_output_shapes"]
+
     def remove(self, names) -> None:
         names = set(names)
         keep = [n for n in self.graph_def.node if n.name not in names]

@@ -55,7 +55,5 @@ def _rewrite(model: Model, site: dict) -> list[str]:
     model.reroute(f"{site['act']}:0", f"{site['squeeze']}:0")  # what read the activation reads the Squeeze...
     bias.input[0] = squeeze.input[0]  # ...the bias is added to the Conv2D's output...
     squeeze.input[0] = f"{site['act']}:0"  # ...and the Squeeze comes last
-    for name in (site["bias"], site["act"], site["squeeze"]):  # recorded for the 1-D shapes; TensorFlow infers anew
-        if "_output_shapes" in nodes[name].attr:
-            del nodes[name].attr["_output_shapes"]
+    model.forget_shapes([site["bias"], site["act"], site["squeeze"]])  # recorded for the 1-D shapes
     return []
