@@ -24,6 +24,7 @@ STAGE_PAIRS = (("traced", "optimized"), ("optimized", "executed"), ("traced", "e
 
 # Log lines by which TensorFlow admits it gave up on optimising, and what they mean for a person.
 SKIPPED_GRAPPLER = "Ignoring multi-device function optimization failure"
+REMAPPER_FAILED = "] remapper failed: "  # meta_optimizer's line: the pass's whole output is thrown away
 TF_FAILURES = (
     (SKIPPED_GRAPPLER,
      "Grappler failed on this function and TensorFlow silently ran it with no Grappler optimisation "
@@ -32,6 +33,9 @@ TF_FAILURES = (
      "The remapper produced a node with no op (a TensorFlow defect), which made Grappler give up."),
     ("Fusion is not implemented",
      "The remapper made a fused node whose kernel does not implement that combination (a TensorFlow defect)."),
+    (REMAPPER_FAILED,
+     "Grappler's remapper failed on this graph (a TensorFlow defect), and TensorFlow dropped every change it made: "
+     "none of the fusions its log lists were kept, though the other passes' work was."),
 )
 
 
@@ -70,6 +74,7 @@ def annotate(result: InspectResult) -> InspectResult:
     # The log line by which TensorFlow admits it ran the function with no Grappler at all.
     notable = (result.get("grappler") or {}).get("notable") or []
     result["grappler_skipped"] = next((line for line in notable if SKIPPED_GRAPPLER in line), None)
+    result["remapper_failed"] = next((line for line in notable if REMAPPER_FAILED in line), None)
     # The verdict's checklist is that of one op chain (a source's ``checklist``); other models have the
     # whole-model report.
     source = source_for_data(result.get("spec"))

@@ -24,7 +24,8 @@ _DUMP = re.compile(r"Dumped Graph to (.+)$")
 NOTABLE = re.compile(
     r"Fuse |Ignoring multi-device function optimization failure|does not specify an operation|"
     r"No registered '' OpKernel|has an empty op name|Fusion is not implemented|"
-    r"Optimizing fused batch norm node"
+    r"Optimizing fused batch norm node|"
+    r"^\w+ failed: "  # a pass that failed (meta_optimizer): TensorFlow drops what that pass did and goes on
 )
 
 

@@ -188,6 +188,7 @@ class InspectResult(TypedDict, total=False):
     renames_by_pair: dict[str, list[list[str]]]  # [name, old op, new op]
     warnings: list[str]
     grappler_skipped: str | None  # TF's log line when it ran the function without Grappler
+    remapper_failed: str | None  # TF's log line when the remapper failed and its changes were dropped
     explanation: Explanation
     report: dict  # analysis.model_report.report: fusions by pattern, near-misses, totals
 

@@ -1,7 +1,8 @@
 """When the fusion breaks the model: find the fused node responsible, the ways around it, and the repro to file.
 
 Shown under the agreement banner when its verdict says the fusion breaks the model or changes its numbers, and
-under the summary's warning when Grappler gave up on the model (its outputs agree, but it ran unoptimised). One
+under the summary's warning when Grappler gave up on the model or its remapper failed (the outputs agree, but
+TensorFlow dropped the fusions). One
 button runs ``engine.diagnose`` (each fused node's ops alone in a fresh process, the ways around it run); the
 answer is kept per session, and the responsible node's standalone script is offered for download.
 """
@@ -35,9 +36,11 @@ def broken_panel(engine, result: dict, choice) -> None:
 
 
 def gave_up_panel(engine, result: dict, choice) -> None:
-    """Under the warning that Grappler gave up (the outputs agree): the ways that let it optimise the model."""
+    """Under the warning that Grappler gave up or its remapper failed (the outputs agree): the ways that let it
+    optimise the model."""
     if not words.headline(result.get("agreement")) and gave_up(result):
-        _panel(engine, choice, "**Grappler gave up on this model: what lets it optimise the model again**",
+        what = "Grappler gave up on this model" if result.get("grappler_skipped") else "The remapper failed on this model"
+        _panel(engine, choice, f"**{what}: what lets it optimise the model again**",
                "Runs the model with the remapper off and with oneDNN flipped, each in a fresh process, checked "
                "against its unfused graph and timed, and says whether Grappler then optimised it. About half a "
                "minute.", "Find a way around it")
@@ -86,15 +89,16 @@ def _run(engine, choice, key: str) -> None:
 
 
 def gave_up(result: dict) -> bool:
-    """Whether TensorFlow logged that Grappler gave up on the model (it then ran the graph unoptimised)."""
-    return bool(result.get("grappler_skipped"))  # the log line, as analysis.annotate found it
+    """Whether TensorFlow logged that Grappler gave up on the model (it then ran the graph unoptimised) or that its
+    remapper failed (the graph ran without any of its fusions)."""
+    return bool(result.get("grappler_skipped") or result.get("remapper_failed"))  # as analysis.annotate found them
 
 
 def show(found: dict) -> None:
     pinned = found.get("pinned")
     if pinned is None and found.get("warnings") and found["verdict"]["fault"] is None:
-        st.markdown("The outputs agree, but Grappler gave up: the model ran with no graph optimisation. "
-                    "Each way around it, run here:")
+        st.markdown("The outputs agree, but TensorFlow dropped Grappler's work (" + "; ".join(
+                        w.split(" TensorFlow logged:")[0] for w in found["warnings"]) + "). Each way around it, run here:")
     elif pinned is None:
         st.warning("No fused node's ops, run alone, show the fault: it needs more of the model than one fusion.")
     else:

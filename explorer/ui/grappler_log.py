@@ -24,7 +24,10 @@ def panel(result: dict) -> None:
     st.markdown("**The remapper's own lines**")
     lines = grappler.get("remapper_log") or []
     st.code("\n".join(lines) if lines else remapper_silence(result), language="text", wrap_lines=True)
-    if lines:
+    if lines and result.get("remapper_failed"):
+        st.caption("None of these fusions were kept: the remapper then failed, and TensorFlow dropped everything it "
+                   f"did. TensorFlow logged: {result['remapper_failed'].split('] ', 1)[-1]}")
+    elif lines:
         # e.g. the GELU sub-graph folds into _FusedMatMul without a line: the log alone undercounts.
         st.caption("Not every rewrite logs a line at this level: the fusions under 'Graphs before → after' are "
                    "the full account.")

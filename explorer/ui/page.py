@@ -166,7 +166,9 @@ def _summary_line(engine, choice: sidebar.Choice, result: dict) -> None:
     with left:
         found = (f"**{len(fusions)} fusion{'s' if len(fusions) != 1 else ''}** found by Grappler" if fusions
                  # the remapper fused, but Grappler dropped its whole output: its log names fusions none of which ran
-                 else "**no fusion kept**: Grappler gave up on the function" if diagnose.gave_up(result)
+                 else "**no fusion kept**: Grappler gave up on the function" if result.get("grappler_skipped")
+                 else "**no fusion kept**: the remapper failed, and TensorFlow dropped its fusions"
+                 if result.get("remapper_failed")
                  else "**no fusion** found by Grappler")
         badge = why.verdict_badge(result.get("explanation"))
         # A real GPU run names the GPU; otherwise oneDNN is what decides the CPU's fusions.

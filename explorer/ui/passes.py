@@ -101,6 +101,10 @@ def panel(engine, result: dict, choice) -> None:
         st.warning("**None of this was kept.** Grappler failed on the graph these passes made, and TensorFlow ran "
                    "the function as traced: the changes listed here never reached the graph that ran (see 'Why it "
                    "fused (or not)').", icon=":material/undo:")
+    elif result.get("remapper_failed"):
+        st.warning("**The remapper's changes were not kept.** It failed on this graph and TensorFlow went on without "
+                   "what it did: the graph that ran has none of its fusions, though the other passes' changes are "
+                   "there.", icon=":material/undo:")
     st.markdown(table_html(table), unsafe_allow_html=True)
     _pass_graphs(engine, result, run, table, choice)
 

@@ -112,6 +112,13 @@ def panel(result: dict, model_id: str | None = None, params: dict | None = None,
             "is the traced graph, and no fusion (nor constant folding, nor pruning) happened. This is a "
             f"TensorFlow defect, not something the model did wrong. TensorFlow logged: `{skipped.split('] ', 1)[-1]}`",
             icon=":material/report:")
+    failed = result.get("remapper_failed")
+    if failed:
+        st.error(
+            "**The remapper failed, and TensorFlow dropped what it did.** Grappler's remapper raised an error on this "
+            "graph and TensorFlow went on without its changes, without raising one itself: no fusion it made was "
+            "kept (the other passes' work was). This is a TensorFlow defect, not something the model did wrong. "
+            f"TensorFlow logged: `{failed.split('] ', 1)[-1]}`", icon=":material/report:")
     if not explanation.get("agrees", True):
         st.warning(
             f"**The rules predicted {fusions_text(explanation.get('predicted') or [])}, but TensorFlow made "

@@ -46,3 +46,22 @@ def test_where_grappler_gave_up_the_page_runs_the_ways_that_let_it_optimise_agai
     assert list(ways["way around"]) == ["the remapper off for this model", "oneDNN off (TF_ENABLE_ONEDNN_OPTS=0)"]
     assert list(ways["agrees"]) == [True, True] and list(ways["Grappler optimises"]) == [True, True]
     assert not any("No fused node's ops" in w.value for w in at.warning)
+
+
+def test_where_the_remapper_failed_the_page_says_no_fusion_was_kept_and_offers_the_ways(make_app):
+    # Pre-activation residual blocks with oneDNN on: the remapper fuses conv + bias + add + relu though the add is
+    # read by the next skip too, fails, and TensorFlow drops every fusion it made; the outputs agree (no banner).
+    from tests.faulty.corpus import FOLDER
+
+    at = make_app(**{state.MODE: "stack"}).run()
+    at = at.text_area(key=state.STACK_TEXT).input((FOLDER / "preact_residual_stack.json").read_text()).run()
+    assert not at.exception
+    assert any("**no fusion kept**: the remapper failed" in m.value for m in at.markdown)
+    assert any("Grappler's remapper failed on this graph" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert any("The remapper failed on this model" in m.value for m in at.markdown)
+    at = at.button(key="diagnose.run").click().run(timeout=600)
+    assert not at.exception
+    (ways,) = [d.value for d in at.dataframe if "way around" in d.value]  # a stack's report has tables of its own
+    assert list(ways["way around"]) == ["the remapper off for this model", "oneDNN off (TF_ENABLE_ONEDNN_OPTS=0)"]
+    assert list(ways["agrees"]) == [True, True] and list(ways["Grappler optimises"]) == [True, True]
+    assert any("TensorFlow dropped Grappler's work (Grappler's remapper failed" in m.value for m in at.markdown)

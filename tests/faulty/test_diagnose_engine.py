@@ -75,6 +75,29 @@ def test_a_grappler_that_gave_up_is_said_though_the_outputs_agree(engine):
     assert "the remapper off for this model: runs and agrees;" in diagnose_text(result)
 
 
+def test_a_remapper_that_failed_is_said_and_the_ways_around_it_run(engine):
+    """Pre-activation residual blocks with oneDNN (tests/fixtures/faulty/preact_residual_stack.json): the remapper
+    fuses conv + bias + add + relu though the add is read by the next skip too, fails ('Mutation::Apply error'), and
+    TensorFlow drops every fusion it made. The outputs agree, so only the log says that nothing fused."""
+    import json
+
+    from tests.faulty.corpus import FOLDER
+
+    stack = {"stack": json.loads((FOLDER / "preact_residual_stack.json").read_text())}
+    inspected = engine.inspect(stack, ONEDNN_ON)
+    assert "remapper failed: INVALID_ARGUMENT: Mutation::Apply error" in inspected["remapper_failed"]
+    assert inspected["fusions"] == [] and inspected["grappler"]["remapper_log"]  # it logged fusions, kept none
+    assert any(w.startswith("Grappler's remapper failed on this graph") for w in inspected["warnings"])
+    result = diagnose.run(engine, stack, ONEDNN_ON, reps=3)
+    assert result["verdict"]["fault"] is None and result["pinned"] is None
+    (warning,) = result["warnings"]
+    assert "dropped every change it made" in warning
+    ways = {way["way"]: way for way in result["ways"]}
+    assert set(ways) == {"remapper-off", "onednn-off"} and all(w["runs"] and w["agrees"] for w in ways.values())
+    assert ways["onednn-off"]["warnings"] == []  # without oneDNN the remapper fuses each conv + bias
+    assert engine.inspect(stack, ONEDNN_OFF)["remapper_failed"] is None
+
+
 def test_an_imported_fused_batch_norm_is_folded_away_as_the_way_that_keeps_the_remapper(engine, faulty_models, tmp_path):
     # Conv2D + FusedBatchNorm (an op with is_training false) + Tanh: folding the batch norm into the convolution's
     # weights and bias prevents only the fusion that breaks: the remapper fuses Conv2D + BiasAdd instead (TF 2.21

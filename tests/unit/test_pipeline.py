@@ -74,3 +74,27 @@ def test_pass_graph_deltas_are_made_whole_in_dump_order():
         ("i", "Identity"), ("x", "Placeholder"), ("r", "_FusedMatMul")]
     assert all(g["stage"] == "pass" for g in whole.values())
     assert expand_pass_graphs(whole) == whole  # whole graphs (a cached or recorded result) stay as they are
+
+
+FAILED_PASS = (
+    "I0000 00:00:1795931659.380000   32151 remapper.cc:3479] Fuse Conv2D with BiasAdd and Relu: activation=res_1/Relu "
+    "bias_add=res_0/BiasAdd contraction=res_0/Conv2D\n"
+    "E0000 00:00:1795931659.380611   32151 meta_optimizer.cc:967] remapper failed: INVALID_ARGUMENT: Mutation::Apply "
+    "error: fanout 'add_1' exist for missing node 'add'.\n"
+    "I0000 00:00:1795931659.380700   32151 meta_optimizer.cc:973] remapper: Graph size after: 19 nodes (0), 20 edges "
+    "(0), time = 0.6ms.\n")
+
+
+def test_a_pass_that_failed_is_notable_and_said_in_words():
+    """meta_optimizer's '<pass> failed: <status>': TensorFlow drops that pass's changes and goes on, so a remapper
+    that logged fusions then failed kept none of them (measured: a pre-activation residual block with oneDNN)."""
+    from explorer.analysis.annotate import REMAPPER_FAILED, tf_failures
+    from explorer.analysis.fix_report import failed
+
+    parsed = parse_log(FAILED_PASS.splitlines())
+    (line,) = [n for n in parsed["notable"] if "failed" in n]
+    assert line.startswith("meta_optimizer.cc:967] remapper failed: INVALID_ARGUMENT") and REMAPPER_FAILED in line
+    (said,) = tf_failures(parsed["notable"])
+    assert said.startswith("Grappler's remapper failed on this graph") and said.endswith(line)
+    assert failed({"grappler": {"notable": parsed["notable"]}}) == [said.split(" TensorFlow logged:")[0]]
+    assert tf_failures([n for n in parsed["notable"] if "failed" not in n]) == []  # its Fuse line alone: nothing
