@@ -82,15 +82,17 @@ def main() -> int:
                                     max_seconds=60.0)
                 seconds = time.perf_counter() - started
                 timing = result.get("op_time") or {}
-                alone = ", ".join(f"{p['fix']} {interval(p.get('speedup'))}" for p in result["per_fix"]) \
-                    if len(result["per_fix"]) > 1 else "—"
+                # "†": TensorFlow dropped Grappler's work on that copy (its remapper failed, say), not on the original
+                alone = ", ".join(f"{p['fix']}{'†' if p.get('tensorflow_failed') else ''} {interval(p.get('speedup'))}"
+                                  for p in result["per_fix"]) if len(result["per_fix"]) > 1 else "—"
                 written = result.get("bytes_written_before")
                 traffic = (f"{written / 2**20:.2f} → {(written - result['bytes_saved']) / 2**20:.2f} MiB"
                            if written is not None and result.get("bytes_saved") is not None else "?")
                 spent = (f"{timing['near_misses_ms']:.2f} of {timing['total_ms']:.2f} ms"
                          if timing.get("total_ms") else "?")
                 diff = f"{result['max_abs_diff']:.1e}" if result.get("max_abs_diff") is not None else "—"
-                print(f"| {name} | {flag} | {', '.join(a['fix'] for a in result['applied']) or 'none'} | "
+                failed = "†" if result.get("tensorflow_failed_after") else ""
+                print(f"| {name} | {flag} | {', '.join(a['fix'] for a in result['applied']) or 'none'}{failed} | "
                       f"{result.get('fused_kernels_before', '?')} → {result.get('fused_kernels_after', '?')} | "
                       f"{diff} | {interval(result.get('speedup'))} | {alone} | {traffic} | {spent} | "
                       f"{seconds:.0f} |", flush=True)
@@ -99,7 +101,8 @@ def main() -> int:
         shutil.rmtree(out, ignore_errors=True)
         if not args.keep:
             shutil.rmtree(directory, ignore_errors=True)
-    print(f"load after: {os.getloadavg()[0]:.1f}")
+    print(f"load after: {os.getloadavg()[0]:.1f}\n†: on the fixed copy TensorFlow dropped Grappler's work (its "
+          "remapper failed, or it skipped Grappler), which the model as imported did not meet")
     return 0
 
 

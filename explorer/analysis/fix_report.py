@@ -11,6 +11,7 @@ the bootstrap interval of one process).
 from __future__ import annotations
 
 from . import traffic
+from .annotate import tf_failures
 from .fix_plan import FIXES, advice, chain_of, resolved, scope_of
 from .model_report import tensor_bytes
 from .op_time import IDLE_OPS, ranked
@@ -44,6 +45,13 @@ def bytes_written(result: dict, ran: bool = True) -> int | None:
                if node.op not in IDLE_OPS and node.op not in ("Placeholder", "ReadVariableOp", "VarHandleOp"))
 
 
+def failed(result: dict) -> list[str]:
+    """What TensorFlow admitted it dropped while optimising ``result``'s model (Grappler skipped, a pass failed), in
+    words, without the log line's node names: one model's and another's compare."""
+    lines = (result.get("grappler") or {}).get("notable") or []
+    return [w.split(" TensorFlow logged:")[0] for w in tf_failures(lines)]
+
+
 def speedup(pairs: list[dict], name: str) -> dict:
     """The speedup of ``name`` over the model as imported, from its interleaved samples and the original's in
     each process: estimate, interval, processes (and how)."""
@@ -65,7 +73,7 @@ def assemble(before: dict, variants: list[dict], fixed: dict[str, dict], bench: 
         result = fixed[name]
         gone = resolved(misses, (result.get("report") or {}).get("near_misses") or [], result.get("fusions") or [])
         after = bytes_written(result, ran)
-        out = {"fixes": by_name[name]["fixes"], "fusions_after": fusions(result),
+        out = {"fixes": by_name[name]["fixes"], "fusions_after": fusions(result), "tensorflow_failed": failed(result),
                "fused_kernels_after": fused_kernels(result), "chains_resolved": [chain_of(m) for m in gone],
                "bytes_saved": written_before - after if written_before is not None and after is not None else None}
         agrees = bench["agreement"][name]
@@ -104,6 +112,8 @@ def assemble(before: dict, variants: list[dict], fixed: dict[str, dict], bench: 
         "fusions_after": together["fusions_after"],
         "fused_kernels_before": fused_kernels(before),
         "fused_kernels_after": together["fused_kernels_after"],
+        # TensorFlow's own failures on the fixed model that the model as imported did not meet: the fix led to them
+        "tensorflow_failed_after": [w for w in together["tensorflow_failed"] if w not in failed(before)],
         "max_abs_diff": together.get("max_abs_diff"),
         "max_rel_diff": together.get("max_rel_diff"),
         "tolerance": together.get("tolerance"),

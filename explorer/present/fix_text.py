@@ -62,6 +62,11 @@ def resolved_words(applied: dict) -> str:
                else " together with the other fixes" if shared else ""))
 
 
+# What a failure that only the fixed model meets means for the fix.
+FAILED_AFTER = ("The rewrite keeps the maths, but it made a pattern that TensorFlow's optimiser fails on here: serve "
+                "the original, or the fixed model where it does not fail (try the other oneDNN setting).")
+
+
 def fix_text(result: dict) -> str:
     out = []
     fp = result.get("fingerprint") or {}
@@ -80,12 +85,15 @@ def fix_text(result: dict) -> str:
         out.append(f"\nFused kernels: {before} → {after} ({after - before:+d})" if before is not None else "")
         for op, b, a in fusion_changes(result["fusions_before"], result["fusions_after"]):
             out.append(f"  {op:<48} {b:>4} → {a:<4}")
+        for failed in result.get("tensorflow_failed_after") or []:
+            out.append(f"WARNING: on the fixed model, not on the original: {failed} {FAILED_AFTER}")
         out.append(f"Outputs against the original: {agreement_words(result)}")
         out.append(f"Speedup, all fixes together: {speedup_words(result.get('speedup'))}")
         if len(result["per_fix"]) > 1 or result["per_fix"] and result["per_fix"][0]["fix"] != "all":
             for entry in result["per_fix"]:
                 out.append(f"  {entry['fix']} alone: {speedup_words(entry.get('speedup'))}; "
-                           f"{entry.get('fused_kernels_after', '?')} fused kernels")
+                           f"{entry.get('fused_kernels_after', '?')} fused kernels"
+                           + ("; TensorFlow dropped Grappler's work on it" if entry.get("tensorflow_failed") else ""))
         out.append(f"Memory traffic: {bytes_words(result.get('bytes_saved'), result.get('bytes_written_before'))}")
     ranked = result.get("near_misses_ranked") or []
     if ranked:

@@ -152,6 +152,9 @@ def show(engine, result: dict, fixed: dict, config, key: str) -> None:
     saved = fixed.get("bytes_saved")
     cols[3].metric("Memory traffic saved", traffic.size_text(saved),
                    help=fix_text.bytes_words(saved, fixed.get("bytes_written_before")))
+    for failed in fixed.get("tensorflow_failed_after") or []:
+        st.error(f"**On the fixed model, not on the original:** {failed} {fix_text.FAILED_AFTER}",
+                 icon=":material/report:")
     for applied in fixed["applied"]:
         st.markdown(f"**{applied['fix']}** · {fix_text.resolved_words(applied)}, "
                     f"{fix_text.plural(len(applied['nodes']), 'node')} rewritten")

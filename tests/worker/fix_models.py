@@ -12,7 +12,8 @@ Conv2D with a bias + batch norm + Relu, and without bias + batch norm + Relu6);
 ``adds`` (a tf.Module: Conv2D and MatMul whose 1-D biases are added with ``+``, and a residual add
 of two convolutions, which is no bias); ``conv1d`` (Keras Conv1D layers with
 Relu, Elu and Tanh) ``conv1d_dilated`` (one with dilation_rate 2 and a Relu) and ``conv1d_bn`` (Conv1D
-+ BatchNormalization + ReLU, with and without the conv's bias); ``second_bias`` (the same Conv2D and MatMul with a BiasAdd and then a second
++ BatchNormalization + ReLU, with and without the conv's bias); ``bn_preact`` (pre-activation residual blocks:
+ReLU, Conv2D + batch norm, + the block's input); ``second_bias`` (the same Conv2D and MatMul with a BiasAdd and then a second
 bias added with ``+`` before their Relu); ``dense3d`` (Dense on a 3-D input: MatMul, Reshape, BiasAdd); ``dense_gelu4d`` (a Dense GELU on a 4-D input) and
 ``dense_gelu_residual`` (one on a 3-D input, with a residual add after it);
 ``attention_mask2d`` and ``attention_mask4d`` (q·kᵀ × scale + a [6, 6] or a [1, 1, 6, 6] mask);
@@ -116,6 +117,13 @@ def export(directory: str) -> None:
     y = layers.ReLU()(layers.BatchNormalization()(layers.Conv1D(8, 3, use_bias=False)(steps)))
     y = layers.ReLU()(layers.BatchNormalization()(layers.Conv1D(8, 3)(y)))
     _nonzero(keras.Model(steps, y), np).export(os.path.join(directory, "conv1d_bn"), verbose=False)
+    # Pre-activation residual blocks with a batch norm after each conv (Xception's middle flow): once folded, each
+    # conv + bias + add + relu is the pattern oneDNN's remapper fails on (the add is read by the next skip too)
+    x = layers.Conv2D(8, 3, padding="same")(image)
+    for _ in range(2):
+        x = layers.Add()([x, layers.BatchNormalization()(layers.Conv2D(8, 3, padding="same", use_bias=False)(
+            layers.ReLU()(x)))])
+    _nonzero(keras.Model(image, x), np).export(os.path.join(directory, "bn_preact"), verbose=False)
 
     rng = np.random.default_rng(SEED)
     module = tf.Module()

@@ -23,6 +23,7 @@ import pytest
 
 from explorer.engine.uploads import spec_for_path
 from explorer.present.fix_text import fix_text
+from tests.faulty.corpus import FOLDER as FAULTY
 from tests.tf_script import run_tf_script
 
 SCRIPT = Path(__file__).resolve().parent / "fix_models.py"
@@ -45,7 +46,7 @@ def fixed(engine, models, tmp_path_factory):
     """{(model, fix): the engine's fix result}, each fixed model written under a folder of this module."""
     out = tmp_path_factory.mktemp("fixed")
     runs = {("bn_cnn", "fold-batchnorm"), ("bn_bf16", "fold-batchnorm"), ("bn_nchw", "fold-batchnorm"), ("bn_cnn.pb", "fold-batchnorm"), ("bn_cnn", "freeze"),
-            ("adds", "bias-add"), ("second_bias", "bias-add"), ("conv1d", "squeeze-after-activation"),
+            ("adds", "bias-add"), ("bn_preact", "fold-batchnorm"), ("second_bias", "bias-add"), ("conv1d", "squeeze-after-activation"),
             ("dense3d", "bias-before-reshape"), ("moments", "fold-batchnorm"), ("moments", "freeze"),
             ("dense_gelu4d", "bias-before-reshape"), ("dense_gelu_residual", "bias-before-reshape")}
     return {(name, fix): engine.fix(spec_for_path(str(models / name)), {"env": ONEDNN}, apply=[fix], measure=False,
@@ -138,6 +139,42 @@ def test_fold_batchnorm_folds_a_channels_first_batch_norm_along_its_channels(mod
     assert {"_FusedConv2D[BiasAdd,Relu]", "_FusedConv2D[BiasAdd,Relu6]"} <= set(fused_counts(result["fusions_after"]))
     traced = engine.inspect(result["fixed_spec"], {"env": ONEDNN})["stages"]["traced"]["nodes"]
     assert {n["attrs"].get("data_format") for n in traced if n["op"] == "BiasAdd" and "conv2d" in n["name"]} == {"NCHW"}
+
+
+def test_a_fold_leaves_out_the_site_that_would_lead_tensorflows_remapper_to_fail(models, fixed, oracle):
+    """Pre-activation residual blocks (Xception's middle flow), oneDNN on: folded, the first block's conv + bias + add
+    + relu would be a pattern oneDNN's remapper fuses though the add is read by the next skip too; it then fails and
+    TensorFlow drops every fusion of the model (1 → 0 kernels on Xception before this). That batch norm is left as it
+    is, with why; the other, whose sum is the model's output, folds and fuses. TensorFlow alone agrees."""
+    result = fixed[("bn_preact", "fold-batchnorm")]
+    (applied,) = result["applied"]
+    assert applied["sites"] == 1 and result["within_tolerance"]
+    (left,) = applied["left"]
+    assert "TensorFlow's remapper fails on" in left["why"] and "a Relu" in left["why"]
+    out = result["model_out"]
+    assert agrees_with_tensorflow(oracle, str(models / "bn_preact"), out) < 1e-4
+    assert fused_counts(result["fusions_after"]) == oracle[out]["fused"]
+    assert oracle[out]["fused"]["_FusedConv2D[BiasAdd,Add]"] == 1  # the second block's conv, bias and skip
+    assert result["tensorflow_failed_after"] == []
+
+
+def test_a_fixed_model_on_which_tensorflows_remapper_fails_is_said_to(engine):
+    """Where a fixed copy meets a TensorFlow failure the original did not, the report says so beside the fused
+    kernels it lost. The rewrites now avoid the one failure known, so the report is assembled from two real inspects
+    that differ in just that: the pre-activation stack of tests/fixtures/faulty with oneDNN on (the remapper fails)
+    as the fixed copy, the same stack with oneDNN off (it does not) as the original."""
+    from explorer.analysis.fix_report import assemble
+
+    stack = engine.inspect({"stack": json.loads((FAULTY / "preact_residual_stack.json").read_text())}, {"env": ONEDNN})
+    original = engine.inspect({"stack": json.loads((FAULTY / "preact_residual_stack.json").read_text())},
+                              {"env": {"TF_ENABLE_ONEDNN_OPTS": "0"}})
+    variants = [{"name": "all", "fixes": ["bias-add"], "records": [{"fix": "bias-add", "sites": [], "left": []}]}]
+    bench = {"pairs": None, "agreement": {"all": {"max_abs": 0.0, "max_rel": 0.0, "tolerance": 1e-3,
+                                                  "within_tolerance": True}}}
+    result = dict(assemble(original, variants, {"all": stack}, bench, None), fingerprint=None, skipped={})
+    (failed,) = result["tensorflow_failed_after"]
+    assert failed.startswith("Grappler's remapper failed on this graph")
+    assert f"WARNING: on the fixed model, not on the original: {failed}" in fix_text(result)
 
 
 def test_attention_scores_with_a_mask_of_one_head_fuse_and_a_2d_mask_is_named(models, engine):

@@ -26,6 +26,7 @@ import numpy as np
 
 from ...model.graph import channel_from_right
 from .model import Model, as_bias_add, attr
+from .remapper_trap import trap
 
 NAME = "fold-batchnorm"
 CONTRACTIONS = ("Conv2D", "DepthwiseConv2dNative", "MatMul")
@@ -89,7 +90,7 @@ def find(model: Model) -> list[dict]:
                       "squeeze": squeeze.name if squeeze is not None else None,
                       "cast_in": cast_in.name if cast_in is not None else None,
                       "cast_out": cast_out.name if cast_out is not None else None,
-                      "why": _refusal(model, node, chain, nodes, controlled)})
+                      "why": _refusal(model, node, chain, nodes, controlled) or trap(model, users, chain[-1].name)})
     return sites
 
 
