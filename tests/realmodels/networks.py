@@ -1,7 +1,8 @@
 """Real networks for the truth tests, and TensorFlow's own account of them, each in a process of its own.
 
     python networks.py export DIR NAME...     # SavedModels: keras.applications (weights=None, 32×32),
-                                              # a Transformer encoder block, an old-style Conv2D/Dense stack
+                                              # a Transformer encoder block, an old-style Conv2D/Dense stack,
+                                              # and for the benchmarks more (recurrent ones among them)
     python networks.py direct DIR NAME...     # the oracle: each SavedModel's serving signature called
                                               # directly with run metadata (no explorer code), as JSON
 
@@ -88,6 +89,17 @@ def _conv1d(keras, size: int):
     return keras.Model(steps, layers.Dense(10)(layers.GlobalAveragePooling1D()(x)))
 
 
+def _recurrent(keras, kind: str):
+    """A sequence classifier: token ids, an Embedding, two recurrent layers (the first returning sequences), a Dense
+    head."""
+    layers = keras.layers
+    tokens = keras.Input((24,), dtype="int32", name="tokens")
+    x = layers.Embedding(100, 32)(tokens)
+    x = getattr(layers, kind)(32, return_sequences=True)(x)
+    x = getattr(layers, kind)(32)(x)
+    return keras.Model(tokens, layers.Dense(4, activation="softmax")(layers.Dense(16, activation="relu")(x)))
+
+
 def _mixed_bfloat16(keras, make):
     """A network under Keras's mixed_bfloat16 policy (bfloat16 layers, batch norms computed in float32)."""
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
@@ -99,7 +111,7 @@ def _mixed_bfloat16(keras, make):
 
 def build(name: str, keras, size: int = 32):
     apps = keras.applications
-    shape = (size, size, 3)
+    shape, big = (size, size, 3), (max(size, 75), max(size, 75), 3)
     makers = {"mobilenetv3small": lambda: apps.MobileNetV3Small(weights=None, input_shape=shape),
               "efficientnetb0": lambda: apps.EfficientNetB0(weights=None, input_shape=shape),
               "resnet50": lambda: apps.ResNet50(weights=None, input_shape=shape),
@@ -109,7 +121,16 @@ def build(name: str, keras, size: int = 32):
               "transformer": lambda: _transformer(keras), "oldstyle": lambda: _oldstyle(keras),
               # for benchmarks/fixes.py, beside the tests' NETWORKS: atrous convolutions, Conv1D, mixed precision
               "deeplabv3": lambda: _deeplabv3(keras, size), "conv1d": lambda: _conv1d(keras, size),
-              "mobilenetv2_bf16": lambda: _mixed_bfloat16(keras, makers["mobilenetv2"])}
+              "mobilenetv2_bf16": lambda: _mixed_bfloat16(keras, makers["mobilenetv2"]),
+              # a wider sweep (benchmarks/real_models.py --networks ...): 75×75 at least, Xception's and Inception's floor
+              "xception": lambda: apps.Xception(weights=None, input_shape=big),
+              "inceptionv3": lambda: apps.InceptionV3(weights=None, input_shape=big),
+              "resnet50v2": lambda: apps.ResNet50V2(weights=None, input_shape=shape),
+              "vgg16": lambda: apps.VGG16(weights=None, input_shape=shape),
+              "efficientnetv2b0": lambda: apps.EfficientNetV2B0(weights=None, input_shape=shape),
+              "mobilenet": lambda: apps.MobileNet(weights=None, input_shape=shape),
+              "nasnetmobile": lambda: apps.NASNetMobile(weights=None, input_shape=shape),
+              "lstm": lambda: _recurrent(keras, "LSTM"), "gru": lambda: _recurrent(keras, "GRU")}
     return makers[name]()
 
 
@@ -141,7 +162,9 @@ def direct(path: str) -> dict:
 
     signature = tf.saved_model.load(path).signatures["serving_default"]
     (key, spec), = signature.structured_input_signature[1].items()
-    x = tf.constant(np.random.default_rng(0).standard_normal([1 if d is None else d for d in spec.shape]), spec.dtype)
+    shape, rng = [1 if d is None else d for d in spec.shape], np.random.default_rng(0)
+    # token ids in range of any vocabulary (an Embedding's), as the explorer feeds integers
+    x = tf.constant(rng.integers(0, 10, shape) if spec.dtype.is_integer else rng.standard_normal(shape), spec.dtype)
     ctx = context.context()
     ctx.enable_run_metadata()
     ctx.export_run_metadata()
