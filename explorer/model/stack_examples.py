@@ -1,6 +1,7 @@
 """Ready layer stacks to start from, as the same plain data a user writes (see stack.py for the format).
 
-Three blocks of real networks written the idiomatic Keras 3 way, and the seed tool's two examples
+Four blocks of real networks written the idiomatic Keras 3 way (one of which TensorFlow's remapper fails on with
+oneDNN), and the seed tool's two examples
 (kaixih/tf_op_graph: examples/layout_fp32.py and examples/arithmetic_pow.py).
 """
 
@@ -47,6 +48,19 @@ _EXAMPLES: dict[str, dict] = {
                    {"type": "Dense", "units": 64},
                    {"type": "Add", "inputs": ["input", "prev"]},
                    {"type": "LayerNormalization", "epsilon": 1e-6}],
+    },
+    "preact_residual": {
+        "name": "preact_residual",
+        "description": "Pre-activation residual blocks (ResNetV2's, Xception's): relu, conv + bias, + skip. With "
+                       "oneDNN, TF 2.21's remapper fails on them and drops every fusion (a TensorFlow defect)",
+        "input": {"shape": [2, 12, 12, 8], "dtype": "float32"},
+        # each sum is read by the next block's relu and by its skip: the remapper fuses conv + bias + add + relu
+        # and deletes the sum the skip still reads
+        "layers": [{"type": "Conv2D", "filters": 8, "kernel_size": 3},
+                   {"type": "Block", "name": "res", "repeat": 2, "layers": [
+                       {"type": "Activation", "activation": "relu"},
+                       {"type": "Conv2D", "filters": 8, "kernel_size": 3},
+                       {"type": "Add", "inputs": ["block_in", "prev"]}]}],
     },
     "layout_fp32": {
         "name": "layout_fp32",

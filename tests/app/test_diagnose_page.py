@@ -51,10 +51,8 @@ def test_where_grappler_gave_up_the_page_runs_the_ways_that_let_it_optimise_agai
 def test_where_the_remapper_failed_the_page_says_no_fusion_was_kept_and_offers_the_ways(make_app):
     # Pre-activation residual blocks with oneDNN on: the remapper fuses conv + bias + add + relu though the add is
     # read by the next skip too, fails, and TensorFlow drops every fusion it made; the outputs agree (no banner).
-    from tests.faulty.corpus import FOLDER
-
-    at = make_app(**{state.MODE: "stack"}).run()
-    at = at.text_area(key=state.STACK_TEXT).input((FOLDER / "preact_residual_stack.json").read_text()).run()
+    at = make_app(**{state.MODE: "stack", state.STACK_EXAMPLE: "preact_residual"}).run()
+    at = at.button(key="stack.load").click().run()
     assert not at.exception
     assert any("**no fusion kept**: the remapper failed" in m.value for m in at.markdown)
     assert any("Grappler's remapper failed on this graph" in w.value for w in at.warning), [w.value for w in at.warning]

@@ -76,14 +76,12 @@ def test_a_grappler_that_gave_up_is_said_though_the_outputs_agree(engine):
 
 
 def test_a_remapper_that_failed_is_said_and_the_ways_around_it_run(engine):
-    """Pre-activation residual blocks with oneDNN (tests/fixtures/faulty/preact_residual_stack.json): the remapper
+    """Pre-activation residual blocks with oneDNN (the stack example preact_residual): the remapper
     fuses conv + bias + add + relu though the add is read by the next skip too, fails ('Mutation::Apply error'), and
     TensorFlow drops every fusion it made. The outputs agree, so only the log says that nothing fused."""
-    import json
+    from explorer.model.stack_examples import example
 
-    from tests.faulty.corpus import FOLDER
-
-    stack = {"stack": json.loads((FOLDER / "preact_residual_stack.json").read_text())}
+    stack = {"stack": example("preact_residual")}
     inspected = engine.inspect(stack, ONEDNN_ON)
     assert "remapper failed: INVALID_ARGUMENT: Mutation::Apply error" in inspected["remapper_failed"]
     assert inspected["fusions"] == [] and inspected["grappler"]["remapper_log"]  # it logged fusions, kept none

@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 from explorer.engine.uploads import spec_for_path
+from explorer.model import stack_examples
 from explorer.present.fix_text import fix_text
-from tests.faulty.corpus import FOLDER as FAULTY
 from tests.tf_script import run_tf_script
 
 SCRIPT = Path(__file__).resolve().parent / "fix_models.py"
@@ -161,13 +161,13 @@ def test_a_fold_leaves_out_the_site_that_would_lead_tensorflows_remapper_to_fail
 def test_a_fixed_model_on_which_tensorflows_remapper_fails_is_said_to(engine):
     """Where a fixed copy meets a TensorFlow failure the original did not, the report says so beside the fused
     kernels it lost. The rewrites now avoid the one failure known, so the report is assembled from two real inspects
-    that differ in just that: the pre-activation stack of tests/fixtures/faulty with oneDNN on (the remapper fails)
+    that differ in just that: the pre-activation stack example with oneDNN on (the remapper fails)
     as the fixed copy, the same stack with oneDNN off (it does not) as the original."""
     from explorer.analysis.fix_report import assemble
 
-    stack = engine.inspect({"stack": json.loads((FAULTY / "preact_residual_stack.json").read_text())}, {"env": ONEDNN})
-    original = engine.inspect({"stack": json.loads((FAULTY / "preact_residual_stack.json").read_text())},
-                              {"env": {"TF_ENABLE_ONEDNN_OPTS": "0"}})
+    preact = {"stack": stack_examples.example("preact_residual")}
+    stack = engine.inspect(preact, {"env": ONEDNN})
+    original = engine.inspect(preact, {"env": {"TF_ENABLE_ONEDNN_OPTS": "0"}})
     variants = [{"name": "all", "fixes": ["bias-add"], "records": [{"fix": "bias-add", "sites": [], "left": []}]}]
     bench = {"pairs": None, "agreement": {"all": {"max_abs": 0.0, "max_rel": 0.0, "tolerance": 1e-3,
                                                   "within_tolerance": True}}}

@@ -79,6 +79,14 @@ def transformer_ffn():
     y = L.Dense(64)(y)
     return keras_body(inp, L.LayerNormalization(epsilon=1e-6)(L.Add()([inp, y]))), (1, 16, 64)
 
+def preact_residual():
+    L = keras.layers
+    inp = keras.Input((12, 12, 8), batch_size=2)
+    x = L.Conv2D(8, 3, padding="same")(inp)
+    for _ in range(2):
+        x = L.Add()([x, L.Conv2D(8, 3, padding="same")(L.Activation("relu")(x))])
+    return keras_body(inp, x), (2, 12, 12, 8)
+
 def layout_fp32():
     L = keras.layers
     inp = keras.Input((3, 3, 4), batch_size=5)
