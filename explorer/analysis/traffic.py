@@ -81,11 +81,12 @@ def op_account(op: dict) -> dict:
             "uncounted_outputs": aside}
 
 
-def variant_account(tensors: list[dict]) -> dict:
-    ops = [op_account(op) for op in tensors]
+def variant_account(tensors: list[dict] | None) -> dict:
+    """One run's account; ``tensors`` None (the worker could not read the executed graph's shapes): not known."""
+    ops = [op_account(op) for op in tensors or ()]
     return {"ops": ops, "reads": sum(o["reads"] for o in ops), "writes": sum(o["writes"] for o in ops),
             "bytes": sum(o["bytes"] for o in ops), "flops": sum(o["flops"] for o in ops),
-            "unknown_tensors": sum(o["unknown_tensors"] for o in ops),
+            "unknown_tensors": sum(o["unknown_tensors"] for o in ops) + (tensors is None), "unreadable": tensors is None,
             "uncounted_outputs": sum(o["uncounted_outputs"] for o in ops)}
 
 
@@ -105,13 +106,17 @@ def saving(tensors: dict) -> dict:
     removed = removed_intermediates(variants["unfused"], variants["fused"])
     return {"variants": variants, "removed": removed, "removed_bytes": sum(r["bytes"] for r in removed),
             "saved_bytes": variants["unfused"]["bytes"] - variants["fused"]["bytes"],
-            "unknown_tensors": sum(a["unknown_tensors"] for a in variants.values())}
+            "unknown_tensors": sum(a["unknown_tensors"] for a in variants.values()),
+            "unreadable": any(a["unreadable"] for a in variants.values())}
 
 
 # ---- the words ----------------------------------------------------------------------------------
 
-def not_known(unknown: int) -> str:
-    """The one line said where a traffic figure cannot be known."""
+def not_known(unknown: int, unreadable: bool = False) -> str:
+    """The one line said where a traffic figure cannot be known (``unreadable``: a run's executed graph could not be
+    read for its shapes at all)."""
+    if unreadable:
+        return "not known: TensorFlow could not work out the shapes of the executed graph's ops (it did not import)"
     return (f"not known: {unknown} tensor{'s' if unknown != 1 else ''} whose shape TensorFlow cannot work out before "
             "the model runs (inside a loop, or sized by values computed as it runs)")
 
@@ -220,7 +225,7 @@ def report(result: dict, profile: dict | None) -> dict | None:
         if account["uncounted_outputs"]:
             out["notes"].append(f"{v}: {account['uncounted_outputs']} tensor(s) of unknown shape are not counted")
     if out["unknown_tensors"]:  # an estimate of part of the run beside the time of all of it compares nothing
-        out["notes"].append("no time estimate: the traffic is " + not_known(out["unknown_tensors"]))
+        out["notes"].append("no time estimate: the traffic is " + not_known(out["unknown_tensors"], out["unreadable"]))
         return out
     device = (result.get("fingerprint") or {}).get("device", "cpu")
     if profile is None or device != "cpu":
@@ -269,7 +274,7 @@ def words(t: dict) -> list[str]:
     """The report as the command line prints it (and the page's caption)."""
     f, u = t["variants"]["fused"], t["variants"]["unfused"]
     if t.get("unknown_tensors"):
-        return [f"traffic  {not_known(t['unknown_tensors'])}; no time estimate"]
+        return [f"traffic  {not_known(t['unknown_tensors'], t.get('unreadable', False))}; no time estimate"]
     lines = [f"traffic  fused {size_text(f['bytes'])}, {flops_text(f['flops'])} · unfused {size_text(u['bytes'])}, "
              f"{flops_text(u['flops'])} · fusion no longer writes {size_text(t['removed_bytes'])} of intermediates "
              f"({', '.join(r['op'] for r in t['removed']) or 'none'}); {size_text(t['saved_bytes'])} less traffic in all"]

@@ -12,21 +12,22 @@ from __future__ import annotations
 from ..model.graph import BOILERPLATE_OPS, short_device
 
 
-def executed_tensors(tf, graph_def, fed=None) -> list[dict]:
+def executed_tensors(tf, graph_def, fed=None) -> list[dict] | None:
     """Per executed compute op: name, op, fused_ops, and its inputs' and outputs' [dtype, shape, bytes].
 
     ``fed``: the shapes of the values the call was given, in argument order. A model served with an
     unknown dimension (an import's batch) runs a graph whose ``_Arg`` shapes leave it open; these are
     the shapes that ran, so every tensor downstream gets its real size.
     A shape TF cannot infer is ``None`` (bytes ``None``): the traffic model counts it as unknown.
-    An empty list when the graph cannot be imported (an op this build does not register).
+    None when the graph cannot be imported (an op this build does not register, a oneDNN op's shape function that
+    fails): not known, which no account may read as nothing written.
     """
     graph = tf.Graph()
     try:
         with graph.as_default():
             tf.graph_util.import_graph_def(unplaced(with_fed_shapes(tf, graph_def, fed or [])), name="")
     except Exception:  # noqa: BLE001 - the account is an extra; the benchmark stands without it
-        return []
+        return None
     ops = []
     for op in graph.get_operations():
         if op.type in BOILERPLATE_OPS:
@@ -87,4 +88,4 @@ def placed_tensors(tf, graph_def) -> list[dict]:
     """executed_tensors of a simulated graph, each op with the device it was placed on ("GPU" or "CPU")."""
     devices = {node.name: short_device(node.device) for node in graph_def.node}
     return [dict(op, device="CPU" if "CPU" in (devices.get(op["name"]) or "").upper() else "GPU")
-            for op in executed_tensors(tf, graph_def)]
+            for op in executed_tensors(tf, graph_def) or ()]

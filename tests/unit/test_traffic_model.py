@@ -95,3 +95,17 @@ def test_one_wording_of_a_traffic_figure():
         "576 B", "14.1 KiB", "64.0 KiB", "345 KiB", "0 B", "-64.0 KiB", "1.25 MiB", "2.33 GiB"]
     assert traffic.size_text(None) == traffic.size_text(65536, unknown=2) == "not known"
     assert [traffic.flops_text(f) for f in (576, 917504, 2.1e9)] == ["576 FLOP", "918 kFLOP", "2.1 GFLOP"]
+
+
+def test_a_run_whose_executed_graph_could_not_be_read_is_not_known_not_nothing():
+    """The worker could not import an executed graph for its shapes (measured: ResNet50V2 with oneDNN): its tensors
+    are None. Read as an empty list, the fix report printed "0 B written per call → 0 B (0 B saved)"."""
+    from explorer.analysis.fix_report import bytes_written
+
+    ops = result(5.0, 6.0)["proof"]["unfused"]["tensors"]
+    out = traffic.saving({"fused": None, "unfused": ops})
+    assert out["unknown_tensors"] and out["unreadable"]
+    assert traffic.not_known(out["unknown_tensors"], out["unreadable"]).startswith(
+        "not known: TensorFlow could not work out the shapes of the executed graph's ops")
+    assert bytes_written({"executed_tensors": {"fused": None}}) is None
+    assert bytes_written({"executed_tensors": {"fused": ops}}) == 2 * 4 * KIB * KIB  # MatMul and Relu write 4 MiB each
