@@ -45,7 +45,8 @@ def panel(engine, result: dict) -> None:
                     "(from their shapes and dtypes) and what that needs on this machine")
         f, u = report["variants"]["fused"], report["variants"]["unfused"]
         if report.get("unknown_tensors"):  # a sum of the known part would be a figure of another model
-            st.info(f"Memory traffic and FLOPs: {traffic.not_known(report['unknown_tensors'], report.get('unreadable', False))}.", icon=":material/help:")
+            said = traffic.not_known(report["unknown_tensors"], report.get("unreadable", False))
+            st.info(f"Memory traffic and FLOPs: {said}.", icon=":material/help:")
             return
         c1, c2, c3, c4 = st.columns([1, 1, 1.4, 1])  # room for "Intermediates no longer written"
         c1.metric("Fused traffic", traffic.size_text(f["bytes"]), help="bytes read + written by its ops, per call")

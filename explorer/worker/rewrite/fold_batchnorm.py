@@ -61,7 +61,8 @@ def find(model: Model) -> list[dict]:
                 continue  # a FusedBatchNorm op reads 4-D data: not after a Squeeze
             site = _batch_norm_op(model, nodes, chain, nxt, bias_input)
             if site is not None:
-                site["why"] = site["why"] or _refusal(model, node, chain + [nxt], nodes, controlled)
+                site["why"] = (site["why"] or _refusal(model, node, chain + [nxt], nodes, controlled)
+                               or trap(model, users, nxt.name))
                 sites.append(site)
             continue
         cast_in = cast_out = None

@@ -4,8 +4,9 @@ A contraction + BiasAdd + residual Add whose sum is read by a Relu, Relu6, Elu o
 (a pre-activation residual block: Xception's middle flow). oneDNN's remapper fuses contraction, bias, add and
 activation, deletes the Add the other reader still needs, and fails ('Mutation::Apply error: fanout ... exist for
 missing node ...'); TensorFlow then drops every fusion the remapper made in the whole graph. Measured 2026-11-29
-(Intel Xeon with AMX): a sum read only by activations, or by no activation, fuses. A fold or a bias rewrite that
-would make the pattern leaves that site as it is: the rest of the model then fuses.
+(Intel Xeon with AMX): a sum read only by activations, or by no activation, fuses. fold-batchnorm leaves a site
+whose folded bias would make the pattern as it is: the rest of the model then fuses. (bias-add makes no new one:
+oneDNN's remapper already takes an Add of a 1-D bias as the bias, and without oneDNN there is no such failure.)
 """
 
 from __future__ import annotations
