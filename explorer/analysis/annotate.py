@@ -25,10 +25,10 @@ STAGE_PAIRS = (("traced", "optimized"), ("optimized", "executed"), ("traced", "e
 # Log lines by which TensorFlow admits it gave up on optimising, and what they mean for a person.
 SKIPPED_GRAPPLER = "Ignoring multi-device function optimization failure"
 REMAPPER_FAILED = "] remapper failed: "  # meta_optimizer's line: the pass's whole output is thrown away
+SKIPPED_MEANING = ("Grappler failed on this function and TensorFlow silently ran it with no Grappler optimisation "
+                   "at all: the graph 'after Grappler' is the traced graph.")
 TF_FAILURES = (
-    (SKIPPED_GRAPPLER,
-     "Grappler failed on this function and TensorFlow silently ran it with no Grappler optimisation "
-     "at all: the graph 'after Grappler' is the traced graph."),
+    (SKIPPED_GRAPPLER, SKIPPED_MEANING),
     ("does not specify an operation",
      "The remapper produced a node with no op (a TensorFlow defect), which made Grappler give up."),
     ("Fusion is not implemented",

@@ -14,6 +14,7 @@ import shutil
 
 import streamlit as st
 
+from ..analysis.annotate import SKIPPED_MEANING
 from ..engine import uploads
 from ..errors import ExplorerError
 from ..model.devices import is_simulated
@@ -97,8 +98,10 @@ def gave_up(result: dict) -> bool:
 def show(found: dict) -> None:
     pinned = found.get("pinned")
     if pinned is None and found.get("warnings") and found["verdict"]["fault"] is None:
-        st.markdown("The outputs agree, but TensorFlow dropped Grappler's work (" + "; ".join(
-                        w.split(" TensorFlow logged:")[0] for w in found["warnings"]) + "). Each way around it, run here:")
+        said = ("Grappler gave up, and the model ran with no graph optimisation" if any(
+            w.startswith(SKIPPED_MEANING) for w in found["warnings"]) else "the remapper failed, and none of its "
+            "fusions were kept")
+        st.markdown(f"The outputs agree, but TensorFlow dropped Grappler's work: {said}. Each way around it, run here:")
     elif pinned is None:
         st.warning("No fused node's ops, run alone, show the fault: it needs more of the model than one fusion.")
     else:
