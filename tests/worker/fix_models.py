@@ -13,7 +13,8 @@ Conv2D with a bias + batch norm + Relu, and without bias + batch norm + Relu6);
 of two convolutions, which is no bias); ``conv1d`` (Keras Conv1D layers with
 Relu, Elu and Tanh) ``conv1d_dilated`` (one with dilation_rate 2 and a Relu) and ``conv1d_bn`` (Conv1D
 + BatchNormalization + ReLU, with and without the conv's bias); ``bn_preact`` (pre-activation residual blocks:
-ReLU, Conv2D + batch norm, + the block's input); ``second_bias`` (the same Conv2D and MatMul with a BiasAdd and then a second
+ReLU, Conv2D + batch norm, + the block's input); ``bn_dense_residual`` (Dense + batch norm + the input + ReLU, then
+Dense + batch norm); ``second_bias`` (the same Conv2D and MatMul with a BiasAdd and then a second
 bias added with ``+`` before their Relu); ``dense3d`` (Dense on a 3-D input: MatMul, Reshape, BiasAdd); ``dense_gelu4d`` (a Dense GELU on a 4-D input) and
 ``dense_gelu_residual`` (one on a 3-D input, with a residual add after it);
 ``attention_mask2d`` and ``attention_mask4d`` (q·kᵀ × scale + a [6, 6] or a [1, 1, 6, 6] mask);
@@ -124,6 +125,12 @@ def export(directory: str) -> None:
         x = layers.Add()([x, layers.BatchNormalization()(layers.Conv2D(8, 3, padding="same", use_bias=False)(
             layers.ReLU()(x)))])
     _nonzero(keras.Model(image, x), np).export(os.path.join(directory, "bn_preact"), verbose=False)
+    # Dense + batch norm + residual + ReLU (with oneDNN, folded, the remapper would write a node with no op), then
+    # a Dense + batch norm that folds
+    features = keras.Input((16,), name="features")
+    y = layers.ReLU()(layers.Add()([features, layers.BatchNormalization()(layers.Dense(16, use_bias=False)(features))]))
+    y = layers.BatchNormalization()(layers.Dense(8, use_bias=False)(y))
+    _nonzero(keras.Model(features, y), np).export(os.path.join(directory, "bn_dense_residual"), verbose=False)
 
     rng = np.random.default_rng(SEED)
     module = tf.Module()

@@ -46,7 +46,7 @@ def fixed(engine, models, tmp_path_factory):
     """{(model, fix): the engine's fix result}, each fixed model written under a folder of this module."""
     out = tmp_path_factory.mktemp("fixed")
     runs = {("bn_cnn", "fold-batchnorm"), ("bn_bf16", "fold-batchnorm"), ("bn_nchw", "fold-batchnorm"), ("bn_cnn.pb", "fold-batchnorm"), ("bn_cnn", "freeze"),
-            ("adds", "bias-add"), ("bn_preact", "fold-batchnorm"), ("second_bias", "bias-add"), ("conv1d", "squeeze-after-activation"),
+            ("adds", "bias-add"), ("bn_preact", "fold-batchnorm"), ("bn_dense_residual", "fold-batchnorm"), ("second_bias", "bias-add"), ("conv1d", "squeeze-after-activation"),
             ("dense3d", "bias-before-reshape"), ("moments", "fold-batchnorm"), ("moments", "freeze"),
             ("dense_gelu4d", "bias-before-reshape"), ("dense_gelu_residual", "bias-before-reshape")}
     return {(name, fix): engine.fix(spec_for_path(str(models / name)), {"env": ONEDNN}, apply=[fix], measure=False,
@@ -155,6 +155,20 @@ def test_a_fold_leaves_out_the_site_that_would_lead_tensorflows_remapper_to_fail
     assert agrees_with_tensorflow(oracle, str(models / "bn_preact"), out) < 1e-4
     assert fused_counts(result["fusions_after"]) == oracle[out]["fused"]
     assert oracle[out]["fused"]["_FusedConv2D[BiasAdd,Add]"] == 1  # the second block's conv, bias and skip
+    assert result["tensorflow_failed_after"] == []
+
+
+def test_a_fold_leaves_out_a_dense_whose_residual_relu_would_make_grappler_give_up(models, fixed, oracle):
+    """Dense + batch norm + residual add + ReLU, oneDNN on: folded, MatMul + BiasAdd + Add + Relu is a fusion for which
+    the remapper writes a node with no op, and TensorFlow runs the model with no Grappler at all. That batch norm
+    stays; the second Dense's folds and fuses. TensorFlow alone agrees."""
+    result = fixed[("bn_dense_residual", "fold-batchnorm")]
+    (applied,) = result["applied"]
+    (left,) = applied["left"]
+    assert applied["sites"] == 1 and "writes a node with no op" in left["why"] and result["within_tolerance"]
+    out = result["model_out"]
+    assert agrees_with_tensorflow(oracle, str(models / "bn_dense_residual"), out) < 1e-4
+    assert fused_counts(result["fusions_after"]) == oracle[out]["fused"] == {"_FusedMatMul[BiasAdd]": 1}
     assert result["tensorflow_failed_after"] == []
 
 

@@ -62,7 +62,7 @@ def find(model: Model) -> list[dict]:
             site = _batch_norm_op(model, nodes, chain, nxt, bias_input)
             if site is not None:
                 site["why"] = (site["why"] or _refusal(model, node, chain + [nxt], nodes, controlled)
-                               or trap(model, users, nxt.name))
+                               or trap(model, users, nxt.name, node.op))
                 sites.append(site)
             continue
         cast_in = cast_out = None
@@ -91,7 +91,7 @@ def find(model: Model) -> list[dict]:
                       "squeeze": squeeze.name if squeeze is not None else None,
                       "cast_in": cast_in.name if cast_in is not None else None,
                       "cast_out": cast_out.name if cast_out is not None else None,
-                      "why": _refusal(model, node, chain, nodes, controlled) or trap(model, users, chain[-1].name)})
+                      "why": _refusal(model, node, chain, nodes, controlled) or trap(model, users, chain[-1].name, node.op)})
     return sites
 
 
