@@ -15,7 +15,8 @@ Relu, Elu and Tanh) ``conv1d_dilated`` (one with dilation_rate 2 and a Relu) and
 + BatchNormalization + ReLU, with and without the conv's bias); ``bn_preact`` (pre-activation residual blocks:
 ReLU, Conv2D + batch norm, + the block's input); ``bn_dense_residual`` (Dense + batch norm + the input + ReLU, then
 Dense + batch norm); ``second_bias`` (the same Conv2D and MatMul with a BiasAdd and then a second
-bias added with ``+`` before their Relu); ``dense3d`` (Dense on a 3-D input: MatMul, Reshape, BiasAdd); ``dense_gelu4d`` (a Dense GELU on a 4-D input) and
+bias added with ``+`` before their Relu); ``bias_preact`` (two convs whose biases are added with ``+`` in
+pre-activation residual blocks); ``dense3d`` (Dense on a 3-D input: MatMul, Reshape, BiasAdd); ``dense_gelu4d`` (a Dense GELU on a 4-D input) and
 ``dense_gelu_residual`` (one on a 3-D input, with a residual add after it);
 ``attention_mask2d`` and ``attention_mask4d`` (q·kᵀ × scale + a [6, 6] or a [1, 1, 6, 6] mask);
 ``moments`` (a normalisation whose scale comes from the input's own moments: not a batch norm in
@@ -163,6 +164,16 @@ def export(directory: str) -> None:
 
     module.second_bias = second_bias
     tf.saved_model.save(module, os.path.join(directory, "second_bias"), signatures={"serving_default": second_bias})
+
+    # Biases written with + in pre-activation residual blocks: as a BiasAdd, the first conv's would make the pattern
+    # oneDNN's remapper fails on (its sum is read by the Relu and by the last add); the second's sum is read once
+    @tf.function(input_signature=[tf.TensorSpec([None, 10, 10, 8], tf.float32, name="image")])
+    def bias_preact(t):
+        s = tf.nn.conv2d(t, module.w2, 1, "SAME") + module.b1 + t
+        return {"y": tf.nn.conv2d(tf.nn.relu(s), module.w3, 1, "SAME") + module.c1 + s}
+
+    module.bias_preact = bias_preact
+    tf.saved_model.save(module, os.path.join(directory, "bias_preact"), signatures={"serving_default": bias_preact})
 
     # Attention's scores: q·kᵀ × scale + mask. oneDNN fuses them (_MklFusedBatchMatMulV2) for a [1, 1, q, k] mask,
     # not for a [q, k] one (the TensorFlow tutorial's look-ahead mask)

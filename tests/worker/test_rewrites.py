@@ -46,7 +46,7 @@ def fixed(engine, models, tmp_path_factory):
     """{(model, fix): the engine's fix result}, each fixed model written under a folder of this module."""
     out = tmp_path_factory.mktemp("fixed")
     runs = {("bn_cnn", "fold-batchnorm"), ("bn_bf16", "fold-batchnorm"), ("bn_nchw", "fold-batchnorm"), ("bn_cnn.pb", "fold-batchnorm"), ("bn_cnn", "freeze"),
-            ("adds", "bias-add"), ("bn_preact", "fold-batchnorm"), ("bn_dense_residual", "fold-batchnorm"), ("second_bias", "bias-add"), ("conv1d", "squeeze-after-activation"),
+            ("adds", "bias-add"), ("bn_preact", "fold-batchnorm"), ("bn_dense_residual", "fold-batchnorm"), ("bias_preact", "bias-add"), ("second_bias", "bias-add"), ("conv1d", "squeeze-after-activation"),
             ("dense3d", "bias-before-reshape"), ("moments", "fold-batchnorm"), ("moments", "freeze"),
             ("dense_gelu4d", "bias-before-reshape"), ("dense_gelu_residual", "bias-before-reshape")}
     return {(name, fix): engine.fix(spec_for_path(str(models / name)), {"env": ONEDNN}, apply=[fix], measure=False,
@@ -169,6 +169,20 @@ def test_a_fold_leaves_out_a_dense_whose_residual_relu_would_make_grappler_give_
     out = result["model_out"]
     assert agrees_with_tensorflow(oracle, str(models / "bn_dense_residual"), out) < 1e-4
     assert fused_counts(result["fusions_after"]) == oracle[out]["fused"] == {"_FusedMatMul[BiasAdd]": 1}
+    assert result["tensorflow_failed_after"] == []
+
+
+def test_bias_add_leaves_out_a_bias_that_would_lead_the_remapper_to_fail(models, fixed, oracle):
+    """A convolution's bias written with + is no bias to the remapper (nothing fuses); as a BiasAdd, the first conv of
+    a pre-activation block would make the pattern oneDNN's remapper fails on. It stays; the second becomes a BiasAdd
+    and fuses with its conv and the skip. TensorFlow alone agrees."""
+    result = fixed[("bias_preact", "bias-add")]
+    (applied,) = result["applied"]
+    (left,) = applied["left"]
+    assert applied["sites"] == 1 and "TensorFlow's remapper fails on" in left["why"] and result["within_tolerance"]
+    out = result["model_out"]
+    assert agrees_with_tensorflow(oracle, str(models / "bias_preact"), out) < 1e-4
+    assert fused_counts(result["fusions_after"]) == oracle[out]["fused"] == {"_FusedConv2D[BiasAdd,Add]": 1}
     assert result["tensorflow_failed_after"] == []
 
 

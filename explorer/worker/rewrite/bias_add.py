@@ -17,6 +17,7 @@ import numpy as np
 
 from .fold_batchnorm import ADDS, CONTRACTIONS, _only, _other
 from .model import Model, as_bias_add, attr, each_site
+from .remapper_trap import trap
 
 NAME = "bias-add"
 
@@ -37,7 +38,7 @@ def find(model: Model) -> list[dict]:
         if bias is None or not model.constant_valued(bias):
             continue  # an add of two computed tensors (a residual), not a bias
         sites.append({"nodes": [node.name, add.name], "contraction": node.name, "add": add.name, "bias": bias,
-                      "why": _why_not(model, node, bias, node, [add])})
+                      "why": _why_not(model, node, bias, node, [add]) or trap(model, users, add.name, node.op)})
     return sites
 
 
@@ -61,7 +62,8 @@ def _second(model: Model, users: dict, node, bias_add) -> list[dict]:
     if bias is None or not model.constant_valued(bias):
         return []
     why = (f"{bias_add.name}'s own bias is computed from the model's inputs"
-           if not model.constant_valued(bias_add.input[1]) else _why_not(model, node, bias, bias_add, [add, bias_add]))
+           if not model.constant_valued(bias_add.input[1]) else _why_not(model, node, bias, bias_add, [add, bias_add])
+           or trap(model, users, add.name, node.op))
     return [{"nodes": [node.name, bias_add.name, add.name], "contraction": node.name, "add": add.name, "bias": bias,
              "bias_add": bias_add.name, "why": why}]
 

@@ -9,9 +9,9 @@ A contraction + BiasAdd + residual Add + activation, measured 2026-11-29 (Intel 
 - a MatMul's, whose sum is read by a Relu, Relu6 or Elu: the remapper writes a node with no op, and TensorFlow runs
   the function with no Grappler at all. LeakyRelu, Tanh, Sigmoid or no activation fuse [BiasAdd, Add].
 
-fold-batchnorm leaves a site whose folded bias would make one of them as it is: the rest of the model then fuses.
-(bias-add makes none: oneDNN's remapper already takes an Add of a 1-D bias as the bias, so the model as imported
-meets the same failure, and without oneDNN there is none.)
+fold-batchnorm and bias-add leave a site whose bias would make one of them as it is: the rest of the model then
+fuses. (A convolution's bias written with + is no bias to the remapper, oneDNN or not: measured, nothing fuses, so
+rewriting it as a BiasAdd can make the first pattern.)
 """
 
 from __future__ import annotations
