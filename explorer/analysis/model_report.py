@@ -142,8 +142,31 @@ def report(graphs: dict[str, Graph], fusions: list[Fusion], where: Where | bool 
     must = [c for c in clusters if c.get("kind") == "must-compile"]
     if must:
         totals["xla_must_compile"] = dict(Counter(op["op"] for c in must for op in c["ops"]))
-    return {
-        "fusions": fusion_rows(fusions),
-        "near_misses": near_misses(optimized, where, traced) if optimized is not None else [],
-        "totals": totals,
-    }
+    misses = near_misses(optimized, where, traced) if optimized is not None else []
+    why = unfused_reasons(optimized, misses) if optimized is not None else {}
+    if why:
+        totals["contractions_unfused_why"] = why
+    return {"fusions": fusion_rows(fusions), "near_misses": misses, "totals": totals}
+
+
+# Why a contraction left unfused has no near-miss, where the graph says so: a form no remapper pattern takes and
+# no rewrite here would gain from (measured: the fused form of a recurrent cell's sum, written with its bias first,
+# ran slower with oneDNN; docs/real-models.md).
+SUMMED = ("summed with another product before any bias (x·W + h·U + b, a recurrent cell's): no remapper pattern "
+          "takes a sum of two products")
+
+
+def unfused_reasons(graph: Graph, misses: list[dict]) -> dict[str, int]:
+    """{reason: how many} over the contractions Grappler left unfused that no near-miss names."""
+    named = {name for miss in misses for name in miss["nodes"]}
+    users = graph.consumers()
+    found: Counter = Counter()
+    for node in graph.nodes:
+        if node.op not in CONTRACTIONS or node.name in named:
+            continue
+        outs = [graph[name] for name, edge in users.get(node.name, ()) if not edge.control]
+        if len(outs) == 1 and outs[0].op in ("AddV2", "Add"):
+            other = [graph.get(e.src) for e in outs[0].data_inputs if e.src != node.name]
+            if len(other) == 1 and other[0] is not None and other[0].op in CONTRACTIONS:
+                found[SUMMED] += 1
+    return dict(found)

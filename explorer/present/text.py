@@ -147,6 +147,7 @@ def report_lines(report: dict, fix_command: str | None = None) -> list[str]:
     left = totals.get("contractions_unfused") or {}
     if left:
         out.append("Contractions left unfused: " + ", ".join(f"{op} ×{n}" for op, n in sorted(left.items())))
+        out += [f"  {n} of them {why}" for why, n in (totals.get("contractions_unfused_why") or {}).items()]
     scope = report_scope(report)
     if scope and (report["fusions"] or report["near_misses"]):
         out.append(f"Layers below are in {scope}")

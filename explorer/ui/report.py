@@ -169,7 +169,8 @@ def _totals(totals: dict) -> None:
     left = totals.get("contractions_unfused") or {}
     if left:
         st.caption("Contractions left unfused after Grappler: "
-                   + ", ".join(f"{op} ×{n}" for op, n in sorted(left.items())) + ".")
+                   + ", ".join(f"{op} ×{n}" for op, n in sorted(left.items())) + "."
+                   + "".join(f" {n} of them {why}." for why, n in (totals.get("contractions_unfused_why") or {}).items()))
 
 
 def _saved_help(totals: dict) -> str:

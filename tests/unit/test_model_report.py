@@ -8,6 +8,7 @@ from fixture_graphs import FIXTURES, fixture, stages
 from explorer.analysis.fusion import Fusion, find_fusions
 from explorer.analysis.model_report import fusion_rows, layer_of, report, tensor_bytes
 from explorer.analysis.near_miss import Where, apply_checks, near_misses
+from explorer.present.text import report_lines
 from explorer.model.graph import Edge, Graph, Node
 
 ALL = sorted(p.stem for p in FIXTURES.glob("*.json"))
@@ -337,3 +338,19 @@ def test_on_a_gpu_a_conv1ds_relu_and_batch_norm_are_named_from_the_graphs_ops():
     kinds = {m["nodes"][0]: m["kind"] for m in near_misses(conv1d_graph("[1,5,8,8]"), gpu)}
     assert kinds == {"c1": "activation-after-squeeze", "c2": "batchnorm-as-arithmetic"}
     assert "c1" not in {m["nodes"][0] for m in near_misses(conv1d_graph("[1,1,8,8]"), gpu)}
+
+
+def test_a_recurrent_cells_sum_of_two_products_is_said_why_it_stays_unfused():
+    """An LSTM cell's z = x·W + h·U + b (Keras 3): the bias follows the sum of the two products, which no remapper
+    pattern takes. No near-miss is named (the form that fuses measured slower with oneDNN), but the unfused
+    contractions say why; a bare product read by anything else says nothing."""
+    graph = Graph((node("x", "_Arg", shape="[1,32]"), node("h", "_Arg", shape="[1,32]"), node("w", "_Arg", shape="[32,128]"),
+                   node("b", "_Arg", shape="[128]"), node("xw", "MatMul", "x", "w"), node("hu", "MatMul", "h", "w"),
+                   node("z", "AddV2", "xw", "hu"), node("zb", "AddV2", "z", "b"), node("gate", "Sigmoid", "zb"),
+                   node("out", "MatMul", "gate", "w"), node("sq", "Square", "out")))
+    built = report({"optimized": graph}, [], Where(onednn=True))
+    assert built["near_misses"] == []
+    assert built["totals"]["contractions_unfused"] == {"MatMul": 3}
+    (why,) = built["totals"]["contractions_unfused_why"].items()
+    assert why[0].startswith("summed with another product before any bias") and why[1] == 2
+    assert "  2 of them summed with another product" in "\n".join(report_lines(built))
