@@ -13,6 +13,7 @@ from ..model.results import BenchResult, FusionDict, InspectResult, SweepResult
 from ..model.sources import source_for_data
 from .dims import compare as compare_dims
 from .fusion import find_fusions, find_renames
+from .grappler_log import REMAPPER_DROPPED, REMAPPER_FAILED
 from .grappler_passes import expand_pass_graphs
 from .model_report import report
 from .near_miss import Where
@@ -24,18 +25,18 @@ STAGE_PAIRS = (("traced", "optimized"), ("optimized", "executed"), ("traced", "e
 
 # Log lines by which TensorFlow admits it gave up on optimising, and what they mean for a person.
 SKIPPED_GRAPPLER = "Ignoring multi-device function optimization failure"
-REMAPPER_FAILED = "] remapper failed: "  # meta_optimizer's line: the pass's whole output is thrown away
 SKIPPED_MEANING = ("Grappler failed on this function and TensorFlow silently ran it with no Grappler optimisation "
                    "at all: the graph 'after Grappler' is the traced graph.")
+REMAPPER_MEANING = ("Grappler's remapper failed on this graph (a TensorFlow defect), and TensorFlow dropped every change "
+                    "it made: none of the fusions its log lists were kept, though the other passes' work was.")
 TF_FAILURES = (
     (SKIPPED_GRAPPLER, SKIPPED_MEANING),
     ("does not specify an operation",
      "The remapper produced a node with no op (a TensorFlow defect), which made Grappler give up."),
     ("Fusion is not implemented",
      "The remapper made a fused node whose kernel does not implement that combination (a TensorFlow defect)."),
-    (REMAPPER_FAILED,
-     "Grappler's remapper failed on this graph (a TensorFlow defect), and TensorFlow dropped every change it made: "
-     "none of the fusions its log lists were kept, though the other passes' work was."),
+    (REMAPPER_FAILED, REMAPPER_MEANING),  # as TensorFlow logs it (once in a process)
+    (REMAPPER_DROPPED, REMAPPER_MEANING),  # as grappler_log sees it after that
 )
 
 
@@ -74,13 +75,18 @@ def annotate(result: InspectResult) -> InspectResult:
     # The log line by which TensorFlow admits it ran the function with no Grappler at all.
     notable = (result.get("grappler") or {}).get("notable") or []
     result["grappler_skipped"] = next((line for line in notable if SKIPPED_GRAPPLER in line), None)
-    result["remapper_failed"] = next((line for line in notable if REMAPPER_FAILED in line), None)
+    result["remapper_failed"] = remapper_failure(notable)
     # The verdict's checklist is that of one op chain (a source's ``checklist``); other models have the
     # whole-model report.
     source = source_for_data(result.get("spec"))
     if "optimized" in graphs and source is not None and source.checklist:
         result["explanation"] = explain(result)
     return result
+
+
+def remapper_failure(lines: list[str]) -> str | None:
+    """The notable line saying that the remapper failed and TensorFlow dropped its work, or None."""
+    return next((line for line in lines if REMAPPER_FAILED in line or REMAPPER_DROPPED in line), None)
 
 
 def tf_failures(lines: list[str]) -> list[str]:

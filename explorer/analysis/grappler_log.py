@@ -61,6 +61,8 @@ def parse_log(lines: list[str]) -> dict:
         if src.startswith("remapper"):
             remapper_log.append(msg.strip())
             pending.append(msg.strip())
+            if current is not None and current["pass"] == "remapper" and not current["ran"]:
+                current["log"] = list(pending)  # kept where no size line follows (the pass failed)
             continue
         m = _ITEM.search(msg)
         if m:
@@ -113,7 +115,19 @@ def parse_log(lines: list[str]) -> dict:
             # A pass that printed no size line did not run on this graph (nothing to do).
             for p in iteration["passes"]:
                 p.setdefault("ran", False)
+                fused = [line for line in p.get("log") or () if line.startswith("Fuse ")]
+                if p["pass"] == "remapper" and fused and not p["changed"] and not any(
+                        REMAPPER_FAILED in line for line in notable):
+                    notable.append(f"{REMAPPER_DROPPED} on {it['item']}: it logged {len(fused)} fusion(s), and the "
+                                   "graph after it is the graph before")
     return {"items": items, "remapper_log": remapper_log, "notable": notable}
+
+
+# TensorFlow logs a remapper that failed ("remapper failed: ...") once in a process: in a worker that logged it
+# before, the pass shows it only by its fusions logged and no graph of its own (no size line, or an unchanged one).
+# This line stands for it then.
+REMAPPER_FAILED = "] remapper failed: "
+REMAPPER_DROPPED = "explorer] remapper failed silently"
 
 
 def item_runs(parsed: dict, prefix: str) -> list[dict]:
