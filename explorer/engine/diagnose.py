@@ -24,7 +24,7 @@ import tempfile
 import time
 
 from ..analysis import diagnosis
-from ..analysis.annotate import tf_failures
+from ..analysis.annotate import remapper_failure, tf_failures
 from ..errors import ExplorerError, WorkerError
 from ..model.devices import refuse_simulated
 from ..model.flags import Config
@@ -52,6 +52,9 @@ def run(engine, spec, config=None, *, repro: str | None = None, ways: bool = Tru
         if ways and result["warnings"]:  # Grappler gave up: which setting lets it optimise the model again
             say({"fraction": 0.5, "message": "verifying the ways around Grappler's failure"})
             result["ways"] = ways_around(engine, spec, config, reps)
+            if remapper_failure(model.get("notable") or []):  # and the rewrite that keeps its other fusions
+                rewritten = rewritten_way(engine, spec, config, "split-add", SPLIT_ADD, None, reps, out)
+                result["ways"] += [rewritten] if rewritten else []
         return result
     nodes = model.get("nodes") or []
     for i, node in enumerate(nodes[:MAX_NODES]):
@@ -154,22 +157,36 @@ REWRITE_WAYS = (
 )
 
 
+# Around a remapper that failed (Grappler kept none of its fusions): the sum it fails on computed twice.
+SPLIT_ADD = ("each residual sum the remapper fails on computed twice, so that it fuses the convolution with its "
+             "bias only (split-add: a rewrite of the model, same maths)")
+
+
 def rewrite_way(engine, spec, config: Config, pinned: dict, reps: int, out: str | None) -> dict | None:
     """Only that fusion prevented, the maths kept: for an imported model whose responsible fusion holds a batch
     norm, the batch norm folded into the convolution's weights and bias (the remapper then makes Conv2D + BiasAdd
     + activation instead); where it holds Mish, that Mish's softplus split so that the remapper leaves it out
-    (``REWRITE_WAYS``). The copy is run like the model (does it run, does it agree with its own unfused graph,
-    its time) and kept at ``out`` if given."""
+    (``REWRITE_WAYS``)."""
+    found = next((way for way in REWRITE_WAYS if way[0] in pinned["target"]), None)
+    if found is None:
+        return None
+    _, fix, words = found
+    targets = {fix: [pinned["node"]]} if fix == "split-mish" else None  # that Mish alone; a fold: every one
+    return rewritten_way(engine, spec, config, fix, words, targets, reps, out)
+
+
+def rewritten_way(engine, spec, config: Config, fix: str, words: str, targets: dict | None, reps: int,
+                  out: str | None) -> dict | None:
+    """The rewrite ``fix`` applied to a copy of an imported model (None for another source, or where it finds no
+    site), the copy run like the model (does it run, does it agree with its own unfused graph, its time) and kept
+    at ``out`` if given."""
     from ..model.sources import source_of
     from . import scratch
     from .fixes import _fixed_spec, _keep
 
-    found = next((way for way in REWRITE_WAYS if way[0] in pinned["target"]), None)
-    if "fix" not in source_of(spec).offers or found is None:
+    if "fix" not in source_of(spec).offers:
         return None
-    _, fix, words = found
     work = scratch.folder("diagnose")
-    targets = {fix: [pinned["node"]]} if fix == "split-mish" else None  # that Mish alone; a fold: every one
     try:
         with engine.queue(config.device).slot("graph"):
             written, _ = engine.request(config, "fix", {"spec": spec.to_dict(), "out_dir": work, "targets": targets,
@@ -189,7 +206,7 @@ def rewrite_way(engine, spec, config: Config, pinned: dict, reps: int, out: str 
     fused = sorted({f"{n['op']} [{', '.join(n['fused_ops'])}]" for n in answer.get("nodes") or ()})
     return {"way": fix, "words": words, "config": config.to_dict(), "runs": verdict["runs"],
             "agrees": verdict["fault"] is None and verdict["runs"], "verdict": verdict, "timing": answer.get("timing"),
-            "fused": fused, "model_out": kept}
+            "fused": fused, "model_out": kept, "warnings": tf_failures(answer.get("notable") or [])}
 
 
 def _public(model: dict) -> dict:

@@ -96,6 +96,25 @@ def test_a_remapper_that_failed_is_said_and_the_ways_around_it_run(engine):
     assert engine.inspect(stack, ONEDNN_OFF)["remapper_failed"] is None
 
 
+def test_an_imported_model_the_remapper_fails_on_gets_a_rewrite_that_keeps_its_other_fusions(engine, faulty_models,
+                                                                                           tmp_path):
+    """The same blocks as a frozen GraphDef: beside the settings, split-add computes each sum the remapper fails on
+    twice, so that it fuses each convolution with its bias and fails on nothing (oneDNN still on)."""
+    from explorer.engine.uploads import spec_for_path
+
+    model = spec_for_path(str(faulty_models / "preact_residual.pb"))
+    assert engine.inspect(model, ONEDNN_ON)["remapper_failed"]
+    result = diagnose.run(engine, model, ONEDNN_ON, reps=3, out=str(tmp_path / "split"))
+    ways = {way["way"]: way for way in result["ways"]}
+    assert set(ways) == {"remapper-off", "onednn-off", "split-add"}
+    split = ways["split-add"]
+    assert split["runs"] and split["agrees"] and split["warnings"] == [], split  # and Grappler optimises it
+    assert split["fused"] == ["_FusedConv2D [BiasAdd]"] and split["model_out"].endswith(".pb")
+    fixed = engine.inspect(spec_for_path(split["model_out"]), ONEDNN_ON)
+    assert fixed["remapper_failed"] is None
+    assert [(f["op"], f["fused_ops"]) for f in fixed["fusions"]] == [("_FusedConv2D", ["BiasAdd"])] * 3
+
+
 def test_an_imported_fused_batch_norm_is_folded_away_as_the_way_that_keeps_the_remapper(engine, faulty_models, tmp_path):
     # Conv2D + FusedBatchNorm (an op with is_training false) + Tanh: folding the batch norm into the convolution's
     # weights and bias prevents only the fusion that breaks: the remapper fuses Conv2D + BiasAdd instead (TF 2.21

@@ -5,16 +5,18 @@ why a site is left alone where it is) and ``apply(model, targets)`` -> (sites re
 ``REWRITES`` is their order when several apply together: a bias written as an Add becomes a BiasAdd, and
 a dilated convolution one Conv2D, before a batch norm after it is folded; then a Conv1D's activation joins its
 bias, its own or a folded batch norm's (squeeze-after-activation); freezing comes last (it turns the
-folded weights into constants too). ``split-mish`` prevents a fusion instead (a way around one that breaks
-the model: engine.diagnose). ``source`` makes the working copy of a loaded model; ``output`` writes the result.
+folded weights into constants too). ``split-mish`` and ``split-add`` prevent a fusion instead (ways around one
+that breaks the model, or that the remapper fails on: engine.diagnose). ``source`` makes the working copy of a
+loaded model; ``output`` writes the result.
 """
 
 from __future__ import annotations
 
-from . import bias_add, bias_before_reshape, dilated_conv, fold_batchnorm, freeze, split_mish, squeeze_after_activation
+from . import (bias_add, bias_before_reshape, dilated_conv, fold_batchnorm, freeze, split_add, split_mish,
+               squeeze_after_activation)
 
 REWRITES = {module.NAME: module for module in (bias_add, bias_before_reshape, dilated_conv, fold_batchnorm,
-                                               squeeze_after_activation, split_mish, freeze)}
+                                               squeeze_after_activation, split_mish, split_add, freeze)}
 NAMES = tuple(REWRITES)
 
 
