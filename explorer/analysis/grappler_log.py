@@ -116,16 +116,18 @@ def parse_log(lines: list[str]) -> dict:
             for p in iteration["passes"]:
                 p.setdefault("ran", False)
                 fused = [line for line in p.get("log") or () if line.startswith("Fuse ")]
-                if p["pass"] == "remapper" and fused and not p["changed"] and not any(
+                # no size line after its Fuse lines: the pass returned an error (a rewrite in place, such as
+                # FusedBatchNorm + Relu into _FusedBatchNormEx, can leave the sizes as they were: not a sign)
+                if p["pass"] == "remapper" and fused and not p["ran"] and not any(
                         REMAPPER_FAILED in line for line in notable):
-                    notable.append(f"{REMAPPER_DROPPED} on {it['item']}: it logged {len(fused)} fusion(s), and the "
-                                   "graph after it is the graph before")
+                    notable.append(f"{REMAPPER_DROPPED} on {it['item']}: it logged {len(fused)} fusion(s), and no "
+                                   "graph after it")
     return {"items": items, "remapper_log": remapper_log, "notable": notable}
 
 
 # TensorFlow logs a remapper that failed ("remapper failed: ...") once in a process: in a worker that logged it
-# before, the pass shows it only by its fusions logged and no graph of its own (no size line, or an unchanged one).
-# This line stands for it then.
+# before, the pass shows it only by its fusions logged and no graph of its own (no size line after them). This line
+# stands for it then.
 REMAPPER_FAILED = "] remapper failed: "
 REMAPPER_DROPPED = "explorer] remapper failed silently"
 
