@@ -91,12 +91,21 @@ def remapper_failure(lines: list[str]) -> str | None:
 
 def tf_failures(lines: list[str]) -> list[str]:
     """TensorFlow's log lines admitting it gave up on optimising (Grappler's notable lines), each in words."""
+    return [f"{said} TensorFlow logged: {line}" for line, said in _failures(lines).items()]
+
+
+def tf_failure_meanings(lines: list[str]) -> list[str]:
+    """The same in words alone, without the log lines' node names: one model's and another's compare."""
+    return list(_failures(lines).values())
+
+
+def _failures(lines: list[str]) -> dict[str, str]:
     meanings: dict[str, list[str]] = {}  # one log line can match two needles: one warning, both meanings
     for needle, meaning in TF_FAILURES:
         hits = [ln for ln in lines if needle in ln]
         if hits:
             meanings.setdefault(hits[0], []).append(meaning)
-    return [f"{' '.join(said)} TensorFlow logged: {line}" for line, said in meanings.items()]
+    return {line: " ".join(said) for line, said in meanings.items()}
 
 
 def tf_warnings(result: InspectResult, graphs: dict[str, Graph]) -> list[str]:

@@ -11,7 +11,7 @@ the bootstrap interval of one process).
 from __future__ import annotations
 
 from . import traffic
-from .annotate import tf_failures
+from .annotate import tf_failure_meanings
 from .fix_plan import FIXES, advice, chain_of, resolved, scope_of
 from .model_report import tensor_bytes
 from .op_time import IDLE_OPS, ranked
@@ -48,8 +48,7 @@ def bytes_written(result: dict, ran: bool = True) -> int | None:
 def failed(result: dict) -> list[str]:
     """What TensorFlow admitted it dropped while optimising ``result``'s model (Grappler skipped, a pass failed), in
     words, without the log line's node names: one model's and another's compare."""
-    lines = (result.get("grappler") or {}).get("notable") or []
-    return [w.split(" TensorFlow logged:")[0] for w in tf_failures(lines)]
+    return tf_failure_meanings((result.get("grappler") or {}).get("notable") or [])
 
 
 def speedup(pairs: list[dict], name: str) -> dict:

@@ -28,6 +28,12 @@ NOTABLE = re.compile(
     r"^\w+ failed: "  # a pass that failed (meta_optimizer): TensorFlow drops what that pass did and goes on
 )
 
+# TensorFlow logs a remapper that failed ("remapper failed: ...") once in a process: in a worker that logged it
+# before, the pass shows it only by its fusions logged and no graph of its own (no size line after them). This line
+# stands for it then.
+REMAPPER_FAILED = "] remapper failed: "
+REMAPPER_DROPPED = "explorer] remapper failed silently"
+
 
 def split_line(line: str) -> dict | None:
     """A TF C++ log line as {level, file, line, message}, or None for a continuation line."""
@@ -124,12 +130,6 @@ def parse_log(lines: list[str]) -> dict:
                                    "graph after it")
     return {"items": items, "remapper_log": remapper_log, "notable": notable}
 
-
-# TensorFlow logs a remapper that failed ("remapper failed: ...") once in a process: in a worker that logged it
-# before, the pass shows it only by its fusions logged and no graph of its own (no size line after them). This line
-# stands for it then.
-REMAPPER_FAILED = "] remapper failed: "
-REMAPPER_DROPPED = "explorer] remapper failed silently"
 
 
 def item_runs(parsed: dict, prefix: str) -> list[dict]:

@@ -141,54 +141,53 @@ def test_fold_batchnorm_folds_a_channels_first_batch_norm_along_its_channels(mod
     assert {n["attrs"].get("data_format") for n in traced if n["op"] == "BiasAdd" and "conv2d" in n["name"]} == {"NCHW"}
 
 
+def assert_one_site_left_for_a_trap(models, fixed, oracle, name: str, fix: str, why: str) -> dict:
+    """``fix`` rewrote one site of ``name`` and left one, saying ``why`` (a pattern TensorFlow's remapper fails on);
+    the fixed model agrees with the original, fuses what TensorFlow alone fuses and meets no failure. Its fusions,
+    as TensorFlow counts them."""
+    result = fixed[(name, fix)]
+    (applied,) = result["applied"]
+    (left,) = applied["left"]
+    assert applied["sites"] == 1 and why in left["why"] and result["within_tolerance"]
+    out = result["model_out"]
+    assert agrees_with_tensorflow(oracle, str(models / name), out) < 1e-4
+    assert fused_counts(result["fusions_after"]) == oracle[out]["fused"]
+    assert result["tensorflow_failed_after"] == []
+    return oracle[out]["fused"]
+
+
 def test_a_fold_leaves_out_the_site_that_would_lead_tensorflows_remapper_to_fail(models, fixed, oracle):
     """Pre-activation residual blocks (Xception's middle flow), oneDNN on: folded, the first block's conv + bias + add
     + relu would be a pattern oneDNN's remapper fuses though the add is read by the next skip too; it then fails and
     TensorFlow drops every fusion of the model (1 → 0 kernels on Xception before this). That batch norm is left as it
     is, with why; the other, whose sum is the model's output, folds and fuses. TensorFlow alone agrees."""
-    result = fixed[("bn_preact", "fold-batchnorm")]
-    (applied,) = result["applied"]
-    assert applied["sites"] == 1 and result["within_tolerance"]
-    (left,) = applied["left"]
-    assert "TensorFlow's remapper fails on" in left["why"] and "a Relu" in left["why"]
-    out = result["model_out"]
-    assert agrees_with_tensorflow(oracle, str(models / "bn_preact"), out) < 1e-4
-    assert fused_counts(result["fusions_after"]) == oracle[out]["fused"]
-    assert oracle[out]["fused"]["_FusedConv2D[BiasAdd,Add]"] == 1  # the second block's conv, bias and skip
-    assert result["tensorflow_failed_after"] == []
+    fused = assert_one_site_left_for_a_trap(models, fixed, oracle, "bn_preact", "fold-batchnorm",
+                                            "read by a Relu and by more) part of a contraction + BiasAdd + Add + Relu "
+                                            "fusion, which TensorFlow's remapper fails on")
+    assert fused["_FusedConv2D[BiasAdd,Add]"] == 1  # the second block's conv, bias and skip
 
 
 def test_a_fold_leaves_out_a_dense_whose_residual_relu_would_make_grappler_give_up(models, fixed, oracle):
     """Dense + batch norm + residual add + ReLU, oneDNN on: folded, MatMul + BiasAdd + Add + Relu is a fusion for which
     the remapper writes a node with no op, and TensorFlow runs the model with no Grappler at all. That batch norm
     stays; the second Dense's folds and fuses. TensorFlow alone agrees."""
-    result = fixed[("bn_dense_residual", "fold-batchnorm")]
-    (applied,) = result["applied"]
-    (left,) = applied["left"]
-    assert applied["sites"] == 1 and "writes a node with no op" in left["why"] and result["within_tolerance"]
-    out = result["model_out"]
-    assert agrees_with_tensorflow(oracle, str(models / "bn_dense_residual"), out) < 1e-4
-    assert fused_counts(result["fusions_after"]) == oracle[out]["fused"] == {"_FusedMatMul[BiasAdd]": 1}
-    assert result["tensorflow_failed_after"] == []
+    fused = assert_one_site_left_for_a_trap(models, fixed, oracle, "bn_dense_residual", "fold-batchnorm",
+                                            "writes a node with no op")
+    assert fused == {"_FusedMatMul[BiasAdd]": 1}
 
 
 def test_bias_add_leaves_out_a_bias_that_would_lead_the_remapper_to_fail(models, fixed, oracle):
     """A convolution's bias written with + is no bias to the remapper (nothing fuses); as a BiasAdd, the first conv of
     a pre-activation block would make the pattern oneDNN's remapper fails on. It stays; the second becomes a BiasAdd
     and fuses with its conv and the skip. TensorFlow alone agrees."""
-    result = fixed[("bias_preact", "bias-add")]
-    (applied,) = result["applied"]
-    (left,) = applied["left"]
-    assert applied["sites"] == 1 and "TensorFlow's remapper fails on" in left["why"] and result["within_tolerance"]
-    out = result["model_out"]
-    assert agrees_with_tensorflow(oracle, str(models / "bias_preact"), out) < 1e-4
-    assert fused_counts(result["fusions_after"]) == oracle[out]["fused"] == {"_FusedConv2D[BiasAdd,Add]": 1}
-    assert result["tensorflow_failed_after"] == []
+    fused = assert_one_site_left_for_a_trap(models, fixed, oracle, "bias_preact", "bias-add",
+                                            "TensorFlow's remapper fails on")
+    assert fused == {"_FusedConv2D[BiasAdd,Add]": 1}
 
 
 def test_a_fixed_model_on_which_tensorflows_remapper_fails_is_said_to(engine):
     """Where a fixed copy meets a TensorFlow failure the original did not, the report says so beside the fused
-    kernels it lost. The rewrites now avoid the one failure known, so the report is assembled from two real inspects
+    kernels it lost. The rewrites now avoid the failures known, so the report is assembled from two real inspects
     that differ in just that: the pre-activation stack example with oneDNN on (the remapper fails)
     as the fixed copy, the same stack with oneDNN off (it does not) as the original."""
     from explorer.analysis.fix_report import assemble
