@@ -40,11 +40,16 @@ def gave_up_panel(engine, result: dict, choice) -> None:
     """Under the warning that Grappler gave up or its remapper failed (the outputs agree): the ways that let it
     optimise the model."""
     if not words.headline(result.get("agreement")) and gave_up(result):
-        what = "Grappler gave up on this model" if result.get("grappler_skipped") else "The remapper failed on this model"
+        skipped = bool(result.get("grappler_skipped"))
+        what = "Grappler gave up on this model" if skipped else "The remapper failed on this model"
+        # engine.diagnose adds the split-add rewrite where the remapper failed on a model it can rewrite
+        split = not skipped and choice is not None and "fix" in choice.source.offers
         _panel(engine, choice, f"**{what}: what lets it optimise the model again**",
-               "Runs the model with the remapper off and with oneDNN flipped, each in a fresh process, checked "
-               "against its unfused graph and timed, and says whether Grappler then optimised it. About half a "
-               "minute.", "Find a way around it")
+               "Runs the model with the remapper off and with oneDNN flipped"
+               + (", and a copy with each residual sum the remapper fails on computed twice (split-add)" if split
+                  else "") + ", each in a fresh process, checked against its unfused graph and timed, and says "
+               "whether Grappler then optimised it. About " + ("a minute." if split else "half a minute."),
+               "Find a way around it")
 
 
 def _panel(engine, choice, title: str, caption: str, label: str) -> None:

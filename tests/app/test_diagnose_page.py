@@ -59,6 +59,8 @@ def test_where_the_remapper_failed_the_page_says_no_fusion_was_kept_and_offers_t
     assert any("**no fusion kept**: the remapper failed" in m.value for m in at.markdown)
     assert any("Grappler's remapper failed on this graph" in w.value for w in at.warning), [w.value for w in at.warning]
     assert any("The remapper failed on this model" in m.value for m in at.markdown)
+    (caption,) = [c.value for c in at.caption if "Runs the model with the remapper off" in c.value]
+    assert "split-add" not in caption  # a rewrite is for imported models; a stack is changed in its own text
     at = at.button(key="diagnose.run").click().run(timeout=600)
     assert not at.exception
     (ways,) = [d.value for d in at.dataframe if "way around" in d.value]  # a stack's report has tables of its own

@@ -290,3 +290,25 @@ def test_a_broken_import_is_diagnosed_and_the_model_with_only_that_fusion_preven
     assert len(folded) == 1 and bool(folded["runs"].iloc[0]) and bool(folded["agrees"].iloc[0]), ways
     buttons = [b for b in at.get("download_button") if "fold-batchnorm" in str(b.proto.label)]
     assert len(buttons) == 1 and "GraphDef" in buttons[0].proto.label, [b.proto.label for b in at.get("download_button")]
+
+
+def test_an_import_the_remapper_fails_on_is_offered_the_split_add_rewrite(tmp_path):
+    # the corpus's pre-activation residual blocks, oneDNN on: the remapper fails and TensorFlow keeps none of its
+    # fusions (the outputs agree: no banner). For an import the ways around it include split-add, which keeps the
+    # convolutions' fusions; the caption says so before the button, and the rewritten model is offered.
+    from tests.faulty.corpus import make_imports
+
+    data = (make_imports(tmp_path) / "preact_residual.pb").read_bytes()
+    at = upload(page("1"), "preact_residual.pb", data)
+    assert not at.exception
+    assert any("The remapper failed on this model" in m.value for m in at.markdown)
+    assert any("a copy with each residual sum the remapper fails on computed twice (split-add)" in c.value
+               for c in at.caption), [c.value for c in at.caption]
+    at = at.button(key="diagnose.run").click().run(timeout=900)
+    assert not at.exception
+    ways = next(d.value for d in at.dataframe if "way around" in d.value.columns)
+    split = ways[ways["way around"].str.contains("split-add")]
+    assert len(split) == 1 and bool(split["runs"].iloc[0]) and bool(split["agrees"].iloc[0]), ways
+    assert bool(split["Grappler optimises"].iloc[0]), ways
+    labels = [str(b.proto.label) for b in at.get("download_button")]
+    assert any("split-add" in label for label in labels), labels
