@@ -129,6 +129,12 @@ LAYER_TYPES: dict[str, tuple] = {
     "MaxPooling2D": (4, 2, _pool()),
     "AveragePooling2D": (4, 2, _pool()),
     "GlobalAveragePooling2D": (4, 0, ()),
+    # Explicit zero padding (ResNet's stems, strided blocks): oneDNN folds it into the next VALID Conv2D, the
+    # remapper into a Conv3D (FindPadWithConv3D)
+    "ZeroPadding2D": (4, 2, (F("padding", "int_or_tuple", "zeros added on each side: height, width", 1, low=0,
+                               high=16),)),
+    "ZeroPadding3D": (5, 3, (F("padding", "int_or_tuple", "zeros added on each side: depth, height, width", 1,
+                               low=0, high=16),)),
 }
 WINDOWED = ("Conv1D", "Conv2D", "DepthwiseConv2D", "Conv3D", "MaxPooling2D", "AveragePooling2D")
 

@@ -243,7 +243,8 @@ def _expand(items, path, st: _State, scope: dict, prefix: str, block_in: str, pr
         if rank is not None and len(in_shapes[0]) != rank:
             raise StackSpecError(where, "type", f"{kind} needs a {rank}-D input (batch included), got shape "
                                  f"{list(in_shapes[0])}")
-        field = {"Reshape": "target_shape", "MaxPooling2D": "pool_size", "AveragePooling2D": "pool_size"}.get(
+        field = {"Reshape": "target_shape", "MaxPooling2D": "pool_size", "AveragePooling2D": "pool_size",
+                 "ZeroPadding2D": "padding", "ZeroPadding3D": "padding"}.get(
             kind, "inputs" if kind in MERGE_TYPES else "kernel_size" if kind in WINDOWED else "type")
         shape = _field(where, field, _infer, kind, params, in_shapes)
         st.total += _size(where, "output", shape, st.dtype) + _weights(where, kind, params, in_shapes[0], st.dtype)
@@ -295,6 +296,8 @@ def _infer(kind, p, shapes) -> tuple:
         return (s[0], *spatial, channels)
     if kind == "GlobalAveragePooling2D":
         return (s[0], s[-1])
+    if kind.startswith("ZeroPadding"):
+        return (s[0], *(n + 2 * pad for n, pad in zip(s[1:-1], p["padding"])), s[-1])
     if kind == "Flatten":
         return (s[0], math.prod(s[1:]))
     if kind == "Reshape":

@@ -67,6 +67,10 @@ BAD = [
     ("Conv1D rank", stack({"type": "Conv1D", "filters": 2}), "layers[0]: type: Conv1D needs a 3-D input"),
     ("window too big", stack(dict(CONV, kernel_size=9, padding="valid")), "layers[0] (conv): kernel_size: window"),
     ("pool too big", stack({"type": "MaxPooling2D", "pool_size": 9, "padding": "valid"}), "layers[0]: pool_size: window"),
+    ("padding too big", stack({"type": "ZeroPadding2D", "padding": 17}), "layers[0]: padding: expected a whole number 0..16"),
+    ("padding per dim", stack({"type": "ZeroPadding3D", "padding": [1, 1]}, shape=(1, 4, 4, 4, 2)),
+     "layers[0]: padding: expected a whole number or a list of 3"),
+    ("ZeroPadding2D rank", stack({"type": "ZeroPadding2D"}, shape=(2, 4)), "layers[0]: type: ZeroPadding2D needs a 4-D input"),
     ("unknown input name", stack(CONV, {"type": "Add", "inputs": ["conv", "nope"]}), "layers[1]: inputs: no earlier layer named 'nope'"),
     ("one input", stack(CONV, {"type": "Add", "inputs": ["conv"]}), "layers[1]: inputs: expected a list of 2..2"),
     ("later layer", stack({"type": "Add", "inputs": ["input", "conv"]}, CONV), "layers[0]: inputs: no earlier layer named 'conv'"),
@@ -150,6 +154,9 @@ def test_shapes_and_defaults_are_inferred():
     assert [layer.shape for layer in spec.layers] == [(2, 5, 5, 4), (2, 3, 3, 4), (2, 36), (2, 3)]
     assert spec.layers[1].params["strides"] == (2, 2)  # pooling steps by its window unless told
     assert spec.layers[0].params["activation"] == "none" and spec.layers[0].params["use_bias"] is True
+    padded = parse(stack({"type": "ZeroPadding2D", "padding": [1, 3]}, dict(CONV, padding="valid"),
+                         {"type": "ZeroPadding2D"}, shape=(2, 9, 9, 4)))
+    assert [layer.shape for layer in padded.layers] == [(2, 11, 15, 4), (2, 9, 13, 4), (2, 11, 15, 4)]
 
 
 def test_every_ready_example_is_valid_and_every_layer_type_is_documented():

@@ -72,6 +72,8 @@ def _layer(keras, layer, dtype):
         return getattr(L, t)(p["pool_size"], strides=p["strides"], padding=p["padding"], **kw)
     if t == "GlobalAveragePooling2D":
         return L.GlobalAveragePooling2D(**kw)
+    if t in ("ZeroPadding2D", "ZeroPadding3D"):
+        return getattr(L, t)(p["padding"], **kw)
     raise ValueError(f"{layer.where}: type: no builder for {t}")
 
 
