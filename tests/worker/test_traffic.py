@@ -4,6 +4,8 @@ falls (or holds) beyond the caches, and the engine keeps it per machine."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from explorer.analysis import traffic
@@ -83,6 +85,33 @@ def test_conv2d_bias_relu_bytes_and_flops(engine, profile):
     assert (fconv["reads"], fconv["writes"], fconv["flops"]) == (x + w + bias, out, conv_flops + 2 * 75)
     assert report["removed_bytes"] == 2 * out  # Conv2D's and BiasAdd's outputs
     assert report["saved_bytes"] == 1928 - 728
+
+
+def padded_stack(pad_type: str, conv: str, shape: list, pad, filters: int = 8) -> dict:
+    return {"stack": {"input": {"shape": shape, "dtype": "float32"}, "layers": [
+        {"type": pad_type, "padding": pad},
+        {"type": conv, "filters": filters, "kernel_size": 3, "padding": "valid", "activation": "relu"}]}}
+
+
+@pytest.mark.parametrize("pad_type, conv, shape, pad, out_spatial", [
+    # oneDNN folds the Pad into the Conv2D (_MklNativePadWithFusedConv2D), the remapper into the Conv3D
+    # (_FusedConv3D's padding_list); both shape functions ignore the padding, which made the output 6x6 (4x4x4)
+    ("ZeroPadding2D", "Conv2D", [1, 8, 8, 4], [1, 2], (8, 10)),
+    ("ZeroPadding3D", "Conv3D", [1, 6, 6, 6, 4], 1, (6, 6, 6))])
+def test_a_convolution_that_took_its_pad_in_is_counted_at_the_padded_size(engine, profile, pad_type, conv, shape,
+                                                                          pad, out_spatial):
+    result = engine.bench(padded_stack(pad_type, conv, shape, pad), CONFIG, reps=3, warmup=0)
+    report = traffic.report(result, profile)
+    fused = report["variants"]["fused"]
+    (op,) = [o for o in fused["ops"] if "Conv" in o["op"]]
+    assert "Pad" not in [o["op"] for o in fused["ops"]], "the Pad was folded into the convolution"
+    assert "PadWith" in op["op"] or conv == "Conv3D", op
+    cin, filters, taps = shape[-1], 8, 3 ** (len(shape) - 2)
+    outputs = math.prod(out_spatial) * filters
+    assert op["writes"] == outputs * F32
+    assert op["flops"] == 2 * outputs * taps * cin + 2 * outputs  # bias and Relu: one each per element
+    x, w, bias = math.prod(shape) * F32, taps * cin * filters * F32, filters * F32
+    assert x + w + bias <= op["reads"] <= x + w + bias + 2 * len(shape) * 8  # the paddings, if an input
 
 
 def test_machine_probe_curve_is_positive_and_cached(engine, profile, tmp_path):
