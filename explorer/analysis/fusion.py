@@ -255,7 +255,10 @@ def _vanished_tail(root: str, fused: str, before: Graph, after: Graph, before_co
     the batch norm's name), which layout transposes around the fused node hide from the input
     rule: the nodes downstream of the root that vanished or changed op (a Relu left as Identity),
     provided that whatever read them now reads the fused node, through new nodes or through them."""
-    tail = _descendants(root, before, before_consumers, eligible) - {root}
+    def vanished(name: str) -> bool:  # a fused node of its own in ``after`` is no part of this chain
+        return eligible(name) and not (name in after and is_fused_node(after[name]))
+
+    tail = _descendants(root, before, before_consumers, vanished) - {root}
     readers = _past_pruned_identities({c for t in tail for c, e in before_consumers.get(t, ())
                                        if not e.control and c not in tail}, before, after, before_consumers)
     readers |= {t for t in tail if t in after}

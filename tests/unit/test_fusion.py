@@ -316,3 +316,19 @@ def test_the_scope_a_chain_starts_in_is_listed_op_by_op_and_a_sub_scope_of_four_
     gelu = fusion(("d/MatMul", "MatMul"), ("d/BiasAdd", "BiasAdd"),
                   *((f"d/gelu/{op}_{i}", op) for i, op in enumerate(("Mul", "Erf", "AddV2", "Mul"))))
     assert gelu.describe().startswith("MatMul + BiasAdd + d/gelu (4 ops: Mul, Erf, AddV2, Mul) → ")
+
+
+def test_two_fused_convolutions_in_a_row_renamed_by_onednn_are_renames_not_one_fusion():
+    """oneDNN's layout pass renames each _FusedConv2D (_MklNativeFusedConv2D), keeping its name. The first, heading
+    nothing absorbed upstream, had its renamed successor taken for a vanished tail: layout_fp32 with oneDNN showed
+    "_FusedConv2D + _FusedConv2D → _MklNativeFusedConv2D" as a fusion when executed."""
+    def graph(op):
+        return Graph((node("x", "_Arg"), node("w1", "Const"), node("b1", "Const"), node("w2", "Const"),
+                      node("b2", "Const"), node("c1/Relu", op, "x", "w1", "b1", fused_ops=("BiasAdd", "Relu")),
+                      node("c2/Relu", op, "c1/Relu", "w2", "b2", fused_ops=("BiasAdd", "Relu")),
+                      node("y", "_Retval", "c2/Relu")))
+
+    before, after = graph("_FusedConv2D"), graph("_MklNativeFusedConv2D")
+    assert find_fusions(before, after) == []
+    assert [(r.name, r.old_op, r.new_op) for r in find_renames(before, after)] == [
+        ("c1/Relu", "_FusedConv2D", "_MklNativeFusedConv2D"), ("c2/Relu", "_FusedConv2D", "_MklNativeFusedConv2D")]
