@@ -62,6 +62,18 @@ _EXAMPLES: dict[str, dict] = {
                        {"type": "Conv2D", "filters": 8, "kernel_size": 3},
                        {"type": "Add", "inputs": ["block_in", "prev"]}]}],
     },
+    "resnet_stem": {
+        "name": "resnet_stem",
+        "description": "ResNet's stem: zero padding, 7x7/2 conv + bias, BN, relu, zero padding, 3x3/2 max pool. "
+                       "oneDNN folds each explicit pad into the op after it where it can",
+        "input": {"shape": [1, 32, 32, 3], "dtype": "float32"},
+        "layers": [{"type": "ZeroPadding2D", "padding": 3},
+                   {"type": "Conv2D", "filters": 16, "kernel_size": 7, "strides": 2, "padding": "valid"},
+                   {"type": "BatchNormalization", "epsilon": 1.001e-5},
+                   {"type": "Activation", "activation": "relu"},
+                   {"type": "ZeroPadding2D", "padding": 1},
+                   {"type": "MaxPooling2D", "pool_size": 3, "strides": 2, "padding": "valid"}],
+    },
     "layout_fp32": {
         "name": "layout_fp32",
         "description": "seed tool example: two stacked Conv2D(2x2, SAME)+bias+ReLU on a 5x3x3x4 NHWC input "
