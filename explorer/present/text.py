@@ -87,10 +87,12 @@ def inspect_text(result: InspectResult, model_path: str | None = None) -> str:
     for stage, graph in graphs_of(result).items():
         out.append(f"\n{STAGES[stage]} ({len(graph)} nodes): {ops_words(graph.compute_ops())}")
     out.append("\nFusions (traced -> after Grappler):")
-    for describe, n in Counter(f["describe"] for f in result.get("fusions") or []).items():  # first seen first
-        out.append(f"  {describe}" + (f" ×{n}" if n > 1 else ""))
-    if not result.get("fusions"):
-        out.append("  none")
+    out.extend(_fusion_lines(result.get("fusions") or []) or ["  none"])
+    late = (result.get("fusions_by_pair") or {}).get("optimized->executed") or []
+    if late:  # oneDNN's layout pass fuses on its own after Grappler (a Pad into the convolution after it)
+        onednn = (result.get("fingerprint") or {}).get("onednn")
+        out.append("Fused when executed (after Grappler" + (", by oneDNN's layout pass):" if onednn else "):"))
+        out.extend(_fusion_lines(late))
     if result.get("xla_clusters"):
         out.append("XLA auto-clustering (TF_XLA_FLAGS): these ops left the graph for XLA clusters, which XLA compiles:")
         for line in xla_fusion.cluster_lines(result["xla_clusters"]):
@@ -308,3 +310,9 @@ def stacks_text() -> str:
     out.append("\nPrint one to start from:  python -m explorer stacks resnet_basic_block > block.json\n"
                "then:                     python -m explorer inspect --spec block.json")
     return lines(out)
+
+
+def _fusion_lines(fusions: list) -> list[str]:
+    """One line per kind of fusion, first seen first, with its count."""
+    return [f"  {describe}" + (f" ×{n}" if n > 1 else "")
+            for describe, n in Counter(f["describe"] for f in fusions).items()]

@@ -170,6 +170,9 @@ def _summary_line(engine, choice: sidebar.Choice, result: dict) -> None:
                  else "**no fusion kept**: the remapper failed, and TensorFlow dropped its fusions"
                  if result.get("remapper_failed")
                  else "**no fusion** found by Grappler")
+        late = len((result.get("fusions_by_pair") or {}).get("optimized->executed") or [])
+        if late:  # oneDNN's layout pass fuses after Grappler: a Pad into a convolution, Conv2D with its bias
+            found += f", **{late}{' more' if fusions else ''}** {'by oneDNN ' if fp.get('onednn') else ''}when executed"
         badge = why.verdict_badge(result.get("explanation"))
         # A real GPU run names the GPU; otherwise oneDNN is what decides the CPU's fusions.
         ran_on = (f"GPU:0 {gpu_words(fp['gpus'][0])}" if choice.config.device == "gpu" and fp.get("gpus")

@@ -99,3 +99,12 @@ def test_the_stack_survives_a_look_at_a_preset(make_app):
     assert not at.exception
     at.radio(key=state.MODE).set_value("stack").run()
     assert at.text_area(key=state.STACK_TEXT).value == bad
+
+
+def test_what_onednn_fuses_when_executed_is_in_the_summary(make_app):
+    # ResNet's stem, oneDNN on (make_app's): Grappler fuses the conv with its bias, then oneDNN's layout pass folds
+    # the explicit Pad before it into the kernel; the summary counts both, each by what made it
+    at = make_app(**{state.MODE: "stack", state.STACK_EXAMPLE: "resnet_stem"}).run()
+    at = at.button(key="stack.load").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "**1 fusion** found by Grappler, **1 more** by oneDNN when executed · layer stack resnet_stem" in texts(at)

@@ -39,3 +39,18 @@ def test_inspect_and_bench_a_stack_file(tmp_path):
     assert bench.returncode == 0, bench.stderr
     proof = json.loads(bench.stdout)["proof_summary"]
     assert proof["verified"] and any("FusedConv2D" in op for op in proof["fused_nodes"])
+
+
+@pytest.mark.tf
+def test_what_onednn_fuses_after_grappler_is_listed(tmp_path):
+    # ResNet's stem with oneDNN on: Grappler fuses the conv with its bias; oneDNN's layout pass then folds the
+    # explicit Pad before it into the kernel, which the traced -> after Grappler list cannot show
+    path = tmp_path / "stem.json"
+    path.write_text(run("stacks", "resnet_stem").stdout)
+    out = run("inspect", "--spec", str(path), "--env", "TF_ENABLE_ONEDNN_OPTS=1", "--no-cache")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    at = lines.index("Fused when executed (after Grappler, by oneDNN's layout pass):")
+    assert lines[at + 1] == "  Pad + _FusedConv2D → _MklNativePadWithFusedConv2D [BiasAdd]", lines[at:at + 3]
+    off = run("inspect", "--spec", str(path), "--env", "TF_ENABLE_ONEDNN_OPTS=0", "--no-cache")
+    assert off.returncode == 0 and "Fused when executed" not in off.stdout, off.stdout
