@@ -71,8 +71,7 @@ def padding_apart(tf, graph_def) -> dict[str, tuple[str, str, str | None]]:
             values = paddings
         elif node.op.endswith("Conv3D") and "padding_list" in node.attr and node.attr["padding_list"].list.i:
             paddings, target = None, None
-            pad_list = list(node.attr["padding_list"].list.i)
-            values = _paddings_const(tf, graph_def, node.name, pad_list).name
+            values = _paddings_const(tf, graph_def, node.name, list(node.attr["padding_list"].list.i)).name
             del node.attr["padding_list"]
         else:
             continue
