@@ -67,6 +67,25 @@ FAILED_AFTER = ("The rewrite keeps the maths, but it made a pattern that TensorF
                 "the original, or the fixed model where it does not fail (try the other oneDNN setting).")
 
 
+def slower_alone_words(result: dict) -> list[str]:
+    """For each fix that alone ran slower than the model as imported (its whole interval below 1×), what that means
+    here: take it only with the others where they together ran faster, else leave it out. Measured, not a rule:
+    with oneDNN, folding batch norms into weights kept as variables ran at 0.6–0.8× on Xception and ResNet50V2
+    while folding and freezing together ran 1.4× (docs/fixes.md)."""
+    together = result.get("speedup") or {}
+    if len(result.get("per_fix") or []) < 2 or not together:
+        return []
+    faster = (together.get("ci_low") or 0) > 1
+    out = []
+    for entry in result["per_fix"]:
+        sp = entry.get("speedup") or {}
+        if sp.get("ci_high") is not None and sp["ci_high"] < 1:
+            alone = f"{entry['fix']} alone ran slower here ({speedup_words(sp)})"
+            out.append(f"{alone}, and all the fixes together faster ({together['estimate']:.2f}×): apply it only "
+                       "with the others." if faster else f"{alone}: leave it out on this machine and setting.")
+    return out
+
+
 def fix_text(result: dict) -> str:
     out = []
     fp = result.get("fingerprint") or {}
@@ -94,6 +113,7 @@ def fix_text(result: dict) -> str:
                 out.append(f"  {entry['fix']} alone: {speedup_words(entry.get('speedup'))}; "
                            f"{entry.get('fused_kernels_after', '?')} fused kernels"
                            + ("; TensorFlow dropped Grappler's work on it" if entry.get("tensorflow_failed") else ""))
+            out.extend(f"  NOTE: {line}" for line in slower_alone_words(result))
         out.append(f"Memory traffic: {bytes_words(result.get('bytes_saved'), result.get('bytes_written_before'))}")
     ranked = result.get("near_misses_ranked") or []
     if ranked:

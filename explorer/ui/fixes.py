@@ -172,6 +172,8 @@ def show(engine, result: dict, fixed: dict, config, key: str) -> None:
         st.markdown("**Each fix alone**")
         st.dataframe([_alone(p) for p in fixed["per_fix"]], hide_index=True, width="stretch",
                      column_config=ALONE_COLUMNS)
+        for line in fix_text.slower_alone_words(fixed):
+            st.warning(line, icon=":material/timer:")
     if sp:
         st.caption(f"Timed interleaved with the model as imported in {fix_text.runs_words(sp)}. Outputs: "
                    f"{fix_text.agreement_words(fixed)}. Memory traffic: "
