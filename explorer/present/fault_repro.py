@@ -22,6 +22,12 @@ def _array(entry: dict, rng: str = "rng") -> str:
     dtype, shape = entry["dtype"], entry["shape"]
     if "value" in entry:
         return f"tf.constant({entry['value']!r}, tf.{dtype}, shape={shape!r})"
+    return f"tf.constant({_draw(entry, rng)}, tf.{dtype})"
+
+
+def _draw(entry: dict, rng: str = "rng") -> str:
+    """numpy's draw of a seeded array of ``entry``'s shape and kind."""
+    dtype, shape = entry["dtype"], entry["shape"]
     if entry.get("positive"):
         draw = f"{rng}.uniform(0.5, 1.5, {shape!r})"
     elif "mean" in entry:
@@ -32,7 +38,7 @@ def _array(entry: dict, rng: str = "rng") -> str:
         draw = f"{rng}.random({shape!r}) < 0.5"
     else:
         draw = f"{rng}.standard_normal({shape!r})"
-    return f"tf.constant({draw}, tf.{dtype})"
+    return draw
 
 
 def _call(op: dict) -> str:
@@ -66,8 +72,12 @@ def script(isolated: dict, context: dict) -> str:
     lines += [f"os.environ[{k!r}] = {str(v)!r}" for k, v in sorted(env.items())]
     lines += ["import json", "", "import numpy as np", "import tensorflow as tf", "", "rng = np.random.default_rng(0)"]
     lines += [f"{a['var']} = {_array(a)}  # {a['name']}" for a in isolated["args"]]
+    # the weights drawn once, here: model() is traced once per run, and each trace would draw other numbers
+    drawn = [c for c in isolated["consts"] if "value" not in c]
+    lines += [f"{c['var']}_value = {_draw(c)}" for c in drawn]
     lines += ["", "", f"def model({', '.join(args)}):"]
-    lines += [f"    {c['var']} = {_array(c)}  # {c['name']}" for c in isolated["consts"]]
+    lines += [f"    {c['var']} = " + (f"tf.constant({c['var']}_value, tf.{c['dtype']})" if c in drawn else _array(c))
+              + f"  # {c['name']}" for c in isolated["consts"]]
     lines += [_call(op) for op in isolated["ops"]]
     lines += [f"    return {isolated['output']}", "", ""]
     lines += [
