@@ -248,8 +248,31 @@ def judged(fused, fused_error, reference, reference_error, basis: Mapping) -> di
     status = "agrees" if comparison["agree"] else "varies" if basis.get("varies") else "differs"
     summary = comparison["summary"] if status != "varies" else \
         f"{basis['varies']}, so the unfused run's numbers say nothing of the fusion"
+    misshapen = off_declared(fused, reference, basis)
+    if misshapen:  # a wrong shape is wrong whatever the reference says: it may share the rewrite that made it
+        status, summary = "differs", misshapen
     return {"status": status, "comparison": comparison, "fused_error": None, "reference_error": None,
             "summary": summary}
+
+
+def off_declared(fused: Sequence, reference: Sequence, basis: Mapping) -> str | None:
+    """The sentence saying that an output of the fused run has another shape than the model's traced graph declares
+    (``basis["declared"]``, None for a dimension left open), and whether the unfused reference's had it too: then a
+    rewrite that runs with the remapper off made it, such as oneDNN's layout pass folding a Pad into a convolution
+    (TF 2.21 drops a Pad of the batch axis there: measured 2026-11-29). None when every shape keeps to it."""
+    for i, (out, want) in enumerate(zip(fused, basis.get("declared") or ())):
+        got = [int(d) for d in np.shape(out)]
+        if want is None or (len(got) == len(want) and all(w is None or w == g for w, g in zip(want, got))):
+            continue
+        said = f"output {i} has shape {got}, where the model's traced graph declares " \
+               f"{[w if w is not None else '?' for w in want]}"
+        if i < len(reference) and [int(d) for d in np.shape(reference[i])] == got:
+            folds = sorted(op for op in basis.get("ops") or () if "PadWith" in op)
+            said += ("; the unfused reference (remapper off) has it too: a rewrite that runs with the remapper off "
+                     "made it" + (f" (oneDNN's layout pass ran {', '.join(folds)}: a Pad folded into a convolution; "
+                                  "try TF_ENABLE_ONEDNN_OPTS=0)" if folds else ""))
+        return said
+    return None
 
 
 def variation(first, second, basis: Mapping) -> str | None:
@@ -269,6 +292,7 @@ def edges_judged(fused: list[dict], reference: list[dict], basis: Mapping) -> li
     fused side's with its "inputs" words and "shapes"); a case one side did not run is left out. Seconds: both
     runs', where both sides timed theirs."""
     theirs = {e["case"]: e for e in reference}
+    basis = {k: v for k, v in basis.items() if k != "declared"}  # declared at the seeded inputs' shapes, not these
     pairs = []
     for edge in fused:
         other = theirs.get(edge["case"])

@@ -26,7 +26,7 @@ from ..model.flags import Config, ConfigLike
 from ..model.limits import MAX_SWEEP_POINTS
 from ..model.results import BenchResult, Fingerprint, InspectResult, SweepResult, WorkerInfo
 from ..model.spec import resolve
-from . import compare, diagnose, fix_check, fixes, machine_profile, reference, warmup
+from . import compare, diagnose, fix_check, fixes, machine_profile, model_failure, reference, warmup
 from .admission import HOST, AdmissionQueue
 from .cache import DEFAULT_CACHE_DIR, ResultCache, inspect_key
 from .interface import Progress
@@ -198,7 +198,20 @@ class Engine:
 
     def _inspect(self, spec, config: Config, key: str, on_progress: Progress | None,
                  pass_graphs: bool = False) -> InspectResult:
-        payload, op = inspect_payload(spec, config, pass_graphs), compilers.FIRST.inspect_op
+        try:
+            answer, info = self._inspected(config, inspect_payload(spec, config, pass_graphs), on_progress)
+        except WorkerError as exc:
+            if exc.kind != "tensorflow":
+                raise
+            raise model_failure.explained(self, spec, config, exc) from None  # where oneDNN is what fails it
+        result = annotate({**cast(InspectResult, answer), "config": config.to_dict(), "worker": info, "cached": False,
+                           "key": key, "spec": spec.public_dict()})
+        if not broken(result.get("agreement")):  # a failed call is asked again, never answered from the cache
+            self.cache.put(key, result)
+        return result
+
+    def _inspected(self, config: Config, payload: dict, on_progress: Progress | None) -> tuple[dict, WorkerInfo]:
+        op = compilers.FIRST.inspect_op
         with self.queue(config.device).slot("graph", on_progress):
             beside = reference.start(self, config, payload)  # the check's unfused run, in a second worker
             try:
@@ -221,12 +234,7 @@ class Engine:
                     beside.close()
         if not beside:
             reference.start_later(self, config, answer)
-        result = annotate({**cast(InspectResult, answer), "config": config.to_dict(), "worker": info, "cached": False,
-                           "key": key, "spec": spec.public_dict()})
-        if not broken(result.get("agreement")):  # a failed call is asked again, never answered from the cache
-            self.cache.put(key, result)
-        return result
-
+        return answer, info
     def xla(self, spec, config: ConfigLike = None, *, on_progress: Progress | None = None, use_cache: bool = True) -> dict:
         """The model compiled by XLA (jit_compile=True): HLO stages, fusions mapped to TF ops, compile time."""
         return self._compiled(compilers.BY_ID["xla"], spec, config, on_progress, use_cache)

@@ -23,7 +23,7 @@ from . import models
 from ..model.spec import resolve
 from .protocol import error_line
 from .runtime import Runtime
-from .shapes import executed_tensors, fed_shapes
+from .shapes import executed_tensors, fed_shapes, returned_shapes
 
 REFERENCE = "this model with Grappler's remapper off (the other switches as set), same process, same inputs"
 REFERENCE_BESIDE = ("this model with Grappler's remapper off (the other switches as set), run at the same time in a "
@@ -114,6 +114,13 @@ def basis(rt: Runtime, graphs) -> dict:
             "random": sorted((ops | called_ops) & compare_outputs.RANDOM_OPS), "varies": None}
 
 
+def declaring(rt: Runtime, found: dict, stages: dict | None, args: list) -> dict:
+    """``found`` (a ``basis``) with the output shapes the traced graph declares at the inputs' shapes
+    (``analysis.agreement.off_declared`` holds each run's outputs to them)."""
+    traced = (stages or {}).get("traced")
+    return dict(found, declared=returned_shapes(rt.tf, traced, fed_shapes(args)) if traced is not None else [])
+
+
 def with_variation(found: dict, first: list | None, again) -> dict:
     """``found`` (a ``basis``) with what a second call of the fused graph on the same inputs says: ``again()`` is
     made only for a graph calling random ops and whose first call ran (other graphs' calls repeat exactly)."""
@@ -184,8 +191,8 @@ def check(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: d
             raise fused_exc
         return dict(base, status="skipped", headline=None, comparison=None, fused_error=None, reference_error=None,
                     reference_shapes=None, summary=why, seconds=0.0)
-    found = with_variation(basis(rt, [g for g in (stages or {}).values() if g is not None]), fused,
-                           lambda: called(rt, fn, args, switches))
+    found = with_variation(declaring(rt, basis(rt, [g for g in (stages or {}).values() if g is not None]), stages,
+                                     args), fused, lambda: called(rt, fn, args, switches))
     fused_error = error_record(fused_exc, stages) if fused_exc is not None else None
     reference, reference_error = called(rt, fn, args, switches, False, executed)
     base["reference_seconds"] = round(time.perf_counter() - started, 4)  # its own Grappler run and kernels
@@ -239,8 +246,8 @@ def fused_side(rt: Runtime, spec, body, fn, names: list[str], args: list, switch
     edges = edge_runs(rt, fn, edge_inputs(spec, body, args, rt.tf), switches)
     if not savable(fused) or not all(savable(e["outputs"]) for e in edges if e["outputs"] is not None):
         return None
-    found = with_variation(basis(rt, [g for g in stages.values() if g is not None]), fused,
-                           lambda: called(rt, fn, args, switches))
+    found = with_variation(declaring(rt, basis(rt, [g for g in stages.values() if g is not None]), stages, args),
+                           fused, lambda: called(rt, fn, args, switches))
     return {"status": "pending", "reference": REFERENCE_BESIDE, "inputs": describe_inputs(spec, names, args),
             "basis": found, "count": len(fused),
             "edges": written(path, fused, edges), "outputs": path, "seconds": round(time.perf_counter() - started, 4)}

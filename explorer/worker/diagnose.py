@@ -25,6 +25,7 @@ from ..present import fault_repro
 from . import models
 from .grappler import _concrete
 from .agreement import basis, called, with_variation
+from .shapes import fed_shapes, returned_shapes
 from .isolate import NotIsolated, isolate
 from .models.graph_function import static_dims
 from .protocol import error_line
@@ -38,14 +39,16 @@ def run(rt: Runtime, request: dict) -> dict:
     rt.reset_grappler()
     rt.clear_dumps()
     body, args = rt.build(spec)
-    reference, _ = _call(rt, models.function(body, tf, served=True), args, switches, remapping=False)
+    reference, unfused = _call(rt, models.function(body, tf, served=True), args, switches, remapping=False)
     rt.clear_dumps()
     rt.log.read()
     if "error" in reference:
         return {"spec": spec.to_dict(), "unfused_error": reference["error"], "fingerprint": rt.fingerprint}
     result = {"spec": spec.to_dict(), "fingerprint": rt.fingerprint}
+    # the output shapes the traced graph declares: a run that returns others is wrong, whatever it is compared with
+    declared = returned_shapes(tf, unfused["traced"], fed_shapes(args)) if unfused else []
     if request.get("xla") and rt.device == "cpu":
-        result["xla"] = xla_check(rt, body, args, reference["outputs"])
+        result["xla"] = xla_check(rt, body, args, reference["outputs"], declared)
     started = time.perf_counter()
     fused, stages = _call(rt, models.function(body, tf, served=True), args, switches, remapping=None)
     result["fused_s"] = round(time.perf_counter() - started, 3)
@@ -54,6 +57,10 @@ def run(rt: Runtime, request: dict) -> dict:
     else:
         found = basis(rt, [stages["traced"]] if stages else [])
         result["agreement"] = agreement.compare_on(fused["outputs"], reference["outputs"], found)
+        misshapen = agreement.off_declared(fused["outputs"], reference["outputs"], dict(
+            found, declared=declared, ops=basis(rt, [g for g in (stages or {}).values() if g is not None])["ops"]))
+        if misshapen:
+            result["agreement"] = dict(result["agreement"], agree=False, summary=misshapen)
         if not result["agreement"]["agree"]:  # a model drawing random numbers differs from itself too
             found = with_variation(found, fused["outputs"], lambda: called(
                 rt, models.function(body, tf, served=True), args, switches))
@@ -121,9 +128,11 @@ def _call(rt: Runtime, fn, args, switches: dict, remapping):
         rt.reset_grappler()
 
 
-def xla_check(rt: Runtime, body, args, reference: list) -> dict:
+def xla_check(rt: Runtime, body, args, reference: list, declared: list) -> dict:
     """The XLA-compiled function's outputs against the remapper-off graph's, same inputs (a tolerance that
-    follows the ops, as for Grappler's fusions: XLA reorders sums and computes activations its own way)."""
+    follows the ops, as for Grappler's fusions: XLA reorders sums and computes activations its own way). Where
+    the remapper-off graph itself returns another shape than the model declares, that is said instead
+    (``reference_off``), with whether XLA's keeps to it: such a reference says nothing of XLA's numbers."""
     fn = models.function(body, rt.tf, jit_compile=True)
     try:
         with rt.without_dumps():
@@ -134,6 +143,10 @@ def xla_check(rt: Runtime, body, args, reference: list) -> dict:
         return {"error": {"type": type(exc).__name__, "line": error_line(message)[:400]}, "refused": refused}
     finally:
         rt.reset_grappler()
+    reference_off = agreement.off_declared(reference, [], {"declared": declared})
+    if reference_off:
+        return {"reference_off": reference_off,
+                "keeps_declared": agreement.off_declared(out, [], {"declared": declared}) is None}
     traced = _concrete(models.function(body, rt.tf, trace=True), args).graph
     return {"agreement": agreement.compare_on(out, reference, basis(rt, [traced.as_graph_def()]))}
 

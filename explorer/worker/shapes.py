@@ -45,6 +45,21 @@ def executed_tensors(tf, graph_def, fed=None) -> list[dict] | None:
     return ops
 
 
+def returned_shapes(tf, graph_def, fed=None) -> list:
+    """The shapes a function graph's outputs have by TensorFlow's shape inference at the shapes ``fed``, in output
+    order (``_Retval``'s index); a dimension it cannot work out is None. Of the traced graph (stock ops, before
+    any rewrite): the shapes the model says it returns, which no rewrite may change. [] when it cannot import."""
+    graph = tf.Graph()
+    try:
+        with graph.as_default():
+            tf.graph_util.import_graph_def(unplaced(with_fed_shapes(tf, graph_def, fed or [])), name="")
+    except Exception:  # noqa: BLE001 - nothing declared, nothing held against the run
+        return []
+    returns = sorted((op.get_attr("index"), op.inputs[0].shape) for op in graph.get_operations()
+                     if op.type == "_Retval" and op.inputs)
+    return [shape.as_list() if shape.rank is not None else None for _, shape in returns]
+
+
 SHAPE_ONLY = "/explorer_shape_pad"  # nodes added to a copy for shape inference only: never reported
 
 

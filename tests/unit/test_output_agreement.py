@@ -7,7 +7,7 @@ import json
 import ml_dtypes
 import numpy as np
 
-from explorer.analysis.agreement import compare, headline, judged, tolerance, variation
+from explorer.analysis.agreement import compare, edges_judged, headline, judged, tolerance, variation
 
 CONV = ["Placeholder", "Conv2D", "BiasAdd", "Relu", "Identity"]
 
@@ -199,3 +199,26 @@ def test_an_edge_input_the_model_refuses_either_way_is_worded_as_not_compared():
     assert check["status"] == "agrees" and headline(check) is None
     assert lines(check)[-1] == ("  edge inputs, large (ids at 2^30): not compared (they fail unfused too: not the fusion's doing) - "
                                 "fails with the remapper on and off alike: indices[0,0] = 1073741824 is not in [0, 100)")
+
+
+def test_an_output_off_the_declared_shape_is_wrong_whatever_the_reference_says():
+    # oneDNN's Pad fold with the remapper on and off alike: both runs drop the batch padding, so they agree with
+    # each other; the traced graph's own shapes say they are wrong.
+    basis = {"ops": ["Pad", "_FusedConv2D", "_MklNativePadWithFusedConv2D"], "tf32": False, "computed": ["float32"],
+             "random": [], "varies": None, "declared": [[2, 6, 6, 4]]}
+    short = np.ones((1, 6, 6, 4), np.float32)
+    both = judged([short], None, [short], None, basis)
+    assert both["status"] == "differs" and headline(both) and both["comparison"]["agree"]
+    assert both["summary"] == (
+        "output 0 has shape [1, 6, 6, 4], where the model's traced graph declares [2, 6, 6, 4]; the unfused reference "
+        "(remapper off) has it too: a rewrite that runs with the remapper off made it (oneDNN's layout pass ran "
+        "_MklNativePadWithFusedConv2D: a Pad folded into a convolution; try TF_ENABLE_ONEDNN_OPTS=0)")
+    whole = np.ones((2, 6, 6, 4), np.float32)
+    alone = judged([short], None, [whole], None, basis)
+    assert alone["status"] == "differs" and "has it too" not in alone["summary"]
+    assert judged([whole], None, [whole], None, basis)["status"] == "agrees"
+    # a dimension the graph leaves open is not held against a run; nor is a run of other inputs (an edge case)
+    assert judged([short], None, [short], None, dict(basis, declared=[[None, 6, 6, 4]]))["status"] == "agrees"
+    edge = {"case": "empty dimension", "outputs": [short[:0]], "error": None, "inputs": "0", "shapes": [[0, 6, 6, 3]],
+            "seconds": 0.0}
+    assert edges_judged([edge], [edge], basis)[0]["status"] == "agrees"
