@@ -20,6 +20,11 @@ ONEDNN_OFF = ("With oneDNN off (TF_ENABLE_ONEDNN_OPTS=0, run here in a worker of
               "TF_ENABLE_ONEDNN_OPTS=0.")
 
 
+class FailsWithOneDnn(WorkerError):
+    """TensorFlow failed to run the model with oneDNN on, and it runs without: the error says so (``ONEDNN_OFF``), and
+    the page offers the setting."""
+
+
 def explained(engine, spec, config: Config, exc: WorkerError) -> WorkerError:
     """``exc`` (TensorFlow failed to run the model), saying so where oneDNN was on and the model runs without it."""
     if exc.kind != "tensorflow" or config.device != "cpu" or not engine.fingerprint(config).get("onednn"):
@@ -30,4 +35,4 @@ def explained(engine, spec, config: Config, exc: WorkerError) -> WorkerError:
         return exc  # it fails without oneDNN too: the model's failure, as TensorFlow said
     if disagrees(without.get("agreement")):
         return exc
-    return WorkerError(exc.kind, f"{exc.message.rstrip('. ')}. {ONEDNN_OFF}", exc.detail)
+    return FailsWithOneDnn(exc.kind, f"{exc.message.rstrip('. ')}. {ONEDNN_OFF}", exc.detail)

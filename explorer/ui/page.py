@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ..engine.model_failure import FailsWithOneDnn
 from ..errors import ExplorerError
 from ..present.machine import gpu_words
 from ..present.markdown import without_images
@@ -147,6 +148,10 @@ def inspect(engine, choice: sidebar.Choice) -> dict | None:
     except ExplorerError as exc:
         placeholder.empty()
         frame.show_error(exc, "Inspecting the model failed")
+        if isinstance(exc, FailsWithOneDnn):  # the engine ran it without oneDNN, and it ran: one click there
+            st.button("Run it with oneDNN off", key="page.onednn_off", on_click=experiment.apply_settings,
+                      args=([{"kind": "env", "name": "TF_ENABLE_ONEDNN_OPTS", "value": "0"}],), type="primary",
+                      icon=":material/build:", help="Sets TF_ENABLE_ONEDNN_OPTS=0 in the sidebar and runs again")
         return None
     placeholder.empty()
     # "And without oneDNN?": that worker is started once this page is drawn.

@@ -312,3 +312,20 @@ def test_an_import_the_remapper_fails_on_is_offered_the_split_add_rewrite(tmp_pa
     assert bool(split["Grappler optimises"].iloc[0]), ways
     labels = [str(b.proto.label) for b in at.get("download_button")]
     assert any("split-add" in label for label in labels), labels
+
+
+def test_a_model_only_onednn_fails_says_so_and_one_click_runs_it_without(tmp_path):
+    # the corpus's tf.pad of the channel axis + conv, oneDNN on: its layout pass folds the Pad into the conv, which
+    # fails with the remapper on and off alike; the engine finds that it runs without oneDNN, and the page offers it
+    from explorer.engine.model_failure import ONEDNN_OFF
+    from tests.faulty.corpus import make_imports
+
+    data = (make_imports(tmp_path) / "pad_channel.pb").read_bytes()
+    at = upload(page("1"), "pad_channel.pb", data)
+    assert not at.exception
+    assert any(ONEDNN_OFF in e.value for e in at.error), [e.value for e in at.error]
+    at = at.button(key="page.onednn_off").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.session_state[state.env_key("TF_ENABLE_ONEDNN_OPTS")] == "0"
+    assert any("found by Grappler" in m.value and "oneDNN off" in m.value for m in at.markdown)
+    assert any("outputs agree" in c.value for c in at.caption), [c.value for c in at.caption]
