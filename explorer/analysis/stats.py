@@ -31,11 +31,16 @@ VERDICTS = {
 }
 
 
+# The same verdict where both variants return another shape than the model declares (a rewrite they share)
+OFF_DECLARED = "NOT A GAIN: the outputs have another shape than the model declares"
+
+
 def judged_by_outputs(sp: dict, agreement: dict | None) -> dict:
     """The speedup with its verdict replaced when the variants' outputs disagree (``timing_verdict`` keeps
     what the timing alone said): a faster kernel that computes something else is not a gain."""
     if (agreement or {}).get("within_tolerance") is False:
-        return dict(sp, verdict=VERDICTS["outputs_differ"], verdict_code="outputs_differ",
+        words = OFF_DECLARED if (agreement or {}).get("off_declared") else VERDICTS["outputs_differ"]
+        return dict(sp, verdict=words, verdict_code="outputs_differ",
                     timing_verdict=sp.get("verdict"), timing_verdict_code=sp.get("verdict_code"))
     return sp
 

@@ -208,6 +208,7 @@ class Agreement(TypedDict, total=False):
     varies: str | None
     tf32: bool
     comparison: dict  # the bench's fused against unfused: analysis.agreement.compare, as inspect's check
+    off_declared: str  # an output of another shape than the traced graph declares (analysis.agreement.off_declared)
 
 
 class BenchResult(TypedDict, total=False):

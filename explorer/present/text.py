@@ -208,7 +208,8 @@ def bench_text(result: BenchResult) -> str:
     out.append(f"  {replicated.run_words(sp)}")
     a = result["agreement"]
     out.append(f"  outputs  max abs diff {a['max_abs']:.3g}, max rel diff {a['max_rel']:.3g} "
-               + (f"(not comparable: {a['varies']})" if a.get("varies") else
+               + (f"(not comparable: {a['varies']})" if a.get("varies") else f"(WRONG: {a['off_declared']})"
+                  if a.get("off_declared") else
                   f"({'within' if a['within_tolerance'] else 'OUTSIDE'} tolerance {a['tolerance']:g}"
                   f"{', float32 ran as TF32' if a.get('tf32') else ''})"))
     proof = result["proof_summary"]

@@ -139,11 +139,13 @@ def bench_agreement(fused: list, reference: list, found: dict) -> dict:
     outs = comparison["outputs"]
     worst = outs[comparison["worst"]] if comparison["worst"] is not None else None
     varies = found.get("varies") if not comparison["agree"] else None
+    misshapen = compare_outputs.off_declared(fused, reference, found)  # both variants may share a wrong shape
     return {"max_abs": max((o["max_abs"] for o in outs), default=0.0),
             "max_rel": max((o["max_rel"] for o in outs), default=0.0),
             "tolerance": worst["tolerance"]["rtol"] if worst else 0.0,
-            "within_tolerance": None if varies else comparison["agree"], "varies": varies,
-            "tf32": any("TF32" in b for o in outs for b in o["tolerance"]["basis"]), "comparison": comparison}
+            "within_tolerance": None if varies else comparison["agree"] and not misshapen, "varies": varies,
+            "tf32": any("TF32" in b for o in outs for b in o["tolerance"]["basis"]), "comparison": comparison,
+            **({"off_declared": misshapen} if misshapen else {})}
 
 
 def edge_inputs(spec, body, args: list, tf) -> list[tuple[str, str, list]]:

@@ -54,7 +54,8 @@ def run(rt: Runtime, request: dict) -> BenchResult:
     rt.reset_grappler()
     reinstantiated = model_instantiations(metadata.function_graphs, stages["traced"])
     fused_out, unfused_out = outputs["fused"], outputs["unfused"]
-    found = checked_outputs.with_variation(checked_outputs.basis(rt, graphs), fused_out, lambda: checked_outputs.called(
+    found = checked_outputs.with_variation(checked_outputs.declaring(rt, checked_outputs.basis(rt, graphs), stages,
+                                                                     setup.args), fused_out, lambda: checked_outputs.called(
         rt, fns["fused"], setup.args, setup.switches, True))
     agrees = checked_outputs.bench_agreement(fused_out, unfused_out, found)
     rt.log.read()  # drop the (long) log of the benchmark's instantiations

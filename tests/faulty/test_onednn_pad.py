@@ -48,3 +48,10 @@ def test_a_model_onednn_fails_both_ways_says_it_runs_without_onednn(engine, faul
     assert "input depth must be evenly divisible by filter depth" in failed.value.message
     assert failed.value.message.endswith(ONEDNN_OFF)
     assert engine.inspect(model, OFF, use_cache=False)["agreement"]["status"] == "agrees"
+
+
+def test_a_benchmark_of_it_is_no_gain(engine, faulty_models):
+    result = engine.bench(spec_for_path(str(faulty_models / "pad_batch.pb")), ON, reps=3, warmup=1)
+    assert result["agreement"]["within_tolerance"] is False
+    assert "where the model's traced graph declares [2, 6, 6, 4]" in result["agreement"]["off_declared"]
+    assert result["summary"]["speedup"]["verdict"] == "NOT A GAIN: the outputs have another shape than the model declares"
