@@ -62,8 +62,8 @@ def main() -> int:
                                       env={"TF_ENABLE_ONEDNN_OPTS": flag}).splitlines()[-1]) for flag in ("0", "1")}
     engine = Engine(cache_dir=None)
     tally = Counter()
-    print(f"{'network':<18}{'oneDNN':>7}{'counts':>8}{'near-misses':>13}{'fixes offered':>15}{'confirmed':>11}"
-          f"{'inspect s':>11}{'+fixes s':>10}  near-miss kinds")
+    print(f"{'network':<18}{'oneDNN':>7}{'counts':>8}{'check':>9}{'near-misses':>13}{'fixes offered':>15}"
+          f"{'confirmed':>11}{'inspect s':>11}{'+fixes s':>10}  near-miss kinds")
     try:
         for name in names:
             for flag in ("0", "1"):
@@ -87,14 +87,16 @@ def main() -> int:
                     other = direct.get(str(setting.get("value")), {}).get(name, {}) if setting["name"] == \
                         "TF_ENABLE_ONEDNN_OPTS" else {}
                     confirmed += bool(other.get("fused", {}).get(key))
+                check = (result.get("agreement") or {}).get("status", "?")  # fused against unfused, and declared shapes
                 tally.update(runs=1, agree=agree, misses=len(misses), offered=len(offered), confirmed=confirmed,
-                             verified=sum(1 for m in offered if m["verified"]))
+                             verified=sum(1 for m in offered if m["verified"]), checks_agree=check == "agrees")
                 kinds = ", ".join(f"{k} {n}" for k, n in Counter(m["kind"] for m in misses).most_common())
-                print(f"{name:<18}{flag:>7}{'agree' if agree else 'DIFFER':>8}{len(misses):>13}{len(offered):>15}"
+                print(f"{name:<18}{flag:>7}{'agree' if agree else 'DIFFER':>8}{check:>9}{len(misses):>13}{len(offered):>15}"
                       f"{confirmed:>11}{first:>11.2f}{checked:>10.2f}  {kinds}", flush=True)
     finally:
         engine.close()
-    print(f"\nTally: counts agree in {tally['agree']} of {tally['runs']} runs; {tally['misses']} near-misses found; "
+    print(f"\nTally: counts agree in {tally['agree']} of {tally['runs']} runs; the fused graph's outputs agree with the "
+          f"unfused one's in {tally['checks_agree']}; {tally['misses']} near-misses found; "
           f"{tally['offered']} fixes offered, {tally['verified']} verified by the engine, "
           f"{tally['confirmed']} confirmed by TensorFlow run directly")
     return 0 if tally["agree"] == tally["runs"] and tally["confirmed"] == tally["offered"] else 1
