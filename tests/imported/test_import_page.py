@@ -329,3 +329,21 @@ def test_a_model_only_onednn_fails_says_so_and_one_click_runs_it_without(tmp_pat
     assert at.session_state[state.env_key("TF_ENABLE_ONEDNN_OPTS")] == "0"
     assert any("found by Grappler" in m.value and "oneDNN off" in m.value for m in at.markdown)
     assert any("outputs agree" in c.value for c in at.caption), [c.value for c in at.caption]
+
+
+def test_a_model_whose_outputs_onednn_misshapes_says_so_in_the_banner_and_the_benchmark(tmp_path):
+    # the corpus's tf.pad of the batch axis + conv, oneDNN on: both runs drop the batch (the remapper off shares
+    # oneDNN's fold), so only the declared shapes show it; the benchmark's outputs are no gain
+    from tests.faulty.corpus import make_imports
+
+    data = (make_imports(tmp_path) / "pad_batch.pb").read_bytes()
+    at = upload(page("1"), "pad_batch.pb", data)
+    assert not at.exception
+    assert any("where the model's traced graph declares [2, 6, 6, 4]" in e.value for e in at.error), \
+        [e.value for e in at.error]
+    open_tab(at, "bench")
+    at.session_state[state.BENCH_REPS] = 3
+    at = at.button(key="bench.run").click().run()
+    assert not at.exception
+    assert any(e.value.startswith("**The outputs are wrong:** output 0 has shape [1, 6, 6, 4]") for e in at.error)
+    assert any(m.label == "Outputs agree" and m.value == "NO" for m in at.metric)
