@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from explorer.engine import uploads
+from explorer.engine.model_failure import ONEDNN_OFF
 from explorer.engine.uploads import spec_for_path
 from explorer.model.flags import Config
 from explorer.ui import state
@@ -34,6 +35,14 @@ def _page_engine(tmp_path_factory):
     cached.shutdown()
     for key, value in old.items():
         os.environ.pop(key) if value is None else os.environ.__setitem__(key, value)
+
+
+@pytest.fixture(scope="module")
+def faulty(tmp_path_factory):
+    """The faulty-fusion corpus's imported models (tests/fixtures/faulty/make_faulty.py), made once."""
+    from tests.faulty.corpus import make_imports
+
+    return make_imports(tmp_path_factory.mktemp("faulty"))
 
 
 def page(onednn: str = "0"):
@@ -275,12 +284,10 @@ def test_a_setting_fix_is_timed_against_the_current_setting(models):
     assert any(w in line for w in ("it is faster here", "slower with it here", "not measurably faster here"))
 
 
-def test_a_broken_import_is_diagnosed_and_the_model_with_only_that_fusion_prevented_offered(tmp_path):
+def test_a_broken_import_is_diagnosed_and_the_model_with_only_that_fusion_prevented_offered(faulty):
     # the corpus's frozen Conv2D + FusedBatchNorm + Tanh: oneDNN on, the remapper's fusion fails; folding the batch
     # norm away prevents only that fusion, runs and agrees, and the page offers that model for download
-    from tests.faulty.corpus import make_imports
-
-    data = (make_imports(tmp_path) / "conv_bn_tanh.pb").read_bytes()
+    data = (faulty / "conv_bn_tanh.pb").read_bytes()
     at = upload(page("1"), "conv_bn_tanh.pb", data)
     assert not at.exception
     at = at.button(key="diagnose.run").click().run(timeout=900)
@@ -292,13 +299,11 @@ def test_a_broken_import_is_diagnosed_and_the_model_with_only_that_fusion_preven
     assert len(buttons) == 1 and "GraphDef" in buttons[0].proto.label, [b.proto.label for b in at.get("download_button")]
 
 
-def test_an_import_the_remapper_fails_on_is_offered_the_split_add_rewrite(tmp_path):
+def test_an_import_the_remapper_fails_on_is_offered_the_split_add_rewrite(faulty):
     # the corpus's pre-activation residual blocks, oneDNN on: the remapper fails and TensorFlow keeps none of its
     # fusions (the outputs agree: no banner). For an import the ways around it include split-add, which keeps the
     # convolutions' fusions; the caption says so before the button, and the rewritten model is offered.
-    from tests.faulty.corpus import make_imports
-
-    data = (make_imports(tmp_path) / "preact_residual.pb").read_bytes()
+    data = (faulty / "preact_residual.pb").read_bytes()
     at = upload(page("1"), "preact_residual.pb", data)
     assert not at.exception
     assert any("The remapper failed on this model" in m.value for m in at.markdown)
@@ -314,13 +319,10 @@ def test_an_import_the_remapper_fails_on_is_offered_the_split_add_rewrite(tmp_pa
     assert any("split-add" in label for label in labels), labels
 
 
-def test_a_model_only_onednn_fails_says_so_and_one_click_runs_it_without(tmp_path):
+def test_a_model_only_onednn_fails_says_so_and_one_click_runs_it_without(faulty):
     # the corpus's tf.pad of the channel axis + conv, oneDNN on: its layout pass folds the Pad into the conv, which
     # fails with the remapper on and off alike; the engine finds that it runs without oneDNN, and the page offers it
-    from explorer.engine.model_failure import ONEDNN_OFF
-    from tests.faulty.corpus import make_imports
-
-    data = (make_imports(tmp_path) / "pad_channel.pb").read_bytes()
+    data = (faulty / "pad_channel.pb").read_bytes()
     at = upload(page("1"), "pad_channel.pb", data)
     assert not at.exception
     assert any(ONEDNN_OFF in e.value for e in at.error), [e.value for e in at.error]
@@ -331,12 +333,10 @@ def test_a_model_only_onednn_fails_says_so_and_one_click_runs_it_without(tmp_pat
     assert any("outputs agree" in c.value for c in at.caption), [c.value for c in at.caption]
 
 
-def test_a_model_whose_outputs_onednn_misshapes_says_so_in_the_banner_and_the_benchmark(tmp_path):
+def test_a_model_whose_outputs_onednn_misshapes_says_so_in_the_banner_and_the_benchmark(faulty):
     # the corpus's tf.pad of the batch axis + conv, oneDNN on: both runs drop the batch (the remapper off shares
     # oneDNN's fold), so only the declared shapes show it; the benchmark's outputs are no gain
-    from tests.faulty.corpus import make_imports
-
-    data = (make_imports(tmp_path) / "pad_batch.pb").read_bytes()
+    data = (faulty / "pad_batch.pb").read_bytes()
     at = upload(page("1"), "pad_batch.pb", data)
     assert not at.exception
     assert any("where the model's traced graph declares [2, 6, 6, 4]" in e.value for e in at.error), \
