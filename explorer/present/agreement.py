@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ..analysis.agreement import headline
 
-__all__ = ["CELL_WORDS", "STATUS_WORDS", "cell_words", "failing_node", "headline", "inputs_words", "lines"]
+__all__ = ["CELL_WORDS", "STATUS_WORDS", "cell_words", "failing_node", "headline", "inputs_words", "lines",
+           "shared_fusions"]
 
 STATUS_WORDS = {"agrees": "the outputs agree", "differs": "the outputs DIFFER",
                 "varies": "not comparable", "fails": "the fused graph FAILS",
@@ -61,6 +62,20 @@ def lines(check: dict | None) -> list[str]:
         out.append(f"  edge inputs, {edge['case']} ({edge['inputs']}): {STATUS_WORDS.get(edge['status'], edge['status'])}"
                    f" - {edge['summary']}")
     return out
+
+
+def shared_fusions(result: dict) -> str | None:
+    """What the check cannot see, where oneDNN fused on its own after Grappler (a Pad into a convolution, a Conv2D
+    with its bias): those fusions run in the remapper-off reference too, so only the declared shapes hold them to
+    the model. None where there are none, or the check was not made."""
+    late = (result.get("fusions_by_pair") or {}).get("optimized->executed") or []
+    check = result.get("agreement") or {}
+    if not late or check.get("status") in (None, "skipped", "unchecked"):
+        return None
+    kinds = sorted({f["describe"] for f in late})
+    return (f"oneDNN's own fusions when executed ({'; '.join(kinds)}) run in the unfused reference too: beyond the "
+            "output shapes the model declares, this check cannot see a fault of theirs; oneDNN off "
+            "(TF_ENABLE_ONEDNN_OPTS=0) checks them")
 
 
 def cell_words(status: str | None) -> str | None:

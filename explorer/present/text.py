@@ -77,6 +77,9 @@ def inspect_text(result: InspectResult, model_path: str | None = None) -> str:
     fp = result["fingerprint"]
     out.append(f"{machine.describe(fp)} | flags {fp['flags'] or 'defaults'}")
     out.extend(agreement.lines(result.get("agreement")))
+    shared = agreement.shared_fusions(result)
+    if shared:
+        out.append(f"  note: {shared}")
     # what qualifies the whole result (Grappler gave up on the function, the dimensions were fixed ...): before it,
     # as the page shows them
     out.extend(f"WARNING: {warning}" for warning in result.get("warnings", []))

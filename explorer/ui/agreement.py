@@ -36,7 +36,9 @@ def caption(result: dict) -> str:
     if not check or words.headline(check):
         return ""
     if check["status"] == "agrees":
-        return f"Fused and unfused outputs agree ({check['summary']}, same seeded inputs)."
+        shared = words.shared_fusions(result)
+        return (f"Fused and unfused outputs agree ({check['summary']}, same seeded inputs)."
+                + (f" {shared[:1].upper()}{shared[1:]}." if shared else ""))
     if check["status"] == "varies":
         return f"Fused against unfused: not comparable: {check['summary']}."
     return f"Fused against unfused: {words.STATUS_WORDS.get(check['status'], check['status'])}."

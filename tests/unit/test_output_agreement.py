@@ -222,3 +222,16 @@ def test_an_output_off_the_declared_shape_is_wrong_whatever_the_reference_says()
     edge = {"case": "empty dimension", "outputs": [short[:0]], "error": None, "inputs": "0", "shapes": [[0, 6, 6, 3]],
             "seconds": 0.0}
     assert edges_judged([edge], [edge], basis)[0]["status"] == "agrees"
+
+
+def test_what_the_check_cannot_see_is_said_where_onednn_fused_on_its_own():
+    from explorer.present.agreement import shared_fusions
+
+    late = [{"describe": "Pad + _FusedConv2D → _MklNativePadWithFusedConv2D [BiasAdd]"}] * 2
+    result = {"fusions_by_pair": {"optimized->executed": late}, "agreement": {"status": "agrees"}}
+    said = shared_fusions(result)
+    assert said.startswith("oneDNN's own fusions when executed (Pad + _FusedConv2D → _MklNativePadWithFusedConv2D "
+                           "[BiasAdd]) run in the unfused reference too")
+    assert said.endswith("oneDNN off (TF_ENABLE_ONEDNN_OPTS=0) checks them")
+    assert shared_fusions(dict(result, fusions_by_pair={"optimized->executed": []})) is None
+    assert shared_fusions(dict(result, agreement={"status": "skipped"})) is None  # the remapper off: no check
