@@ -29,6 +29,7 @@ from ..model.spec import resolve
 from . import compare, diagnose, fix_check, fixes, machine_profile, model_failure, reference, warmup
 from .admission import HOST, AdmissionQueue
 from .cache import DEFAULT_CACHE_DIR, ResultCache, inspect_key
+from .inflight import InFlight
 from .interface import Progress
 from .payloads import (KERNEL_SIGNALS, bench_payload, check_bench_options, check_import_device, check_range,
                        compiler_payload, inspect_payload, profile_payload)
@@ -55,7 +56,7 @@ class Engine:
         self.cache = ResultCache(Path(cache_dir) if cache_dir else None)
         self.queues: dict[str, AdmissionQueue] = {}
         self._lock = threading.Lock()
-        self._inflight: dict[str, threading.Event] = {}  # inspect keys being computed now
+        self._inflight = InFlight()  # inspect keys being computed now
 
     def queue(self, device: str) -> AdmissionQueue:
         """The admission queue of a device's requests: the host's, whatever the device. Every request works on
@@ -160,30 +161,18 @@ class Engine:
         cached = cast("InspectResult | None", self.cache.get(key))  # JSON of what _inspect kept under its key
         if cached is not None:
             return {**cached, "cached": True}
-        # Many sessions asking for the same new configuration at once (a class pressing "run"
-        # together) share one computation instead of queueing up to repeat it.
-        with self._lock:
-            running = self._inflight.get(key)
-            if running is None:
-                running = self._inflight[key] = threading.Event()
-                owner = True
-            else:
-                owner = False
-        if not owner:
-            deadline = time.monotonic() + self.pool.limits.startup_s + self.pool.limits.inspect_s
-            while not running.wait(0.5) and time.monotonic() < deadline:
-                if on_progress:
-                    on_progress({"fraction": 0.0, "message": "another session is computing this same "
-                                 "configuration; waiting for its result"})
-            cached = cast("InspectResult | None", self.cache.get(key))
-            return {**cached, "cached": True, "shared": True} if cached is not None else \
-                self.inspect(spec, config, on_progress=on_progress, pass_graphs=pass_graphs)
-        try:
-            return self._inspect(spec, config, key, on_progress, pass_graphs)
-        finally:
-            with self._lock:
-                self._inflight.pop(key, None)
-            running.set()
+        def waiting() -> None:
+            if on_progress:
+                on_progress({"fraction": 0.0, "message": "another session is computing this same configuration; "
+                             "waiting for its result"})
+
+        computed = self._inflight.run(key, lambda: self._inspect(spec, config, key, on_progress, pass_graphs),
+                                      self.pool.limits.startup_s + self.pool.limits.inspect_s, waiting)
+        if computed is not None:
+            return computed
+        cached = cast("InspectResult | None", self.cache.get(key))  # what the other session's computation kept
+        return {**cached, "cached": True, "shared": True} if cached is not None else \
+            self.inspect(spec, config, on_progress=on_progress, pass_graphs=pass_graphs)
 
     def check_fixes(self, spec, config: ConfigLike, result: InspectResult) -> InspectResult:
         """An inspect result whose near-misses' setting-fixes are settled by running them (``fix_check``: a
