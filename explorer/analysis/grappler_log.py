@@ -131,7 +131,6 @@ def parse_log(lines: list[str]) -> dict:
     return {"items": items, "remapper_log": remapper_log, "notable": notable}
 
 
-
 def item_runs(parsed: dict, prefix: str) -> list[dict]:
     """The runs of grappler items whose id starts with ``prefix`` (e.g. '__inference_model_')."""
     return [it for it in parsed["items"] if it["item"].startswith(prefix)]

@@ -114,11 +114,11 @@ def basis(rt: Runtime, graphs) -> dict:
             "random": sorted((ops | called_ops) & compare_outputs.RANDOM_OPS), "varies": None}
 
 
-def declaring(rt: Runtime, found: dict, stages: dict | None, args: list) -> dict:
-    """``found`` (a ``basis``) with the output shapes the traced graph declares at the inputs' shapes
-    (``analysis.agreement.off_declared`` holds each run's outputs to them)."""
+def declared_shapes(rt: Runtime, stages: dict | None, args: list) -> list:
+    """The output shapes the traced graph of ``stages`` declares at the shapes of ``args`` (a basis's ``declared``:
+    ``analysis.agreement.off_declared`` holds each run's outputs to them); [] without a traced graph."""
     traced = (stages or {}).get("traced")
-    return dict(found, declared=returned_shapes(rt.tf, traced, fed_shapes(args)) if traced is not None else [])
+    return returned_shapes(rt.tf, traced, fed_shapes(args)) if traced is not None else []
 
 
 def with_variation(found: dict, first: list | None, again) -> dict:
@@ -193,8 +193,8 @@ def check(rt: Runtime, spec, body, fn, names: list[str], args: list, switches: d
             raise fused_exc
         return dict(base, status="skipped", headline=None, comparison=None, fused_error=None, reference_error=None,
                     reference_shapes=None, summary=why, seconds=0.0)
-    found = with_variation(declaring(rt, basis(rt, [g for g in (stages or {}).values() if g is not None]), stages,
-                                     args), fused, lambda: called(rt, fn, args, switches))
+    found = with_variation(dict(basis(rt, [g for g in (stages or {}).values() if g is not None]),
+                                declared=declared_shapes(rt, stages, args)), fused, lambda: called(rt, fn, args, switches))
     fused_error = error_record(fused_exc, stages) if fused_exc is not None else None
     reference, reference_error = called(rt, fn, args, switches, False, executed)
     base["reference_seconds"] = round(time.perf_counter() - started, 4)  # its own Grappler run and kernels
@@ -248,8 +248,8 @@ def fused_side(rt: Runtime, spec, body, fn, names: list[str], args: list, switch
     edges = edge_runs(rt, fn, edge_inputs(spec, body, args, rt.tf), switches)
     if not savable(fused) or not all(savable(e["outputs"]) for e in edges if e["outputs"] is not None):
         return None
-    found = with_variation(declaring(rt, basis(rt, [g for g in stages.values() if g is not None]), stages, args),
-                           fused, lambda: called(rt, fn, args, switches))
+    found = with_variation(dict(basis(rt, [g for g in stages.values() if g is not None]),
+                                declared=declared_shapes(rt, stages, args)), fused, lambda: called(rt, fn, args, switches))
     return {"status": "pending", "reference": REFERENCE_BESIDE, "inputs": describe_inputs(spec, names, args),
             "basis": found, "count": len(fused),
             "edges": written(path, fused, edges), "outputs": path, "seconds": round(time.perf_counter() - started, 4)}

@@ -24,8 +24,7 @@ from ..model.spec import resolve
 from ..present import fault_repro
 from . import models
 from .grappler import _concrete
-from .agreement import basis, called, with_variation
-from .shapes import fed_shapes, returned_shapes
+from .agreement import basis, called, declared_shapes, with_variation
 from .isolate import NotIsolated, isolate
 from .models.graph_function import static_dims
 from .protocol import error_line
@@ -46,7 +45,7 @@ def run(rt: Runtime, request: dict) -> dict:
         return {"spec": spec.to_dict(), "unfused_error": reference["error"], "fingerprint": rt.fingerprint}
     result = {"spec": spec.to_dict(), "fingerprint": rt.fingerprint}
     # the output shapes the traced graph declares: a run that returns others is wrong, whatever it is compared with
-    declared = returned_shapes(tf, unfused["traced"], fed_shapes(args)) if unfused else []
+    declared = declared_shapes(rt, unfused, args)
     if request.get("xla") and rt.device == "cpu":
         result["xla"] = xla_check(rt, body, args, reference["outputs"], declared)
     started = time.perf_counter()
